@@ -1,0 +1,12 @@
+# STRIDER_SANITIZE: "address,undefined" or "thread" (or empty). Applied to every target built here.
+if(STRIDER_SANITIZE)
+  if(STRIDER_SANITIZE MATCHES "thread" AND STRIDER_SANITIZE MATCHES "address")
+    message(FATAL_ERROR "STRIDER_SANITIZE: thread cannot be combined with address")
+  endif()
+  if(NOT STRIDER_SANITIZE MATCHES "^(address|undefined|thread)(,(address|undefined|thread))*$")
+    message(FATAL_ERROR "STRIDER_SANITIZE='${STRIDER_SANITIZE}': use 'address,undefined' or 'thread'")
+  endif()
+  set(_strider_san_flags -fsanitize=${STRIDER_SANITIZE} -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+  add_compile_options($<$<COMPILE_LANGUAGE:C,CXX>:${_strider_san_flags}>)
+  add_link_options(-fsanitize=${STRIDER_SANITIZE})
+endif()
