@@ -1,0 +1,45 @@
+#pragma once
+/// \file
+/// Starting and stopping MPI for an app, and the app's main wrapper that turns any error into one
+/// line "strider: error: <reason>" on stderr (printed once, by rank 0) and a non-zero exit.
+
+#include <functional>
+
+#include "strider/comm/communicator.hpp"
+
+namespace strider {
+
+/// Initialises MPI with MPI_THREAD_MULTIPLE (the I/O thread calls MPI-IO while the main thread
+/// runs collectives) unless the caller already did, and finalises it in the destructor only if it
+/// initialised it. Throws Error if MPI cannot provide MPI_THREAD_MULTIPLE.
+class MpiRuntime {
+ public:
+  MpiRuntime(int& argc, char**& argv);
+  ~MpiRuntime();
+  MpiRuntime(const MpiRuntime&) = delete;
+  MpiRuntime& operator=(const MpiRuntime&) = delete;
+
+  /// The thread level MPI provided.
+  int provided_thread_level() const noexcept { return provided_; }
+
+ private:
+  bool owns_mpi_ = false;
+  int provided_ = 0;
+};
+
+/// Runs an MPI app's body on a duplicate of MPI_COMM_WORLD and returns the process exit code.
+/// - body returns the exit code on success.
+/// - An AgreedError (see Communicator::collective_try) is printed once by rank 0 as
+///   "strider: error: <reason>"; every rank returns its exit code.
+/// - Any other exception escaped without agreement, so other ranks may be blocked in a collective:
+///   the rank prints "strider: error: <what>" and calls MPI_Abort (when there are several ranks).
+int run_mpi_app(int argc, char** argv, const std::function<int(Communicator& world)>& body);
+
+/// Runs an app body that needs no MPI; errors print "strider: error: <reason>" and return 2 for
+/// usage errors, 1 otherwise.
+int run_app_without_mpi(const std::function<int()>& body);
+
+/// Writes "strider: error: <message>" to stderr as one line and flushes.
+void print_error_line(const std::string& message);
+
+}  // namespace strider

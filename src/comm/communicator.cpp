@@ -1,0 +1,124 @@
+#include "strider/comm/communicator.hpp"
+
+#include <algorithm>
+#include <climits>
+
+#include "strider/core/log.hpp"
+
+namespace strider {
+
+namespace detail {
+
+void throw_mpi_error(int code, const char* call, const char* file, int line, const std::string& hint) {
+  char text[MPI_MAX_ERROR_STRING] = {};
+  int length = 0;
+  if (MPI_Error_string(code, text, &length) != MPI_SUCCESS) length = 0;
+  int error_class = code;
+  MPI_Error_class(code, &error_class);
+  std::string full_hint = hint;
+  if (length > 0) full_hint += (full_hint.empty() ? "" : ": ") + std::string(text, static_cast<std::size_t>(length));
+  throw MpiError(ErrorContext{call, file, line, -1, error_class, full_hint});
+}
+
+void MpiCommTraits::release(MPI_Comm comm) noexcept {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (finalized || comm == MPI_COMM_WORLD || comm == MPI_COMM_SELF) return;
+  if (MPI_Comm_free(&comm) != MPI_SUCCESS) log_warn("MPI_Comm_free failed while releasing a communicator");
+}
+
+}  // namespace detail
+
+namespace {
+
+// MPI counts are int: move large buffers in pieces.
+constexpr std::int64_t max_bytes_per_call = INT_MAX / 2;
+
+MPI_Op native_op(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::sum: return MPI_SUM;
+    case ReduceOp::min: return MPI_MIN;
+    case ReduceOp::max: return MPI_MAX;
+  }
+  return MPI_SUM;
+}
+
+}  // namespace
+
+Communicator Communicator::duplicate(MPI_Comm parent) {
+  Communicator result;
+  MPI_Comm duplicated = MPI_COMM_NULL;
+  STRIDER_MPI_CHECK(MPI_Comm_dup(parent, &duplicated), "duplicating the caller's communicator");
+  result.comm_.reset(duplicated);
+  STRIDER_MPI_CHECK(MPI_Comm_set_errhandler(duplicated, MPI_ERRORS_RETURN), "setting MPI_ERRORS_RETURN");
+  STRIDER_MPI_CHECK(MPI_Comm_rank(duplicated, &result.rank_), "");
+  STRIDER_MPI_CHECK(MPI_Comm_size(duplicated, &result.size_), "");
+
+  MPI_Comm node = MPI_COMM_NULL;
+  STRIDER_MPI_CHECK(MPI_Comm_split_type(duplicated, MPI_COMM_TYPE_SHARED, result.rank_, MPI_INFO_NULL, &node),
+                    "finding the ranks on this node");
+  UniqueHandle<detail::MpiCommTraits> node_owner(node);
+  STRIDER_MPI_CHECK(MPI_Comm_rank(node, &result.local_rank_), "");
+  STRIDER_MPI_CHECK(MPI_Comm_size(node, &result.local_size_), "");
+  return result;
+}
+
+void Communicator::barrier() const { STRIDER_MPI_CHECK(MPI_Barrier(native()), "in a barrier"); }
+
+void Communicator::broadcast(std::string& value, int root) const {
+  std::int64_t length = static_cast<std::int64_t>(value.size());
+  broadcast(&length, 1, root);
+  value.resize(static_cast<std::size_t>(length));
+  broadcast_bytes(value.data(), length, root);
+}
+
+void Communicator::broadcast_bytes(void* data, std::int64_t bytes, int root) const {
+  auto* cursor = static_cast<char*>(data);
+  for (std::int64_t done = 0; done < bytes || (bytes == 0 && done == 0); done += max_bytes_per_call) {
+    const int piece = static_cast<int>(std::min(max_bytes_per_call, bytes - done));
+    if (piece == 0) break;
+    STRIDER_MPI_CHECK(MPI_Bcast(cursor + done, piece, MPI_BYTE, root, native()), "broadcasting from rank " + std::to_string(root));
+  }
+}
+
+void Communicator::all_reduce_typed(void* values, std::int64_t count, MPI_Datatype type, ReduceOp op) const {
+  int type_bytes = 0;
+  STRIDER_MPI_CHECK(MPI_Type_size(type, &type_bytes), "");
+  const std::int64_t max_count = max_bytes_per_call / type_bytes;
+  auto* cursor = static_cast<char*>(values);
+  for (std::int64_t done = 0; done < count; done += max_count) {
+    const int piece = static_cast<int>(std::min(max_count, count - done));
+    STRIDER_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, cursor + done * type_bytes, piece, type, native_op(op), native()),
+                      "in an all-reduce");
+  }
+}
+
+void Communicator::all_gather_bytes(const void* send, void* receive, std::int64_t bytes_per_rank) const {
+  STRIDER_MPI_CHECK(MPI_Allgather(send, static_cast<int>(bytes_per_rank), MPI_BYTE, receive,
+                                  static_cast<int>(bytes_per_rank), MPI_BYTE, native()),
+                    "in an all-gather");
+}
+
+void Communicator::agree(std::exception_ptr local_failure) const {
+  // The lowest failing rank speaks for all; size_ means "nobody failed".
+  const int failing_rank = all_reduce(local_failure ? rank_ : size_, ReduceOp::min);
+  if (failing_rank == size_) return;
+
+  std::string message;
+  std::int32_t exit_code = 1;
+  if (rank_ == failing_rank) {
+    try {
+      std::rethrow_exception(local_failure);
+    } catch (const std::exception& error) {
+      message = error_message(error);
+      exit_code = exit_code_for(error);
+    } catch (...) {
+      message = "[rank " + std::to_string(rank_) + "] unknown exception";
+    }
+  }
+  broadcast(message, failing_rank);
+  broadcast(&exit_code, 1, failing_rank);
+  throw AgreedError(message, failing_rank, exit_code);
+}
+
+}  // namespace strider

@@ -1,0 +1,71 @@
+#include "device/cuda/cuda_check.hpp"
+
+#include "device/cuda/cuda_handles.hpp"
+#include "strider/core/log.hpp"
+#include "strider/device/gpu_probe.hpp"
+
+namespace strider {
+namespace detail {
+
+void throw_cuda_error(cudaError_t code, const char* call, const char* file, int line, const std::string& hint) {
+  std::string full_hint = hint;
+  full_hint += (full_hint.empty() ? "" : ": ") + std::string(cudaGetErrorName(code)) + " (" + cudaGetErrorString(code) + ")";
+  throw CudaError(ErrorContext{call, file, line, -1, static_cast<std::int64_t>(code), full_hint});
+}
+
+void throw_nccl_error(ncclResult_t code, const char* call, const char* file, int line, const std::string& hint) {
+  std::string full_hint = hint;
+  full_hint += (full_hint.empty() ? "" : ": ") + std::string(ncclGetErrorString(code));
+  const char* last = ncclGetLastError(nullptr);
+  if (last != nullptr && *last != '\0') full_hint += std::string(" (") + last + ")";
+  throw NcclError(ErrorContext{call, file, line, -1, static_cast<std::int64_t>(code), full_hint});
+}
+
+void log_release_failure(const char* what, cudaError_t code) noexcept {
+  if (code == cudaSuccess || code == cudaErrorCudartUnloading) return;
+  log_warn(what, " failed while releasing a resource: ", cudaGetErrorName(code));
+}
+
+void NcclCommTraits::release(ncclComm_t comm) noexcept {
+  const ncclResult_t code = ncclCommDestroy(comm);
+  if (code != ncclSuccess) log_warn("ncclCommDestroy failed: ", ncclGetErrorString(code));
+}
+
+CudaStream make_stream() {
+  cudaStream_t stream = nullptr;
+  STRIDER_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "creating a stream");
+  return CudaStream(stream);
+}
+
+CudaEvent make_event(bool timing) {
+  cudaEvent_t event = nullptr;
+  STRIDER_CUDA_CHECK(cudaEventCreateWithFlags(&event, timing ? cudaEventDefault : cudaEventDisableTiming), "creating an event");
+  return CudaEvent(event);
+}
+
+DeviceMemory allocate_device(std::size_t bytes) {
+  void* pointer = nullptr;
+  STRIDER_CUDA_CHECK(cudaMalloc(&pointer, bytes), "allocating " + std::to_string(bytes) + " bytes on the device");
+  return DeviceMemory(pointer);
+}
+
+PinnedMemory allocate_pinned(std::size_t bytes) {
+  void* pointer = nullptr;
+  STRIDER_CUDA_CHECK(cudaHostAlloc(&pointer, bytes, cudaHostAllocPortable),
+                     "pinning " + std::to_string(bytes) + " bytes of host memory");
+  return PinnedMemory(pointer);
+}
+
+}  // namespace detail
+
+GpuProbe probe_gpus() noexcept {
+  int count = 0;
+  const cudaError_t code = cudaGetDeviceCount(&count);
+  if (code == cudaErrorInsufficientDriver) return GpuProbe{0, "no CUDA driver on this machine"};
+  if (code == cudaErrorNoDevice) return GpuProbe{0, "no CUDA device visible"};
+  if (code != cudaSuccess) return GpuProbe{0, std::string("CUDA unavailable: ") + cudaGetErrorName(code)};
+  if (count == 0) return GpuProbe{0, "no CUDA device visible"};
+  return GpuProbe{count, ""};
+}
+
+}  // namespace strider
