@@ -1,0 +1,63 @@
+#pragma once
+/// \file
+/// PyTorch's DistributedSampler in C++: the same semantics and, for N < 214,748,364, exactly the
+/// same index order for any seed, epoch, world size, rank, shuffle and drop_last.
+
+#include <cstdint>
+#include <vector>
+
+#include "strider/sampling/sampler.hpp"
+
+namespace strider {
+
+/// Configuration of the distributed sampler (torch's arguments plus batching).
+struct DistributedSamplerConfig {
+  std::int64_t dataset_size = 0;  ///< N, the number of samples in the dataset
+  std::int64_t batch_size = 0;    ///< B, per rank (as in torch); 0: the whole epoch is one batch
+  bool shuffle = true;            ///< torch's shuffle: randperm(N) seeded with seed+epoch
+  bool drop_last = false;         ///< torch's drop_last: drop the tail so every rank gets floor(N/R)
+  bool drop_last_batch = false;   ///< drop a last partial batch (separate from drop_last)
+  std::int64_t seed = 0;          ///< torch's seed; seed+epoch is taken modulo 2^64
+};
+
+/// Rank r of R takes positions r, r+R, r+2R, ... of the epoch's order, padded (by repeating the
+/// order from its start) to ceil(N/R)*R or truncated to floor(N/R)*R with drop_last, then cut into
+/// batches of B. Global batch k (the union of every rank's k-th batch) is positions
+/// [k*R*B, (k+1)*R*B) of the order: the same set for any R with the same R*B.
+/// With shuffle, set_epoch materialises the order (8N bytes); without it nothing of size N exists.
+class DistributedSampler final : public Sampler {
+ public:
+  /// Throws UsageError for N < 0, B < 0, world_size <= 0 or rank outside [0, world_size).
+  DistributedSampler(const DistributedSamplerConfig& config, int world_size, int rank);
+
+  std::string mode() const override { return "distributed"; }
+  std::int64_t num_steps() const override { return num_steps_; }
+  std::int64_t max_batch_size() const override;
+  void batch(std::int64_t step, std::vector<std::int64_t>& indices) const override;
+  std::int64_t consumed_after(std::int64_t steps) const override;
+  std::int64_t step_for_consumed(std::int64_t consumed) const override;
+  std::int64_t global_batch_size() const override;
+  std::uint64_t config_hash() const override;
+
+  /// Samples per rank per epoch: ceil(N/R), or floor(N/R) with drop_last.
+  std::int64_t samples_per_rank() const noexcept { return samples_per_rank_; }
+  /// samples_per_rank * R (uint64: it can exceed 2^63 - 1 only by less than R).
+  std::uint64_t total_size() const noexcept { return total_size_; }
+  /// The global index at this rank's position (0 <= position < samples_per_rank()). O(1).
+  std::int64_t index_at(std::int64_t position) const;
+  /// The effective per-rank batch size (samples_per_rank when config.batch_size is 0).
+  std::int64_t batch_size() const noexcept { return batch_size_; }
+  const DistributedSamplerConfig& config() const noexcept { return config_; }
+
+ private:
+  void on_epoch() override;
+
+  DistributedSamplerConfig config_;
+  std::int64_t samples_per_rank_ = 0;
+  std::uint64_t total_size_ = 0;
+  std::int64_t batch_size_ = 0;
+  std::int64_t num_steps_ = 0;
+  std::vector<std::int64_t> order_;  // the epoch's permutation (shuffle only)
+};
+
+}  // namespace strider

@@ -1,0 +1,32 @@
+#pragma once
+/// \file
+/// Building a sampler of any mode from one options struct (what the apps' --sampler options fill).
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "strider/sampling/sampler.hpp"
+
+namespace strider {
+
+/// Everything any sampling mode may need. Fields a mode does not use are ignored.
+struct SamplerOptions {
+  std::string mode = "distributed";  ///< distributed (more modes are registered by later parts)
+  std::int64_t dataset_size = 0;     ///< N
+  std::int64_t batch_size = 0;       ///< per-rank batch size B (0: the epoch is one batch)
+  bool shuffle = true;
+  bool drop_last = false;            ///< torch's drop_last
+  bool drop_last_batch = false;      ///< drop a last partial batch
+  std::int64_t seed = 0;
+};
+
+/// The modes make_sampler knows, in the order the CLI lists them.
+std::vector<std::string> sampler_modes();
+
+/// Builds rank `rank` of `world_size`'s sampler. Throws UsageError for an unknown mode or options
+/// the mode cannot use. Pure: no MPI, no I/O.
+std::unique_ptr<Sampler> make_sampler(const SamplerOptions& options, int world_size, int rank);
+
+}  // namespace strider

@@ -1,0 +1,45 @@
+#pragma once
+/// \file
+/// Random streams used by the samplers. Pure functions of their seeds: the same numbers on every
+/// rank, thread and machine.
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+namespace strider {
+
+/// seed + epoch modulo 2^64, as torch computes it (Python ints, then read as uint64).
+constexpr std::uint64_t epoch_seed(std::int64_t seed, std::int64_t epoch) noexcept {
+  return static_cast<std::uint64_t>(seed) + static_cast<std::uint64_t>(epoch);
+}
+
+/// torch.randperm(n, generator seeded with `seed`) on the CPU, exactly as PyTorch 1.13 computes it
+/// for n < 214,748,364: std::mt19937 from the low 32 bits of the seed, then for i in 0..n-2
+/// z = draw32 % (n-i), swap(r[i], r[i+z]). Above that n the same Fisher-Yates loop runs (newer
+/// torch switches algorithm there); where n-i exceeds 2^32 the draw takes 64 bits (two draws).
+/// O(n) time and memory.
+std::vector<std::int64_t> torch_randperm(std::int64_t n, std::uint64_t seed);
+
+/// SplitMix64 finaliser: a strong 64-bit mix, for deriving independent seeds.
+constexpr std::uint64_t mix64(std::uint64_t value) noexcept {
+  value += 0x9e3779b97f4a7c15ULL;
+  value = (value ^ (value >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  value = (value ^ (value >> 27)) * 0x94d049bb133111ebULL;
+  return value ^ (value >> 31);
+}
+
+/// A seed for one purpose (stream) of one epoch, for the non-torch modes: independent streams for
+/// independent decisions (shuffle, batch order, ...), all derived from the run's seed.
+constexpr std::uint64_t derive_seed(std::int64_t seed, std::int64_t epoch, std::uint64_t stream) noexcept {
+  return mix64(mix64(static_cast<std::uint64_t>(seed) ^ mix64(static_cast<std::uint64_t>(epoch))) + stream);
+}
+
+/// An unbiased integer in [0, bound) from a 64-bit engine (Lemire's method with rejection).
+std::uint64_t uniform_below(std::mt19937_64& engine, std::uint64_t bound);
+
+/// Fisher-Yates shuffle of values with a 64-bit engine (portable, unlike std::shuffle whose
+/// algorithm is implementation-defined).
+void shuffle_in_place(std::vector<std::int64_t>& values, std::mt19937_64& engine);
+
+}  // namespace strider

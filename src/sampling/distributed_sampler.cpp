@@ -1,0 +1,88 @@
+#include "strider/sampling/distributed_sampler.hpp"
+
+#include <algorithm>
+#include <limits>
+
+#include "strider/core/error.hpp"
+#include "strider/core/hash.hpp"
+#include "strider/sampling/random.hpp"
+
+namespace strider {
+
+DistributedSampler::DistributedSampler(const DistributedSamplerConfig& config, int world_size, int rank)
+    : Sampler(world_size, rank, config.seed), config_(config) {
+  if (config.dataset_size < 0)
+    STRIDER_THROW(UsageError, "dataset size must be >= 0, got " + std::to_string(config.dataset_size));
+  if (config.batch_size < 0)
+    STRIDER_THROW(UsageError, "batch size must be >= 0, got " + std::to_string(config.batch_size));
+  const std::int64_t n = config.dataset_size, r = world_size;
+  // ceil(N/R) without overflow for N near 2^63.
+  samples_per_rank_ = config.drop_last ? n / r : n / r + (n % r != 0 ? 1 : 0);
+  total_size_ = static_cast<std::uint64_t>(samples_per_rank_) * static_cast<std::uint64_t>(r);
+  if (n == 0) samples_per_rank_ = 0, total_size_ = 0;
+  batch_size_ = config.batch_size > 0 ? config.batch_size : std::max<std::int64_t>(samples_per_rank_, 1);
+  num_steps_ = config.drop_last_batch ? samples_per_rank_ / batch_size_
+                                      : samples_per_rank_ / batch_size_ + (samples_per_rank_ % batch_size_ != 0 ? 1 : 0);
+  on_epoch();
+}
+
+void DistributedSampler::on_epoch() {
+  if (!config_.shuffle) return;
+  try {
+    order_ = torch_randperm(config_.dataset_size, epoch_seed(seed(), epoch()));
+  } catch (const std::bad_alloc&) {
+    STRIDER_THROW(UsageError, "cannot hold a shuffled order of " + std::to_string(config_.dataset_size) +
+                                  " samples in memory; use the streaming sampler for datasets this large");
+  }
+}
+
+std::int64_t DistributedSampler::max_batch_size() const { return std::min(batch_size_, samples_per_rank_); }
+
+std::int64_t DistributedSampler::index_at(std::int64_t position) const {
+  // Global position in the padded order; it can exceed 2^63 - 1 only for N within R of 2^63.
+  const std::uint64_t global = static_cast<std::uint64_t>(position) * static_cast<std::uint64_t>(world_size()) +
+                               static_cast<std::uint64_t>(rank());
+  const auto wrapped = static_cast<std::int64_t>(global % static_cast<std::uint64_t>(config_.dataset_size));
+  return config_.shuffle ? order_[static_cast<std::size_t>(wrapped)] : wrapped;
+}
+
+void DistributedSampler::batch(std::int64_t step, std::vector<std::int64_t>& indices) const {
+  check_step(step);
+  const std::int64_t first = step * batch_size_;
+  const std::int64_t last = first + std::min(batch_size_, samples_per_rank_ - first);  // no overflow near 2^63
+  indices.resize(static_cast<std::size_t>(last - first));
+  for (std::int64_t position = first; position < last; ++position)
+    indices[static_cast<std::size_t>(position - first)] = index_at(position);
+}
+
+std::int64_t DistributedSampler::global_batch_size() const { return batch_size_ * world_size(); }
+
+std::int64_t DistributedSampler::consumed_after(std::int64_t steps) const {
+  // Unsigned: for N near 2^63 the padded total exceeds INT64_MAX by less than R; saturate there.
+  const std::uint64_t clamped_steps = static_cast<std::uint64_t>(std::clamp<std::int64_t>(steps, 0, num_steps_));
+  const std::uint64_t consumed = std::min(
+      total_size_, clamped_steps * static_cast<std::uint64_t>(batch_size_) * static_cast<std::uint64_t>(world_size()));
+  return static_cast<std::int64_t>(std::min<std::uint64_t>(consumed, std::numeric_limits<std::int64_t>::max()));
+}
+
+std::int64_t DistributedSampler::step_for_consumed(std::int64_t consumed) const {
+  const std::int64_t global_batch = global_batch_size();
+  if (consumed == consumed_after(num_steps_)) return num_steps_;
+  if (consumed < 0 || consumed % global_batch != 0 || consumed / global_batch > num_steps_)
+    STRIDER_THROW(UsageError, "no step boundary at global sample " + std::to_string(consumed) + " for a global batch of " +
+                                  std::to_string(global_batch) + " and " + std::to_string(num_steps_) + " steps");
+  return consumed / global_batch;
+}
+
+std::uint64_t DistributedSampler::config_hash() const {
+  Fnv1a64 hash;
+  hash.add(mode());
+  hash.add(config_.dataset_size);
+  hash.add(static_cast<std::uint8_t>(config_.shuffle));
+  hash.add(static_cast<std::uint8_t>(config_.drop_last));
+  hash.add(static_cast<std::uint8_t>(config_.drop_last_batch));
+  hash.add(config_.seed);
+  return hash.value();
+}
+
+}  // namespace strider
