@@ -1,0 +1,99 @@
+#include "common/cli.hpp"
+
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+
+#include "strider/core/error.hpp"
+
+namespace strider::cli {
+
+std::vector<std::string> arguments(int argc, char** argv, int first) {
+  std::vector<std::string> args;
+  for (int i = first; i < argc; ++i) args.emplace_back(argv[i]);
+  return args;
+}
+
+Parsed parse(const std::vector<std::string>& args, const po::options_description& options, const std::string& usage,
+             const po::positional_options_description* positional) {
+  po::options_description all;
+  po::options_description general("General");
+  general.add_options()("help,h", "print this help and exit")(
+      "config", po::value<std::string>(), "read further options from FILE (lines 'name = value')");
+  all.add(options).add(general);
+
+  Parsed parsed;
+  try {
+    po::command_line_parser parser(args);
+    parser.options(all);
+    if (positional != nullptr) parser.positional(*positional);
+    po::store(parser.run(), parsed.values);
+    if (parsed.values.count("help")) {
+      std::cout << usage << "\n\n" << all << std::endl;
+      parsed.help = true;
+      return parsed;
+    }
+    if (parsed.values.count("config")) {
+      const std::string path = parsed.values["config"].as<std::string>();
+      std::ifstream file(path);
+      if (!file) STRIDER_THROW(UsageError, "cannot open the config file '" + path + "'");
+      po::store(po::parse_config_file(file, options), parsed.values);
+    }
+    po::notify(parsed.values);
+  } catch (const po::error& error) {
+    STRIDER_THROW(UsageError, std::string(error.what()) + " (see --help)");
+  }
+  return parsed;
+}
+
+void add_sampler_options(po::options_description& options, SamplerOptions& sampler) {
+  std::string modes;
+  for (const std::string& mode : sampler_modes()) modes += (modes.empty() ? "" : "|") + mode;
+  options.add_options()
+      ("sampler", po::value<std::string>(&sampler.mode)->default_value(sampler.mode), ("sampling mode: " + modes).c_str())
+      ("batch-size", po::value<std::int64_t>(&sampler.batch_size)->default_value(sampler.batch_size),
+       "samples per rank per step (0: the whole epoch is one batch)")
+      ("no-shuffle", po::bool_switch(), "keep the dataset order (torch's shuffle=False)")
+      ("drop-last", po::bool_switch(&sampler.drop_last), "drop the tail so every rank gets floor(N/R) samples (torch's drop_last)")
+      ("drop-last-batch", po::bool_switch(&sampler.drop_last_batch), "drop a last partial batch");
+}
+
+void finish_sampler_options(const po::variables_map& values, SamplerOptions& sampler) {
+  sampler.shuffle = !(values.count("no-shuffle") && values["no-shuffle"].as<bool>());
+  if (sampler.batch_size < 0) STRIDER_THROW(UsageError, "--batch-size must be >= 0, got " + std::to_string(sampler.batch_size));
+}
+
+namespace {
+template <typename T, typename Convert>
+std::vector<T> parse_list(const std::string& text, const std::string& option, Convert convert) {
+  std::vector<T> values;
+  std::size_t begin = 0;
+  while (begin <= text.size()) {
+    std::size_t end = text.find(',', begin);
+    if (end == std::string::npos) end = text.size();
+    const std::string item = text.substr(begin, end - begin);
+    std::size_t used = 0;
+    try {
+      values.push_back(convert(item, &used));
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (item.empty() || used != item.size())
+      STRIDER_THROW(UsageError, "--" + option + ": '" + item + "' is not a number (expected a comma-separated list)");
+    begin = end + 1;
+  }
+  return values;
+}
+}  // namespace
+
+std::vector<std::int64_t> parse_int_list(const std::string& text, const std::string& option) {
+  return parse_list<std::int64_t>(text, option, [](const std::string& item, std::size_t* used) {
+    return static_cast<std::int64_t>(std::stoll(item, used));
+  });
+}
+
+std::vector<double> parse_double_list(const std::string& text, const std::string& option) {
+  return parse_list<double>(text, option, [](const std::string& item, std::size_t* used) { return std::stod(item, used); });
+}
+
+}  // namespace strider::cli

@@ -1,0 +1,33 @@
+// strider-inspect: look at what strider would do, without training.
+//   strider-inspect plan ...   a sampler's plan (no MPI launcher needed)
+// Each subcommand lives in its own file; see --help.
+
+#include <cstring>
+#include <iostream>
+#include <string>
+
+#include "strider/comm/mpi_runtime.hpp"
+#include "subcommands.hpp"
+
+namespace {
+
+constexpr const char* usage =
+    "usage: strider-inspect <command> [options]\n"
+    "commands:\n"
+    "  plan   print a sampler's plan: which global indices each rank reads, step by step\n"
+    "run 'strider-inspect <command> --help' for a command's options";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0) {
+    std::cout << usage << std::endl;
+    return argc < 2 ? 2 : 0;
+  }
+  const std::string command = argv[1];
+  for (const strider::inspect::Subcommand& subcommand : strider::inspect::subcommands()) {
+    if (command == subcommand.name) return subcommand.run(argc, argv);
+  }
+  strider::print_error_line("unknown command '" + command + "' (see strider-inspect --help)");
+  return 2;
+}

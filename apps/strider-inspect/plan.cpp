@@ -1,0 +1,135 @@
+// strider-inspect plan: a sampler's plan for one rank or all ranks, as text or JSON. The contract
+// (options, output) is relied on by scripts and other tools: change it only compatibly.
+
+#include <algorithm>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include "common/cli.hpp"
+#include "strider/comm/mpi_runtime.hpp"
+#include "strider/core/error.hpp"
+#include "strider/core/json_writer.hpp"
+#include "subcommands.hpp"
+
+namespace strider::inspect {
+namespace {
+
+struct PlanOptions {
+  SamplerOptions sampler;
+  std::int64_t samples = -1;
+  int world = 1;
+  int rank = 0;
+  std::int64_t epoch = 0;
+  std::int64_t first_step = 0;
+  std::int64_t steps = -1;  // -1: to the end of the epoch
+  bool all_ranks = false;
+  bool json = false;
+};
+
+struct RankPlan {
+  int rank = 0;
+  std::vector<std::vector<std::int64_t>> batches;
+};
+
+RankPlan plan_for_rank(const PlanOptions& options, int rank) {
+  std::unique_ptr<Sampler> sampler = make_sampler(options.sampler, options.world, rank);
+  sampler->set_epoch(options.epoch);
+  RankPlan plan{rank, {}};
+  const std::int64_t end =
+      options.steps < 0 ? sampler->num_steps() : std::min(sampler->num_steps(), options.first_step + options.steps);
+  for (std::int64_t step = options.first_step; step < end; ++step) {
+    plan.batches.emplace_back();
+    sampler->batch(step, plan.batches.back());
+  }
+  return plan;
+}
+
+void write_json(JsonWriter& json, const PlanOptions& options, const RankPlan& plan) {
+  json.begin_object();
+  json.field("rank", plan.rank);
+  json.field("world", options.world);
+  json.field("epoch", options.epoch);
+  json.key("indices");
+  json.begin_array();
+  for (const auto& batch : plan.batches)
+    for (std::int64_t index : batch) json.value(index);
+  json.end_array();
+  json.key("batches");
+  json.begin_array();
+  for (const auto& batch : plan.batches) json.array(batch);
+  json.end_array();
+  json.end_object();
+}
+
+void write_text(std::ostream& out, const RankPlan& plan, bool with_rank) {
+  if (with_rank) out << "rank " << plan.rank << ":";
+  bool first = !with_rank;
+  for (const auto& batch : plan.batches) {
+    for (std::int64_t index : batch) {
+      if (!first) out << ' ';
+      out << index;
+      first = false;
+    }
+  }
+  out << '\n';
+}
+
+int plan_main(int argc, char** argv) {
+  PlanOptions options;
+  cli::po::options_description description("plan options");
+  description.add_options()
+      ("samples", cli::po::value<std::int64_t>(&options.samples)->required(), "N, the number of samples in the dataset")
+      ("world", cli::po::value<int>(&options.world)->default_value(1), "R, the number of ranks")
+      ("rank", cli::po::value<int>(&options.rank)->default_value(0), "the rank to print (0..R-1)")
+      ("seed", cli::po::value<std::int64_t>(&options.sampler.seed)->default_value(0), "the seed (int64)")
+      ("epoch", cli::po::value<std::int64_t>(&options.epoch)->default_value(0), "the epoch")
+      ("first-step", cli::po::value<std::int64_t>(&options.first_step)->default_value(0), "first step to print")
+      ("steps", cli::po::value<std::int64_t>(&options.steps), "number of steps to print (default: to the end of the epoch)")
+      ("all-ranks", cli::po::bool_switch(&options.all_ranks), "print every rank, one line each ('rank r: ...')")
+      ("json", cli::po::bool_switch(&options.json), "print JSON: {\"rank\", \"world\", \"epoch\", \"indices\", \"batches\"}");
+  cli::add_sampler_options(description, options.sampler);
+  const cli::Parsed parsed = cli::parse(
+      cli::arguments(argc, argv, 2), description,
+      "usage: strider-inspect plan --samples N [--world R --rank r --seed S --epoch E] [--batch-size B] [--json]\n"
+      "Prints rank r's sample indices in order, separated by spaces, on one line. Needs no MPI launcher.");
+  if (parsed.help) return 0;
+  cli::finish_sampler_options(parsed.values, options.sampler);
+
+  if (options.samples < 0) STRIDER_THROW(UsageError, "--samples must be >= 0, got " + std::to_string(options.samples));
+  if (options.world <= 0) STRIDER_THROW(UsageError, "--world must be positive, got " + std::to_string(options.world));
+  if (options.rank < 0 || options.rank >= options.world)
+    STRIDER_THROW(UsageError, "--rank " + std::to_string(options.rank) + " is outside [0, " + std::to_string(options.world) + ")");
+  if (options.epoch < 0) STRIDER_THROW(UsageError, "--epoch must be >= 0, got " + std::to_string(options.epoch));
+  if (options.first_step < 0) STRIDER_THROW(UsageError, "--first-step must be >= 0");
+  if (parsed.values.count("steps") && options.steps < 0) STRIDER_THROW(UsageError, "--steps must be >= 0");
+  options.sampler.dataset_size = options.samples;
+
+  std::vector<RankPlan> plans;
+  if (options.all_ranks) {
+    for (int rank = 0; rank < options.world; ++rank) plans.push_back(plan_for_rank(options, rank));
+  } else {
+    plans.push_back(plan_for_rank(options, options.rank));
+  }
+
+  std::ostringstream out;
+  if (options.json) {
+    JsonWriter json(out);
+    if (options.all_ranks) json.begin_array();
+    for (const RankPlan& plan : plans) write_json(json, options, plan);
+    if (options.all_ranks) json.end_array();
+    out << '\n';
+  } else {
+    for (const RankPlan& plan : plans) write_text(out, plan, options.all_ranks);
+  }
+  std::cout << out.str() << std::flush;
+  return 0;
+}
+
+}  // namespace
+
+int run_plan(int argc, char** argv) {
+  return run_app_without_mpi([&] { return plan_main(argc, argv); });
+}
+
+}  // namespace strider::inspect

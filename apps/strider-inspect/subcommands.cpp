@@ -1,0 +1,12 @@
+#include "subcommands.hpp"
+
+namespace strider::inspect {
+
+const std::vector<Subcommand>& subcommands() {
+  static const std::vector<Subcommand> all = {
+      {"plan", run_plan},
+  };
+  return all;
+}
+
+}  // namespace strider::inspect

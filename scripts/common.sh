@@ -1,0 +1,22 @@
+# Shared by the scripts (sourced): repository root, build folder, and the MPI environment for
+# running as root in a container (DESIGN.md section 4). Never set inside the library.
+repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build_dir=${STRIDER_BUILD_DIR:-$repo_root/build}
+jobs=${STRIDER_JOBS:-$(nproc)}
+
+if ((EUID == 0)); then
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+fi
+export OMPI_MCA_rmaps_base_oversubscribe=${OMPI_MCA_rmaps_base_oversubscribe:-1}
+export OMPI_MCA_pml=${OMPI_MCA_pml:-ob1} OMPI_MCA_btl=${OMPI_MCA_btl:-self,vader}
+export OMPI_MCA_btl_vader_single_copy_mechanism=${OMPI_MCA_btl_vader_single_copy_mechanism:-none}
+
+# configure_and_build BUILD_DIR [cmake options...]
+configure_and_build() {
+  local dir=$1
+  shift
+  local generator=()
+  command -v ninja >/dev/null && [[ ! -f $dir/CMakeCache.txt || -f $dir/build.ninja ]] && generator=(-G Ninja)
+  cmake -S "$repo_root" -B "$dir" "${generator[@]}" "$@"
+  cmake --build "$dir" --parallel "$jobs"
+}

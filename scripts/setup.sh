@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages strider's build and tests need, skipping those already present.
+# Idempotent; safe to run again. Needs root (or sudo) only when something is missing.
+set -euo pipefail
+
+packages=(
+  g++ cmake ninja-build pkg-config       # toolchain
+  libopenmpi-dev openmpi-bin             # MPI
+  libhdf5-openmpi-dev                    # parallel HDF5 1.10
+  libboost-program-options-dev           # the apps' options
+  catch2                                 # tests (Catch2 2.13)
+)
+# Extra packages for optional parts, named in the environment (e.g. STRIDER_EXTRA_PACKAGES="clang").
+read -r -a extra <<<"${STRIDER_EXTRA_PACKAGES:-}"
+packages+=("${extra[@]}")
+
+missing=()
+for package in "${packages[@]}"; do
+  if dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
+    continue
+  fi
+  missing+=("$package")
+done
+
+if ((${#missing[@]} == 0)); then
+  echo "setup: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+echo "setup: installing ${missing[*]}"
+sudo=""
+if ((EUID != 0)); then
+  command -v sudo >/dev/null || { echo "setup: need root (or sudo) to install: ${missing[*]}" >&2; exit 1; }
+  sudo="sudo"
+fi
+export DEBIAN_FRONTEND=noninteractive
+# Refresh the package lists once if they are missing or older than a day.
+if [[ -z $(find /var/lib/apt/lists -maxdepth 1 -name '*Packages*' -mtime -1 2>/dev/null | head -n 1) ]]; then
+  $sudo apt-get update -qq
+fi
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+echo "setup: done"

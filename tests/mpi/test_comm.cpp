@@ -1,0 +1,128 @@
+// Communicator, seed agreement, failure agreement and plan consensus at 1..4 ranks.
+#include <catch2/catch.hpp>
+
+#include <set>
+
+#include "mpi_test_support.hpp"
+#include "strider/comm/seed.hpp"
+#include "strider/core/hash.hpp"
+#include "strider/core/error.hpp"
+#include "strider/sampling/distributed_sampler.hpp"
+
+using namespace strider;
+using strider::testing::world;
+
+TEST_CASE("the communicator is a duplicate with MPI_ERRORS_RETURN and knows its node", "[mpi][comm]") {
+  const Communicator& comm = world();
+  int world_rank = -1, world_size = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+  REQUIRE(comm.rank() == world_rank);
+  REQUIRE(comm.size() == world_size);
+  int compare = 0;
+  MPI_Comm_compare(comm.native(), MPI_COMM_WORLD, &compare);
+  REQUIRE(compare == MPI_CONGRUENT);
+  MPI_Errhandler handler;
+  MPI_Comm_get_errhandler(comm.native(), &handler);
+  REQUIRE(handler == MPI_ERRORS_RETURN);
+  MPI_Errhandler_free(&handler);
+  // One node here: local ranks are the ranks.
+  REQUIRE(comm.local_size() == comm.size());
+  REQUIRE(comm.local_rank() == comm.rank());
+
+  // MPI errors become MpiError instead of aborting: an invalid root.
+  int value = 1;
+  REQUIRE_THROWS_AS(comm.broadcast(&value, 1, comm.size() + 5), MpiError);
+}
+
+TEST_CASE("collectives: broadcast, all-reduce, all-gather", "[mpi][comm]") {
+  const Communicator& comm = world();
+  std::string text = comm.is_root() ? "hello from rank 0" : "";
+  comm.broadcast(text);
+  REQUIRE(text == "hello from rank 0");
+  std::vector<std::int64_t> values = comm.is_root() ? std::vector<std::int64_t>{1, 2, 3} : std::vector<std::int64_t>{};
+  comm.broadcast(values);
+  REQUIRE(values == std::vector<std::int64_t>{1, 2, 3});
+  REQUIRE(comm.all_reduce(std::int64_t{comm.rank()}, ReduceOp::sum) == std::int64_t{comm.size()} * (comm.size() - 1) / 2);
+  REQUIRE(comm.all_reduce(comm.rank(), ReduceOp::max) == comm.size() - 1);
+  REQUIRE(comm.all_reduce(2.5, ReduceOp::min) == 2.5);
+  const auto ranks = comm.all_gather(comm.rank());
+  for (int rank = 0; rank < comm.size(); ++rank) REQUIRE(ranks[rank] == rank);
+}
+
+TEST_CASE("seed consensus: rank 0's seed reaches every rank", "[mpi][seed]") {
+  const Communicator& comm = world();
+  // Each rank passes a different seed; rank 0's wins.
+  const std::int64_t agreed = agree_on_seed(comm, 1000 + comm.rank());
+  REQUIRE(agreed == 1000);
+  // A drawn seed is the same on every rank.
+  const std::int64_t drawn = agree_on_seed(comm, std::nullopt);
+  const auto all = comm.all_gather(drawn);
+  for (std::int64_t seed : all) REQUIRE(seed == drawn);
+}
+
+TEST_CASE("a failure on one rank makes every rank throw the same error", "[mpi][failure]") {
+  const Communicator& comm = world();
+  const int failing = comm.size() - 1;
+  bool threw = false;
+  try {
+    comm.collective_try([&] {
+      if (comm.rank() == failing) STRIDER_THROW(DataError, "cannot open data.h5: no such file");
+    });
+  } catch (const AgreedError& error) {
+    threw = true;
+    REQUIRE(error.failing_rank() == failing);
+    REQUIRE(std::string(error.what()).find("cannot open data.h5: no such file") != std::string::npos);
+    REQUIRE(std::string(error.what()).find("[rank " + std::to_string(failing) + "]") != std::string::npos);
+    REQUIRE(error.exit_code() == 1);
+  }
+  REQUIRE(threw);
+  // Every rank got it; and the communicator still works afterwards.
+  REQUIRE(comm.all_reduce(threw ? 1 : 0, ReduceOp::min) == 1);
+
+  // Several failing ranks: the lowest speaks; usage errors keep exit code 2.
+  try {
+    comm.collective_try([&] { STRIDER_THROW(UsageError, "bad option on rank " + std::to_string(comm.rank())); });
+    FAIL("no error raised");
+  } catch (const AgreedError& error) {
+    REQUIRE(error.failing_rank() == 0);
+    REQUIRE(error.reason() == "bad option on rank 0");
+    REQUIRE(error.exit_code() == 2);
+  }
+  // No failure: the body's value comes back.
+  REQUIRE(comm.collective_try([&] { return comm.rank() * 2; }) == comm.rank() * 2);
+}
+
+TEST_CASE("plan consensus: the same plan hash on every rank, and the ranks cover the epoch", "[mpi][plan]") {
+  const Communicator& comm = world();
+  const std::int64_t seed = agree_on_seed(comm, std::nullopt);
+  for (std::int64_t n : {1, 10, 997}) {
+    DistributedSamplerConfig config;
+    config.dataset_size = n;
+    config.batch_size = 8;
+    config.seed = seed;
+    DistributedSampler mine(config, comm.size(), comm.rank());
+    mine.set_epoch(3);
+    // Each rank hashes the whole job's plan (every rank's); all must agree.
+    Fnv1a64 global;
+    for (int rank = 0; rank < comm.size(); ++rank) {
+      DistributedSampler other(config, comm.size(), rank);
+      other.set_epoch(3);
+      global.add(plan_hash(other));
+    }
+    const auto hashes = comm.all_gather(global.value());
+    for (std::uint64_t hash : hashes) REQUIRE(hash == global.value());
+    const auto steps = comm.all_gather(mine.num_steps());
+    for (std::int64_t count : steps) REQUIRE(count == mine.num_steps());
+
+    // Gather every rank's indices: they cover 0..N-1.
+    std::vector<std::int64_t> flags(static_cast<std::size_t>(n), 0);
+    std::vector<std::int64_t> batch;
+    for (std::int64_t step = 0; step < mine.num_steps(); ++step) {
+      mine.batch(step, batch);
+      for (std::int64_t index : batch) flags[static_cast<std::size_t>(index)] = 1;
+    }
+    comm.all_reduce(flags.data(), n, ReduceOp::max);
+    for (std::int64_t flag : flags) REQUIRE(flag == 1);
+  }
+}

@@ -1,0 +1,97 @@
+// Core pieces: error messages, JSON writer, the move-only handle, log levels, hashing.
+#include <catch2/catch.hpp>
+
+#include <sstream>
+
+#include "strider/core/error.hpp"
+#include "strider/core/hash.hpp"
+#include "strider/core/json_writer.hpp"
+#include "strider/core/log.hpp"
+#include "strider/core/unique_handle.hpp"
+
+using namespace strider;
+
+TEST_CASE("errors carry the call, the location and a hint", "[core][error]") {
+  const Error error(ErrorContext{"H5Dread(dataset, type, ...)", "src/io/h5_reader.cpp", 88, 3, -1,
+                                 "reading /samples rows 1024..2047"});
+  REQUIRE(std::string(error.what()) == "[rank 3] H5Dread failed reading /samples rows 1024..2047 (src/io/h5_reader.cpp:88)");
+  REQUIRE(error.reason() == "H5Dread failed reading /samples rows 1024..2047");
+  REQUIRE(error.context().code == -1);
+
+  try {
+    STRIDER_THROW(UsageError, "--world must be positive");
+  } catch (const UsageError& usage) {
+    REQUIRE(usage.reason() == "--world must be positive");
+    REQUIRE(usage.context().file == "tests/unit/test_core.cpp");
+    REQUIRE(exit_code_for(usage) == 2);
+    REQUIRE(error_message(usage) == "--world must be positive");
+  }
+  const AgreedError agreed("[rank 2] file missing (src/io/file.cpp:10)", 2, 1);
+  REQUIRE(std::string(agreed.what()) == "[rank 2] file missing (src/io/file.cpp:10)");
+  REQUIRE(agreed.failing_rank() == 2);
+  REQUIRE(exit_code_for(agreed) == 1);
+  REQUIRE(exit_code_for(std::runtime_error("x")) == 1);
+}
+
+TEST_CASE("json writer", "[core][json]") {
+  std::ostringstream out;
+  JsonWriter json(out);
+  json.begin_object();
+  json.field("rank", 3);
+  json.field("name", "a \"quoted\"\n");
+  json.key("batches");
+  json.begin_array();
+  json.array(std::vector<std::int64_t>{1, 2});
+  json.array(std::vector<std::int64_t>{});
+  json.end_array();
+  json.field("ratio", 0.5);
+  json.field("nan", std::numeric_limits<double>::quiet_NaN());
+  json.field("ok", true);
+  json.end_object();
+  REQUIRE(out.str() == R"({"rank":3,"name":"a \"quoted\"\n","batches":[[1,2],[]],"ratio":0.5,"nan":null,"ok":true})");
+}
+
+namespace {
+int released_count = 0;
+struct CountingTraits {
+  using handle_type = int;
+  static int null() noexcept { return -1; }
+  static void release(int) noexcept { ++released_count; }
+};
+}  // namespace
+
+TEST_CASE("unique handles release exactly once and move ownership", "[core][handle]") {
+  released_count = 0;
+  {
+    UniqueHandle<CountingTraits> a(5);
+    UniqueHandle<CountingTraits> b(std::move(a));
+    REQUIRE(!a);
+    REQUIRE(b.get() == 5);
+    UniqueHandle<CountingTraits> c;
+    c = std::move(b);
+    REQUIRE(c.get() == 5);
+    REQUIRE(released_count == 0);
+    c.reset(7);
+    REQUIRE(released_count == 1);
+  }
+  REQUIRE(released_count == 2);
+  static_assert(!std::is_copy_constructible_v<UniqueHandle<CountingTraits>>);
+}
+
+TEST_CASE("log levels parse and bad ones are usage errors", "[core][log]") {
+  REQUIRE(parse_log_level("debug") == LogLevel::debug);
+  REQUIRE(parse_log_level("warn") == LogLevel::warn);
+  REQUIRE_THROWS_AS(parse_log_level("loud"), UsageError);
+  const LogLevel before = log_level();
+  set_log_level(LogLevel::error);
+  REQUIRE(log_level() == LogLevel::error);
+  set_log_level(before);
+}
+
+TEST_CASE("FNV-1a 64 matches the reference values", "[core][hash]") {
+  Fnv1a64 empty;
+  REQUIRE(empty.value() == 0xcbf29ce484222325ULL);
+  Fnv1a64 a;
+  a.add_bytes("a", 1);
+  REQUIRE(a.value() == 0xaf63dc4c8601ec8cULL);  // FNV-1a 64 of "a"
+}

@@ -1,0 +1,269 @@
+// The distributed sampler: PyTorch's goldens, invariants, padding, elastic resume, 64-bit sizes.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+#include "sampler_properties.hpp"
+#include "strider/core/error.hpp"
+#include "strider/core/hash.hpp"
+#include "strider/sampling/distributed_sampler.hpp"
+#include "strider/sampling/random.hpp"
+
+using namespace strider;
+using strider::testing::all_batches;
+
+namespace {
+
+std::vector<std::int64_t> whole_epoch(const Sampler& sampler) {
+  std::vector<std::int64_t> indices;
+  for (const auto& batch : all_batches(sampler)) indices.insert(indices.end(), batch.begin(), batch.end());
+  return indices;
+}
+
+DistributedSamplerConfig config_of(std::int64_t n, std::int64_t batch, bool shuffle, bool drop_last, std::int64_t seed,
+                                   bool drop_last_batch = false) {
+  DistributedSamplerConfig config;
+  config.dataset_size = n;
+  config.batch_size = batch;
+  config.shuffle = shuffle;
+  config.drop_last = drop_last;
+  config.seed = seed;
+  config.drop_last_batch = drop_last_batch;
+  return config;
+}
+
+}  // namespace
+
+TEST_CASE("torch randperm and DistributedSampler goldens from PyTorch 1.13.1", "[distributed][torch]") {
+  std::ifstream file(STRIDER_TEST_DATA_DIR "/torch_distributed_goldens.txt");
+  REQUIRE(file.good());
+  std::string line;
+  int sampler_lines = 0, randperm_lines = 0, listed = 0;
+  while (std::getline(file, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    CAPTURE(line);
+    std::istringstream fields(line);
+    const std::size_t colon = line.find(" :");
+    REQUIRE(colon != std::string::npos);
+    std::vector<std::int64_t> expected_list;
+    std::istringstream list_text(line.substr(colon + 2));
+    for (std::int64_t value; list_text >> value;) expected_list.push_back(value);
+
+    if (line.rfind("randperm", 0) == 0) {
+      std::string word;
+      std::int64_t n = 0;
+      std::string seed_text;
+      fields >> word >> n >> seed_text;
+      const std::uint64_t seed = seed_text[0] == '-' ? static_cast<std::uint64_t>(std::stoll(seed_text))
+                                                     : std::stoull(seed_text);
+      REQUIRE(torch_randperm(n, seed) == expected_list);
+      ++randperm_lines;
+      continue;
+    }
+    std::int64_t n = 0, seed = 0, epoch = 0, count = 0;
+    int world = 0, rank = 0, shuffle = 0, drop_last = 0;
+    std::string fnv_word, hex;
+    fields >> n >> world >> rank >> seed >> epoch >> shuffle >> drop_last >> count >> fnv_word >> hex;
+    REQUIRE(fnv_word == "fnv");
+    DistributedSampler sampler(config_of(n, 0, shuffle != 0, drop_last != 0, seed), world, rank);
+    sampler.set_epoch(epoch);
+    const auto indices = whole_epoch(sampler);
+    REQUIRE(static_cast<std::int64_t>(indices.size()) == count);
+    Fnv1a64 hash;
+    for (std::int64_t index : indices) hash.add(index);
+    REQUIRE(hash.value() == std::stoull(hex, nullptr, 16));
+    if (n <= 300) {
+      REQUIRE(indices == expected_list);
+      ++listed;
+    }
+    ++sampler_lines;
+  }
+  CHECK(randperm_lines >= 20);
+  CHECK(sampler_lines >= 2000);
+  CHECK(listed >= 1000);
+}
+
+TEST_CASE("the design's golden: N=10, R=3, seed 0, epoch 1", "[distributed][torch]") {
+  const std::vector<std::vector<std::int64_t>> expected = {{5, 2, 9, 4}, {6, 0, 3, 5}, {1, 8, 7, 6}};
+  for (int rank = 0; rank < 3; ++rank) {
+    DistributedSampler sampler(config_of(10, 0, true, false, 0), 3, rank);
+    sampler.set_epoch(1);
+    REQUIRE(whole_epoch(sampler) == expected[rank]);
+  }
+  REQUIRE(torch_randperm(10, 0) == std::vector<std::int64_t>{4, 1, 7, 5, 3, 9, 0, 8, 6, 2});
+}
+
+TEST_CASE("distributed sampler invariants", "[distributed][invariants]") {
+  struct Case {
+    std::int64_t n, batch;
+    int world;
+    bool shuffle, drop_last, drop_last_batch;
+  };
+  const std::vector<Case> cases = {{100, 4, 3, true, false, false}, {100, 4, 3, true, true, false},
+                                   {101, 5, 4, true, false, true},  {7, 2, 3, false, false, false},
+                                   {1000, 16, 2, true, false, false}, {5, 1, 7, true, false, false},
+                                   {64, 0, 4, true, false, false}};
+  for (const Case& c : cases) {
+    CAPTURE(c.n, c.batch, c.world, c.shuffle, c.drop_last, c.drop_last_batch);
+    const auto make = [&](int world, int rank) -> std::unique_ptr<Sampler> {
+      return std::make_unique<DistributedSampler>(config_of(c.n, c.batch, c.shuffle, c.drop_last, -42, c.drop_last_batch),
+                                                  world, rank);
+    };
+    strider::testing::InvariantOptions options;
+    options.world_size = c.world;
+    options.epoch_sensitive = c.shuffle && c.n > 2;
+    strider::testing::check_sampler_invariants(make, options);
+
+    // Coverage and disjointness: every index at least once; duplicates are exactly the padding.
+    if (!c.drop_last_batch) {
+      const auto counts = strider::testing::index_counts(make, c.world, 1);
+      DistributedSampler probe(config_of(c.n, c.batch, c.shuffle, c.drop_last, -42), c.world, 0);
+      std::int64_t total = 0, distinct = 0;
+      for (const auto& [index, count] : counts) {
+        REQUIRE(index >= 0);
+        REQUIRE(index < c.n);
+        total += count;
+        ++distinct;
+      }
+      REQUIRE(total == static_cast<std::int64_t>(probe.total_size()));
+      REQUIRE(distinct == (c.drop_last ? static_cast<std::int64_t>(probe.total_size()) : c.n));
+    }
+  }
+}
+
+TEST_CASE("padding repeats the order from its start, even when it wraps more than once", "[distributed]") {
+  // N=2, R=7: total 7, order [o0, o1] repeated: o0 o1 o0 o1 o0 o1 o0.
+  const auto order = torch_randperm(2, epoch_seed(3, 0));
+  for (int rank = 0; rank < 7; ++rank) {
+    DistributedSampler sampler(config_of(2, 0, true, false, 3), 7, rank);
+    REQUIRE(whole_epoch(sampler) == std::vector<std::int64_t>{order[rank % 2]});
+  }
+  DistributedSampler dropped(config_of(2, 0, true, true, 3), 7, 0);
+  REQUIRE(dropped.num_steps() == 0);
+  REQUIRE(dropped.samples_per_rank() == 0);
+}
+
+TEST_CASE("batches: last partial batch kept or dropped, same count on every rank", "[distributed]") {
+  for (bool drop_last_batch : {false, true}) {
+    for (int rank = 0; rank < 3; ++rank) {
+      DistributedSampler sampler(config_of(23, 3, true, false, 9, drop_last_batch), 3, rank);  // 8 per rank
+      REQUIRE(sampler.num_steps() == (drop_last_batch ? 2 : 3));
+      const auto batches = all_batches(sampler);
+      REQUIRE(batches[0].size() == 3);
+      if (!drop_last_batch) REQUIRE(batches[2].size() == 2);
+    }
+  }
+}
+
+TEST_CASE("elastic resume: a state saved at R1 resumes at R2 with the same global batch", "[distributed][elastic]") {
+  const std::int64_t n = 997, global_batch = 24;
+  for (int world_before : {1, 2, 3, 4, 6}) {
+    for (int world_after : {1, 2, 3, 4, 6, 8}) {
+      CAPTURE(world_before, world_after);
+      const strider::testing::SamplerFactory make = [&](int w, int rank) -> std::unique_ptr<Sampler> {
+        return std::make_unique<DistributedSampler>(config_of(n, per_rank_batch_for(global_batch, w), true, false, 77),
+                                                    w, rank);
+      };
+      const auto before = strider::testing::global_batches(make, world_before, 5);
+      const auto after = strider::testing::global_batches(make, world_after, 5);
+      DistributedSampler saver(config_of(n, global_batch / world_before, true, false, 77), world_before, 0);
+      saver.set_epoch(5);
+      const std::int64_t step = 17;
+      const SamplerState saved = saver.state(step);
+      REQUIRE(saved.consumed == step * global_batch);
+      for (int rank = 0; rank < world_after; ++rank) {
+        DistributedSampler resumed(config_of(n, global_batch / world_after, true, false, 77), world_after, rank);
+        REQUIRE(resumed.resume(saved) == step);
+      }
+      // Every global step but the padded last one is the same set of samples.
+      const std::size_t full_steps = static_cast<std::size_t>(n / global_batch);
+      REQUIRE(before.size() >= full_steps);
+      REQUIRE(after.size() >= full_steps);
+      for (std::size_t k = 0; k < full_steps; ++k) REQUIRE(before[k] == after[k]);
+    }
+  }
+  DistributedSampler sampler(config_of(n, 8, true, false, 77), 3, 0);
+  REQUIRE_THROWS_AS(per_rank_batch_for(global_batch, 5), UsageError);
+  SamplerState other_global = sampler.state(2);
+  other_global.global_batch_size = 30;
+  REQUIRE_THROWS_AS(sampler.resume(other_global), UsageError);
+  SamplerState other_seed = sampler.state(2);
+  other_seed.seed = 78;
+  REQUIRE_THROWS_AS(sampler.resume(other_seed), UsageError);
+  SamplerState off_boundary = sampler.state(2);
+  off_boundary.consumed += 1;
+  REQUIRE_THROWS_AS(sampler.resume(off_boundary), UsageError);
+}
+
+TEST_CASE("64-bit sizes: N near 2^63 without shuffle has no overflow", "[distributed][int64]") {
+  const std::int64_t n = std::numeric_limits<std::int64_t>::max();
+  for (int world : {1, 3, 13}) {
+    for (bool drop_last : {false, true}) {
+      CAPTURE(world, drop_last);
+      DistributedSampler last_rank(config_of(n, 1024, false, drop_last, 0), world, world - 1);
+      const std::int64_t per_rank = drop_last ? n / world : n / world + (n % world != 0);
+      REQUIRE(last_rank.samples_per_rank() == per_rank);
+      REQUIRE(last_rank.total_size() == static_cast<std::uint64_t>(per_rank) * static_cast<std::uint64_t>(world));
+      std::vector<std::int64_t> batch;
+      last_rank.batch(last_rank.num_steps() - 1, batch);
+      REQUIRE(!batch.empty());
+      for (std::int64_t index : batch) {
+        REQUIRE(index >= 0);
+        REQUIRE(index < n);
+      }
+      // The last position of the last rank: global position total-1 wraps to (total-1) mod N.
+      const std::uint64_t last_global = last_rank.total_size() - 1;
+      REQUIRE(batch.back() == static_cast<std::int64_t>(last_global % static_cast<std::uint64_t>(n)));
+      REQUIRE(last_rank.consumed_after(last_rank.num_steps()) > 0);
+    }
+  }
+  // A position beyond 2^32 keeps all 64 bits.
+  DistributedSampler big(config_of(std::int64_t{1} << 40, 4, false, false, 0), 8, 5);
+  std::vector<std::int64_t> batch;
+  big.batch((std::int64_t{1} << 33) / 4, batch);
+  REQUIRE(batch[0] == (std::int64_t{1} << 33) * 8 + 5);
+}
+
+TEST_CASE("seed+epoch wraps modulo 2^64 and only its low 32 bits matter, as in torch", "[distributed][torch]") {
+  const std::int64_t max = std::numeric_limits<std::int64_t>::max();
+  DistributedSampler a(config_of(50, 0, true, false, max), 2, 0);
+  a.set_epoch(1);  // seed+epoch = 2^63: wraps, no UB
+  DistributedSampler b(config_of(50, 0, true, false, std::numeric_limits<std::int64_t>::min()), 2, 0);
+  REQUIRE(whole_epoch(a) == whole_epoch(b));
+  DistributedSampler c(config_of(50, 0, true, false, (std::int64_t{1} << 32) + 5), 2, 0);
+  DistributedSampler d(config_of(50, 0, true, false, 5), 2, 0);
+  REQUIRE(whole_epoch(c) == whole_epoch(d));
+}
+
+TEST_CASE("bad distributed sampler configurations are usage errors", "[distributed][errors]") {
+  REQUIRE_THROWS_AS(DistributedSampler(config_of(-1, 0, true, false, 0), 2, 0), UsageError);
+  REQUIRE_THROWS_AS(DistributedSampler(config_of(10, -3, true, false, 0), 2, 0), UsageError);
+  REQUIRE_THROWS_AS(DistributedSampler(config_of(10, 0, true, false, 0), 0, 0), UsageError);
+  REQUIRE_THROWS_AS(DistributedSampler(config_of(10, 0, true, false, 0), 2, 2), UsageError);
+  REQUIRE_THROWS_AS(DistributedSampler(config_of(10, 0, true, false, 0), 2, -1), UsageError);
+  DistributedSampler sampler(config_of(10, 2, true, false, 0), 2, 0);
+  std::vector<std::int64_t> batch;
+  REQUIRE_THROWS_AS(sampler.batch(sampler.num_steps(), batch), UsageError);
+  REQUIRE_THROWS_AS(SamplerState::parse("mode=distributed seed=x"), DataError);
+}
+
+TEST_CASE("invariants over a sweep of sizes, world sizes and batch sizes", "[distributed][slow]") {
+  for (std::int64_t n : {1, 2, 3, 5, 8, 13, 31, 64, 100, 257}) {
+    for (int world : {1, 2, 3, 4, 5, 7, 13}) {
+      for (std::int64_t batch : {0, 1, 3, 8}) {
+        for (bool drop_last : {false, true}) {
+          CAPTURE(n, world, batch, drop_last);
+          const strider::testing::SamplerFactory make = [&](int w, int rank) -> std::unique_ptr<Sampler> {
+            return std::make_unique<DistributedSampler>(config_of(n, batch, true, drop_last, n * 31 + world), w, rank);
+          };
+          strider::testing::InvariantOptions options;
+          options.world_size = world;
+          options.epoch_sensitive = false;  // tiny N may give the same order in two epochs
+          strider::testing::check_sampler_invariants(make, options);
+        }
+      }
+    }
+  }
+}
