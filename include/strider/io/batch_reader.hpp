@@ -1,0 +1,102 @@
+#pragma once
+/// \file
+/// Reading a sampler's batch (global sample indices, in batch order) from one shared HDF5 file into
+/// caller-owned memory. Engines: `hdf5` (every layout), `direct` (contiguous, uncompressed: file
+/// offset + pread), `mmap` (contiguous, uncompressed: mapped file, memcpy gather); `auto` picks by
+/// layout. Every engine returns identical bytes for the same plan.
+///
+/// Thread model: Debian's parallel HDF5 is not thread-safe. open_reader (collective) opens and
+/// validates on the calling thread; afterwards exactly one thread (the I/O thread) calls read().
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "strider/comm/communicator.hpp"
+
+namespace strider {
+
+/// Native element types strider reads (samples or tokens).
+enum class ElementType { int8, uint8, int16, uint16, int32, uint32, int64, uint64, float32, float64 };
+
+/// Bytes of one element.
+std::size_t element_bytes(ElementType type) noexcept;
+/// "float32", "uint8", ...
+const char* element_name(ElementType type) noexcept;
+
+/// Dataset names inside the file (the apps' --data-key, --label-key, --tokens-key, --offsets-key).
+struct DatasetKeys {
+  std::string data = "/samples";    ///< fixed-size samples [N, ...]
+  std::string labels = "/labels";   ///< integer labels [N] (optional unless a class-aware mode is used)
+  std::string tokens = "/tokens";   ///< variable-length sequences: all tokens [T]
+  std::string offsets = "/offsets"; ///< int64 [N+1]: row i is tokens[offsets[i]:offsets[i+1]]
+};
+
+/// What open_reader found in the file.
+struct DatasetInfo {
+  std::string path;
+  bool variable_length = false;            ///< sequences (tokens + offsets) rather than fixed-size samples
+  std::int64_t num_samples = 0;            ///< N
+  std::vector<std::int64_t> sample_shape;  ///< shape of one fixed-size sample ({64}, {3, 32, 32}); empty for sequences
+  ElementType element_type = ElementType::float32;  ///< type of the samples (or tokens)
+  std::int64_t sample_bytes = 0;           ///< bytes of one fixed-size sample (0 for sequences)
+  std::int64_t num_tokens = 0;             ///< T, for sequences
+  bool has_labels = false;
+  std::string layout;                      ///< "contiguous", "chunked" or "compact" (of samples / tokens)
+  std::vector<std::int64_t> chunk_shape;   ///< when chunked
+  bool compressed = false;                 ///< any filter on the data
+};
+
+/// Where read() puts a batch of `count` samples. All memory is the caller's.
+struct BatchDestination {
+  std::byte* samples = nullptr;            ///< the samples (or tokens) back to back, in batch order
+  std::int64_t samples_capacity_bytes = 0; ///< size of `samples`; read() throws if the batch does not fit
+  std::int32_t* labels = nullptr;          ///< count labels (nullptr: not wanted; ignored without labels)
+  std::int64_t* offsets = nullptr;         ///< sequences: count+1 token offsets into `samples` (nullptr: not wanted)
+};
+
+/// Counters of one reader (this rank).
+struct ReadStats {
+  std::int64_t bytes_read = 0;    ///< bytes read from the file (including whole chunks)
+  std::int64_t useful_bytes = 0;  ///< bytes of the samples delivered
+  std::int64_t batches = 0;
+  std::int64_t read_calls = 0;    ///< pread / H5Dread / memcpy-run calls
+  double read_seconds = 0.0;      ///< time inside read()
+};
+
+/// Options for open_reader.
+struct ReaderOptions {
+  DatasetKeys keys;
+  std::string engine = "auto";    ///< auto | hdf5 | direct | mmap
+  bool require_labels = false;    ///< class-aware modes: a missing labels dataset is an error
+  int copy_threads = 1;           ///< direct/mmap only: threads that copy one batch (1: the caller's thread)
+};
+
+/// Reads batches of one dataset. Not thread-safe: after open, one thread calls read().
+class BatchReader {
+ public:
+  virtual ~BatchReader() = default;
+  /// "hdf5", "direct" or "mmap".
+  virtual std::string engine() const = 0;
+  virtual const DatasetInfo& info() const = 0;
+  /// Every label (read once at open), empty when the file has none.
+  virtual const std::vector<std::int32_t>& labels() const = 0;
+  /// Sequences: every row's length in tokens (read once at open); empty for fixed-size samples.
+  virtual const std::vector<std::int64_t>& lengths() const = 0;
+  /// Bytes the samples of these indices take (count * sample_bytes, or their tokens' bytes).
+  virtual std::int64_t samples_bytes(const std::int64_t* indices, std::int64_t count) const = 0;
+  /// Reads samples (and labels, offsets) of indices[0..count) in that order; duplicates allowed,
+  /// count may be 0. Throws Hdf5Error / SystemError naming the rows, or UsageError when the batch
+  /// does not fit the destination or an index is out of range.
+  virtual void read(const std::int64_t* indices, std::int64_t count, const BatchDestination& destination) = 0;
+  virtual ReadStats stats() const = 0;
+};
+
+/// Collective over comm: every rank must call. Opens `path` with the MPI-IO driver, validates it
+/// (shapes, types, labels and offsets), reads labels and offsets once, and builds the engine.
+/// Failures are agreed: every rank throws the same AgreedError ("cannot open data.h5: ...").
+std::unique_ptr<BatchReader> open_reader(const Communicator& comm, const std::string& path, const ReaderOptions& options);
+
+}  // namespace strider
