@@ -20,6 +20,16 @@ struct SamplerOptions {
   bool drop_last = false;            ///< torch's drop_last
   bool drop_last_batch = false;      ///< drop a last partial batch
   std::int64_t seed = 0;
+
+  /// Per-sample class labels 0..K-1 (class-aware modes), shared so that samplers of several ranks
+  /// or epochs do not copy them. Null when the dataset has none.
+  std::shared_ptr<const std::vector<std::int32_t>> labels;
+  /// Per-sample lengths in tokens (bucketed mode). Null for fixed-size samples.
+  std::shared_ptr<const std::vector<std::int64_t>> lengths;
+
+  // ---- class-aware modes (balanced, weighted, stratified) ----
+
+  // ---- length-bucketed and streaming modes (bucketed, streaming, block) ----
 };
 
 /// The modes make_sampler knows, in the order the CLI lists them.
