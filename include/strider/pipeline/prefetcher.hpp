@@ -1,0 +1,141 @@
+#pragma once
+/// \file
+/// The prefetcher: a persistent ring of K batch buffers, filled ahead of use by one background I/O
+/// thread that owns the reader, delivered in plan order with backpressure.
+///
+///   Prefetcher prefetcher(std::move(reader), options);
+///   for (epoch ...) {
+///     sampler.set_epoch(epoch);             // only while no epoch is running
+///     prefetcher.start_epoch(sampler);
+///     while (auto batch = prefetcher.next()) { train(*batch); }   // batch released on scope exit
+///   }
+///
+/// Threads and buffers persist across epochs. An error in the I/O thread reaches the consumer as
+/// the original exception (type and context) on its next call to next(). stop() and the destructor
+/// end the I/O at any point without hanging. Results are identical for any depth.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "strider/io/batch_reader.hpp"
+#include "strider/pipeline/host_allocator.hpp"
+#include "strider/sampling/sampler.hpp"
+
+namespace strider {
+
+/// Options of the prefetcher.
+struct PrefetcherOptions {
+  int depth = 4;                               ///< K, batch buffers in the ring (1..64)
+  std::shared_ptr<HostAllocator> allocator;    ///< null: page-aligned host memory
+};
+
+/// Counters of one rank's prefetcher, cumulative since construction (or reset_stats()).
+struct PrefetchStats {
+  double stall_seconds = 0.0;          ///< time the consumer waited inside next() for a batch
+  double wall_seconds = 0.0;           ///< time since the first start_epoch (or reset_stats)
+  double io_seconds = 0.0;             ///< time the I/O thread spent reading
+  double time_to_first_batch_seconds = -1.0;  ///< from the first start_epoch to the first batch delivered
+  std::int64_t bytes_read = 0;         ///< bytes the reader read from the file
+  std::int64_t useful_bytes = 0;       ///< bytes of samples delivered
+  std::int64_t batches = 0;            ///< batches delivered to the consumer
+  std::int64_t samples = 0;            ///< samples delivered to the consumer
+  /// stall_seconds / wall_seconds: the one definition of stall fraction used everywhere.
+  double stall_fraction() const noexcept { return wall_seconds > 0 ? stall_seconds / wall_seconds : 0.0; }
+};
+
+class Prefetcher;
+
+/// A delivered batch: views into one ring buffer, valid until the Batch is released (destroyed or
+/// release()d), after which the buffer returns to the ring. Move-only.
+class Batch {
+ public:
+  Batch() = default;
+  Batch(Batch&& other) noexcept;
+  Batch& operator=(Batch&& other) noexcept;
+  Batch(const Batch&) = delete;
+  Batch& operator=(const Batch&) = delete;
+  ~Batch();
+
+  /// Returns the buffer to the ring now (the views become invalid).
+  void release() noexcept;
+
+  std::int64_t epoch() const noexcept { return epoch_; }
+  /// The step within the epoch (as the sampler counts it).
+  std::int64_t step() const noexcept { return step_; }
+  /// Number of samples.
+  std::int64_t size() const noexcept { return static_cast<std::int64_t>(indices_->size()); }
+  /// Global sample indices, in batch order.
+  const std::vector<std::int64_t>& indices() const noexcept { return *indices_; }
+  /// Samples (or tokens) back to back in batch order.
+  const std::byte* samples() const noexcept { return samples_; }
+  std::int64_t samples_bytes() const noexcept { return samples_bytes_; }
+  /// size() labels, or nullptr when the dataset has none.
+  const std::int32_t* labels() const noexcept { return labels_; }
+  /// Sequences: size()+1 token offsets into samples(); nullptr for fixed-size samples.
+  const std::int64_t* offsets() const noexcept { return offsets_; }
+
+ private:
+  friend class Prefetcher;
+  Prefetcher* owner_ = nullptr;
+  int slot_ = -1;
+  std::int64_t epoch_ = 0;
+  std::int64_t step_ = 0;
+  const std::vector<std::int64_t>* indices_ = nullptr;
+  const std::byte* samples_ = nullptr;
+  std::int64_t samples_bytes_ = 0;
+  const std::int32_t* labels_ = nullptr;
+  const std::int64_t* offsets_ = nullptr;
+};
+
+/// Fills a ring of batch buffers ahead of use. next(), start_epoch(), stop() and stats() are called
+/// from one consumer thread; Batch objects may be released from any thread.
+class Prefetcher {
+ public:
+  /// Takes the reader (from now on only the I/O thread calls it) and starts the I/O thread.
+  Prefetcher(std::unique_ptr<BatchReader> reader, PrefetcherOptions options);
+  /// Stops the I/O thread (waiting for a read in progress to finish) and frees the ring. Never
+  /// throws. Batches still held become invalid: release them first.
+  ~Prefetcher();
+  Prefetcher(const Prefetcher&) = delete;
+  Prefetcher& operator=(const Prefetcher&) = delete;
+
+  /// Starts delivering steps [first_step, end_step) of the sampler's current epoch (end_step < 0:
+  /// to the end). The sampler must outlive the epoch and must not change (no set_epoch) until next()
+  /// returned nullopt or stop() returned. Stops a running epoch first. Buffers grow (once) if this
+  /// epoch's largest batch needs more room; that needs every batch released.
+  void start_epoch(const Sampler& sampler, std::int64_t first_step = 0, std::int64_t end_step = -1);
+
+  /// The next batch in plan order, blocking until it is read; nullopt at the end of the epoch.
+  /// Rethrows an error of the I/O thread (the original exception). Throws UsageError when the
+  /// consumer holds every buffer of the ring (it would wait forever).
+  std::optional<Batch> next();
+
+  /// Ends the running epoch now (mid-epoch is fine): the I/O thread finishes the read in progress
+  /// and goes idle; undelivered batches are dropped. Afterwards the sampler may change.
+  void stop() noexcept;
+
+  PrefetchStats stats() const;
+  void reset_stats();
+  const DatasetInfo& dataset() const noexcept { return info_; }
+  /// The reader's labels / lengths (read once at open; safe to read from the consumer thread).
+  const std::vector<std::int32_t>& labels() const noexcept;
+  const std::vector<std::int64_t>& lengths() const noexcept;
+  int depth() const noexcept { return depth_; }
+  /// Bytes of each ring buffer's samples area.
+  std::size_t buffer_bytes() const noexcept;
+
+ private:
+  friend class Batch;
+  struct State;
+  void release_slot(int slot) noexcept;
+  void io_loop() noexcept;
+
+  DatasetInfo info_;
+  int depth_;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace strider

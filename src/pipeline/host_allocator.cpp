@@ -1,0 +1,66 @@
+#include "strider/pipeline/host_allocator.hpp"
+
+#include <cstdlib>
+#include <utility>
+
+#include "strider/config.hpp"
+#include "strider/core/error.hpp"
+
+namespace strider {
+
+namespace {
+
+constexpr std::size_t page_bytes = 4096;
+
+class PageAlignedAllocator final : public HostAllocator {
+ public:
+  void* allocate(std::size_t bytes) override {
+    const std::size_t rounded = (std::max<std::size_t>(bytes, 1) + page_bytes - 1) / page_bytes * page_bytes;
+    void* pointer = std::aligned_alloc(page_bytes, rounded);
+    if (pointer == nullptr)
+      STRIDER_THROW(SystemError, "cannot allocate " + std::to_string(bytes) + " bytes of host memory for batch buffers");
+    return pointer;
+  }
+  void deallocate(void* pointer, std::size_t) noexcept override { std::free(pointer); }
+  std::string name() const override { return "page-aligned"; }
+};
+
+}  // namespace
+
+std::shared_ptr<HostAllocator> make_page_aligned_allocator() { return std::make_shared<PageAlignedAllocator>(); }
+
+#if !STRIDER_HAS_CUDA
+std::shared_ptr<HostAllocator> make_pinned_allocator() {
+  STRIDER_THROW(UsageError, "pinned host memory needs the CUDA backend, and this build has none");
+}
+#endif
+
+HostBuffer::HostBuffer(std::shared_ptr<HostAllocator> allocator, std::size_t bytes)
+    : allocator_(std::move(allocator)), bytes_(bytes) {
+  data_ = static_cast<std::byte*>(allocator_->allocate(bytes));
+}
+
+HostBuffer::HostBuffer(HostBuffer&& other) noexcept
+    : allocator_(std::move(other.allocator_)),
+      data_(std::exchange(other.data_, nullptr)),
+      bytes_(std::exchange(other.bytes_, 0)) {}
+
+HostBuffer& HostBuffer::operator=(HostBuffer&& other) noexcept {
+  if (this != &other) {
+    free();
+    allocator_ = std::move(other.allocator_);
+    data_ = std::exchange(other.data_, nullptr);
+    bytes_ = std::exchange(other.bytes_, 0);
+  }
+  return *this;
+}
+
+HostBuffer::~HostBuffer() { free(); }
+
+void HostBuffer::free() noexcept {
+  if (data_ != nullptr && allocator_) allocator_->deallocate(data_, bytes_);
+  data_ = nullptr;
+  bytes_ = 0;
+}
+
+}  // namespace strider

@@ -1,0 +1,349 @@
+#include "strider/pipeline/prefetcher.hpp"
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <utility>
+
+#include "strider/core/error.hpp"
+#include "strider/core/log.hpp"
+
+namespace strider {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+constexpr int max_depth = 64;
+
+}  // namespace
+
+/// One buffer of the ring.
+struct Slot {
+  HostBuffer samples;
+  std::vector<std::int64_t> indices;
+  std::vector<std::int32_t> labels;
+  std::vector<std::int64_t> offsets;
+  std::int64_t samples_bytes = 0;
+  std::int64_t epoch = 0;
+  std::int64_t step = 0;
+};
+
+/// What the I/O thread hands the consumer, in plan order.
+struct Delivery {
+  int slot = -1;                // a filled slot, or -1 for an error or the end of the epoch
+  std::exception_ptr error;     // the I/O thread's failure
+};
+
+struct Prefetcher::State {
+  std::unique_ptr<BatchReader> reader;
+  std::shared_ptr<HostAllocator> allocator;
+  std::vector<Slot> slots;
+  std::size_t buffer_bytes = 0;     // samples area of each slot
+  std::int64_t buffer_samples = 0;  // labels / indices capacity of each slot
+
+  std::mutex mutex;
+  std::condition_variable io_wake;        // the I/O thread waits here (work, free slots, shutdown)
+  std::condition_variable consumer_wake;  // the consumer waits here (deliveries, I/O idle)
+
+  // The command for the I/O thread; guarded by mutex.
+  const Sampler* sampler = nullptr;
+  std::int64_t epoch = 0;
+  std::int64_t first_step = 0;
+  std::int64_t end_step = 0;
+  std::uint64_t generation = 0;          // bumped by start_epoch and stop: cancels the running epoch
+  std::uint64_t command_generation = 0;  // the generation of the pending command
+  std::uint64_t handled_generation = 0;  // the last command the I/O thread took
+  bool io_busy = false;
+  bool shutdown = false;
+
+  // Consumer side; guarded by mutex.
+  std::deque<Delivery> ready;
+  std::deque<int> free_slots;
+  int held = 0;
+  bool epoch_open = false;  // an epoch was started and its end (or error) not yet delivered
+
+  // Stats; guarded by mutex.
+  PrefetchStats stats;
+  bool stats_clock_started = false;
+  Clock::time_point stats_start;
+
+  std::thread thread;
+};
+
+// ---- Batch ---------------------------------------------------------------------------------
+
+Batch::Batch(Batch&& other) noexcept { *this = std::move(other); }
+
+Batch& Batch::operator=(Batch&& other) noexcept {
+  if (this != &other) {
+    release();
+    owner_ = std::exchange(other.owner_, nullptr);
+    slot_ = std::exchange(other.slot_, -1);
+    epoch_ = other.epoch_;
+    step_ = other.step_;
+    indices_ = other.indices_;
+    samples_ = other.samples_;
+    samples_bytes_ = other.samples_bytes_;
+    labels_ = other.labels_;
+    offsets_ = other.offsets_;
+  }
+  return *this;
+}
+
+Batch::~Batch() { release(); }
+
+void Batch::release() noexcept {
+  if (owner_ != nullptr) owner_->release_slot(slot_);
+  owner_ = nullptr;
+  slot_ = -1;
+}
+
+// ---- Prefetcher ----------------------------------------------------------------------------
+
+Prefetcher::Prefetcher(std::unique_ptr<BatchReader> reader, PrefetcherOptions options)
+    : depth_(options.depth), state_(std::make_unique<State>()) {
+  if (!reader) STRIDER_THROW(UsageError, "the prefetcher needs a reader");
+  if (options.depth < 1 || options.depth > max_depth)
+    STRIDER_THROW(UsageError, "--prefetch depth must be in 1.." + std::to_string(max_depth) + ", got " +
+                                  std::to_string(options.depth));
+  info_ = reader->info();
+  state_->reader = std::move(reader);
+  state_->allocator = options.allocator ? std::move(options.allocator) : make_page_aligned_allocator();
+  state_->slots.resize(static_cast<std::size_t>(depth_));
+  for (int slot = 0; slot < depth_; ++slot) state_->free_slots.push_back(slot);
+  state_->thread = std::thread([this] { io_loop(); });
+}
+
+Prefetcher::~Prefetcher() {
+  {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    state_->shutdown = true;
+    ++state_->generation;
+  }
+  state_->io_wake.notify_all();
+  if (state_->thread.joinable()) state_->thread.join();
+}
+
+const std::vector<std::int32_t>& Prefetcher::labels() const noexcept { return state_->reader->labels(); }
+const std::vector<std::int64_t>& Prefetcher::lengths() const noexcept { return state_->reader->lengths(); }
+
+std::size_t Prefetcher::buffer_bytes() const noexcept {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  return state_->buffer_bytes;
+}
+
+void Prefetcher::start_epoch(const Sampler& sampler, std::int64_t first_step, std::int64_t end_step) {
+  stop();
+  State& s = *state_;
+  const std::int64_t steps = sampler.num_steps();
+  if (end_step < 0 || end_step > steps) end_step = steps;
+  if (first_step < 0 || first_step > end_step)
+    STRIDER_THROW(UsageError, "cannot start at step " + std::to_string(first_step) + " of an epoch of " +
+                                  std::to_string(steps) + " steps");
+
+  // Size the ring from this epoch's largest batch (the I/O thread is idle: the reader's const size
+  // queries are safe here). Sequences need a scan of the batches; fixed-size samples do not.
+  const std::int64_t max_samples = std::max<std::int64_t>(sampler.max_batch_size(), 1);
+  std::int64_t max_bytes = max_samples * info_.sample_bytes;
+  if (info_.variable_length) {
+    std::vector<std::int64_t> indices;
+    max_bytes = 0;
+    for (std::int64_t step = first_step; step < end_step; ++step) {
+      sampler.batch(step, indices);
+      max_bytes = std::max(max_bytes, s.reader->samples_bytes(indices.data(), static_cast<std::int64_t>(indices.size())));
+    }
+  }
+  {
+    std::unique_lock<std::mutex> lock(s.mutex);
+    if (static_cast<std::size_t>(max_bytes) > s.buffer_bytes || max_samples > s.buffer_samples) {
+      if (s.held > 0)
+        STRIDER_THROW(UsageError, "release every batch before starting an epoch whose batches need larger buffers");
+      const std::size_t bytes = std::max<std::size_t>(static_cast<std::size_t>(max_bytes), s.buffer_bytes);
+      const std::int64_t samples = std::max(max_samples, s.buffer_samples);
+      for (Slot& slot : s.slots) {
+        slot.samples = HostBuffer();  // free before allocating: keep the peak at one ring
+        slot.samples = HostBuffer(s.allocator, std::max<std::size_t>(bytes, 1));
+        slot.indices.reserve(static_cast<std::size_t>(samples));
+        slot.labels.assign(static_cast<std::size_t>(samples), 0);
+        slot.offsets.assign(static_cast<std::size_t>(samples + 1), 0);
+      }
+      s.buffer_bytes = bytes;
+      s.buffer_samples = samples;
+      log_debug("prefetcher: ", depth_, " buffers of ", bytes, " bytes (", s.allocator->name(), ")");
+    }
+    s.sampler = &sampler;
+    s.epoch = sampler.epoch();
+    s.first_step = first_step;
+    s.end_step = end_step;
+    s.command_generation = ++s.generation;
+    s.epoch_open = true;
+    if (!s.stats_clock_started) {
+      s.stats_clock_started = true;
+      s.stats_start = Clock::now();
+    }
+  }
+  s.io_wake.notify_all();
+}
+
+std::optional<Batch> Prefetcher::next() {
+  State& s = *state_;
+  std::unique_lock<std::mutex> lock(s.mutex);
+  if (!s.epoch_open && s.ready.empty()) return std::nullopt;
+  if (s.ready.empty() && s.held == depth_)
+    STRIDER_THROW(UsageError, "the consumer holds all " + std::to_string(depth_) +
+                                  " prefetch buffers; release a batch before asking for the next");
+  const Clock::time_point wait_start = Clock::now();
+  s.consumer_wake.wait(lock, [&] { return !s.ready.empty(); });
+  s.stats.stall_seconds += seconds_since(wait_start);
+
+  Delivery delivery = std::move(s.ready.front());
+  s.ready.pop_front();
+  if (delivery.error) {
+    s.epoch_open = false;
+    std::rethrow_exception(delivery.error);
+  }
+  if (delivery.slot < 0) {
+    s.epoch_open = false;
+    return std::nullopt;
+  }
+  Slot& slot = s.slots[static_cast<std::size_t>(delivery.slot)];
+  ++s.held;
+  Batch batch;
+  batch.owner_ = this;
+  batch.slot_ = delivery.slot;
+  batch.epoch_ = slot.epoch;
+  batch.step_ = slot.step;
+  batch.indices_ = &slot.indices;
+  batch.samples_ = slot.samples.data();
+  batch.samples_bytes_ = slot.samples_bytes;
+  batch.labels_ = info_.has_labels ? slot.labels.data() : nullptr;
+  batch.offsets_ = info_.variable_length ? slot.offsets.data() : nullptr;
+  s.stats.batches += 1;
+  s.stats.samples += static_cast<std::int64_t>(slot.indices.size());
+  s.stats.useful_bytes += slot.samples_bytes;
+  if (s.stats.time_to_first_batch_seconds < 0) s.stats.time_to_first_batch_seconds = seconds_since(s.stats_start);
+  return batch;
+}
+
+void Prefetcher::stop() noexcept {
+  State& s = *state_;
+  std::unique_lock<std::mutex> lock(s.mutex);
+  ++s.generation;  // cancels the running epoch and any pending command
+  s.io_wake.notify_all();
+  s.consumer_wake.wait(lock, [&] { return !s.io_busy; });
+  for (const Delivery& delivery : s.ready)
+    if (delivery.slot >= 0) s.free_slots.push_back(delivery.slot);
+  s.ready.clear();
+  s.epoch_open = false;
+  s.sampler = nullptr;
+}
+
+void Prefetcher::release_slot(int slot) noexcept {
+  {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    state_->free_slots.push_back(slot);
+    --state_->held;
+  }
+  state_->io_wake.notify_all();
+}
+
+PrefetchStats Prefetcher::stats() const {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  PrefetchStats stats = state_->stats;
+  stats.wall_seconds = state_->stats_clock_started ? seconds_since(state_->stats_start) : 0.0;
+  return stats;
+}
+
+void Prefetcher::reset_stats() {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  state_->stats = PrefetchStats{};
+  state_->stats_clock_started = true;
+  state_->stats_start = Clock::now();
+}
+
+void Prefetcher::io_loop() noexcept {
+  State& s = *state_;
+  std::unique_lock<std::mutex> lock(s.mutex);
+  for (;;) {
+    s.io_wake.wait(lock, [&] {
+      return s.shutdown || (s.command_generation == s.generation && s.command_generation != s.handled_generation);
+    });
+    if (s.shutdown) break;
+    const std::uint64_t generation = s.generation;
+    s.handled_generation = generation;
+    s.io_busy = true;
+    const Sampler& sampler = *s.sampler;
+    const std::int64_t epoch = s.epoch, first = s.first_step, end = s.end_step;
+    const auto cancelled = [&] { return s.shutdown || s.generation != generation; };
+
+    bool failed = false;
+    for (std::int64_t step = first; step < end; ++step) {
+      s.io_wake.wait(lock, [&] { return cancelled() || !s.free_slots.empty(); });
+      if (cancelled()) break;
+      const int slot_index = s.free_slots.front();
+      s.free_slots.pop_front();
+      Slot& slot = s.slots[static_cast<std::size_t>(slot_index)];
+      const std::size_t capacity = s.buffer_bytes;
+      lock.unlock();
+
+      std::exception_ptr error;
+      const Clock::time_point read_start = Clock::now();
+      ReadStats before{}, after{};
+      try {
+        before = s.reader->stats();
+        sampler.batch(step, slot.indices);
+        const auto count = static_cast<std::int64_t>(slot.indices.size());
+        slot.samples_bytes = s.reader->samples_bytes(slot.indices.data(), count);
+        if (slot.samples_bytes > static_cast<std::int64_t>(capacity))
+          STRIDER_THROW(UsageError, "batch at step " + std::to_string(step) + " needs " +
+                                        std::to_string(slot.samples_bytes) + " bytes, the ring's buffers hold " +
+                                        std::to_string(capacity));
+        BatchDestination destination;
+        destination.samples = slot.samples.data();
+        destination.samples_capacity_bytes = static_cast<std::int64_t>(capacity);
+        destination.labels = info_.has_labels ? slot.labels.data() : nullptr;
+        destination.offsets = info_.variable_length ? slot.offsets.data() : nullptr;
+        s.reader->read(slot.indices.data(), count, destination);
+        slot.epoch = epoch;
+        slot.step = step;
+      } catch (...) {
+        error = std::current_exception();
+      }
+      try {
+        after = s.reader->stats();
+      } catch (...) {
+        after = before;
+      }
+      const double read_seconds = seconds_since(read_start);
+
+      lock.lock();
+      s.stats.io_seconds += read_seconds;
+      s.stats.bytes_read += after.bytes_read - before.bytes_read;
+      if (cancelled()) {
+        s.free_slots.push_back(slot_index);
+        break;
+      }
+      if (error) {
+        s.free_slots.push_back(slot_index);
+        s.ready.push_back(Delivery{-1, error});
+        failed = true;
+        s.consumer_wake.notify_all();
+        break;
+      }
+      s.ready.push_back(Delivery{slot_index, nullptr});
+      s.consumer_wake.notify_all();
+    }
+    if (!failed && !cancelled()) s.ready.push_back(Delivery{-1, nullptr});  // the end of the epoch
+    s.io_busy = false;
+    s.consumer_wake.notify_all();
+  }
+  s.io_busy = false;
+  s.consumer_wake.notify_all();
+}
+
+}  // namespace strider

@@ -1,0 +1,197 @@
+// The prefetcher against direct reads of the same plan: order, content, determinism across depths,
+// error propagation, stop and restart, destruction while filling. Also run under ThreadSanitizer.
+#include <catch2/catch.hpp>
+
+#include <cstring>
+
+#include "fake_reader.hpp"
+#include "strider/core/error.hpp"
+#include "strider/core/hash.hpp"
+#include "strider/pipeline/prefetcher.hpp"
+#include "strider/sampling/distributed_sampler.hpp"
+
+using namespace strider;
+using strider::testing::FakeReader;
+using strider::testing::FakeReaderOptions;
+
+namespace {
+
+DistributedSampler make_sampler(std::int64_t n, std::int64_t batch, int world = 2, int rank = 1) {
+  DistributedSamplerConfig config;
+  config.dataset_size = n;
+  config.batch_size = batch;
+  config.seed = 11;
+  return DistributedSampler(config, world, rank);
+}
+
+/// Hash of a batch's indices, sample bytes, labels and offsets.
+std::uint64_t batch_hash(const Batch& batch) {
+  Fnv1a64 hash;
+  hash.add(batch.step());
+  for (std::int64_t index : batch.indices()) hash.add(index);
+  hash.add_bytes(batch.samples(), static_cast<std::size_t>(batch.samples_bytes()));
+  if (batch.labels() != nullptr) hash.add_bytes(batch.labels(), static_cast<std::size_t>(batch.size()) * 4);
+  if (batch.offsets() != nullptr) hash.add_bytes(batch.offsets(), static_cast<std::size_t>(batch.size() + 1) * 8);
+  return hash.value();
+}
+
+/// The same plan read directly, batch by batch, with the reader alone.
+std::vector<std::uint64_t> direct_hashes(const FakeReaderOptions& options, const Sampler& sampler) {
+  FakeReader reader(options);
+  std::vector<std::uint64_t> hashes;
+  std::vector<std::int64_t> indices;
+  for (std::int64_t step = 0; step < sampler.num_steps(); ++step) {
+    sampler.batch(step, indices);
+    const auto count = static_cast<std::int64_t>(indices.size());
+    std::vector<std::byte> samples(static_cast<std::size_t>(reader.samples_bytes(indices.data(), count)) + 1);
+    std::vector<std::int32_t> labels(indices.size());
+    std::vector<std::int64_t> offsets(indices.size() + 1);
+    BatchDestination out{samples.data(), static_cast<std::int64_t>(samples.size()), labels.data(),
+                         options.variable_length ? offsets.data() : nullptr};
+    reader.read(indices.data(), count, out);
+    Fnv1a64 hash;
+    hash.add(step);
+    for (std::int64_t index : indices) hash.add(index);
+    hash.add_bytes(samples.data(), samples.size() - 1);
+    hash.add_bytes(labels.data(), labels.size() * 4);
+    if (options.variable_length) hash.add_bytes(offsets.data(), offsets.size() * 8);
+    hashes.push_back(hash.value());
+  }
+  return hashes;
+}
+
+std::vector<std::uint64_t> prefetched_hashes(Prefetcher& prefetcher, const Sampler& sampler, std::int64_t first = 0) {
+  prefetcher.start_epoch(sampler, first);
+  std::vector<std::uint64_t> hashes;
+  while (auto batch = prefetcher.next()) hashes.push_back(batch_hash(*batch));
+  return hashes;
+}
+
+}  // namespace
+
+TEST_CASE("prefetched batches equal direct reads of the same plan, for every depth", "[prefetcher]") {
+  for (bool variable_length : {false, true}) {
+    FakeReaderOptions options;
+    options.samples = 517;
+    options.variable_length = variable_length;
+    DistributedSampler sampler = make_sampler(options.samples, 16);
+    sampler.set_epoch(3);
+    const auto expected = direct_hashes(options, sampler);
+    REQUIRE(expected.size() == static_cast<std::size_t>(sampler.num_steps()));
+    for (int depth = 1; depth <= 8; ++depth) {
+      CAPTURE(variable_length, depth);
+      Prefetcher prefetcher(std::make_unique<FakeReader>(options), PrefetcherOptions{depth, nullptr});
+      REQUIRE(prefetched_hashes(prefetcher, sampler) == expected);
+      const PrefetchStats stats = prefetcher.stats();
+      REQUIRE(stats.batches == sampler.num_steps());
+      REQUIRE(stats.samples == sampler.samples_per_rank());
+      REQUIRE(stats.time_to_first_batch_seconds >= 0);
+      REQUIRE(stats.stall_fraction() >= 0);
+      REQUIRE(stats.stall_fraction() <= 1);
+    }
+  }
+}
+
+TEST_CASE("the ring persists across epochs; a resumed start delivers the tail", "[prefetcher]") {
+  FakeReaderOptions options;
+  options.samples = 300;
+  DistributedSampler sampler = make_sampler(options.samples, 8);
+  Prefetcher prefetcher(std::make_unique<FakeReader>(options), PrefetcherOptions{3, nullptr});
+  std::size_t buffer_bytes = 0;
+  for (std::int64_t epoch = 0; epoch < 3; ++epoch) {
+    sampler.set_epoch(epoch);
+    const auto expected = direct_hashes(options, sampler);
+    REQUIRE(prefetched_hashes(prefetcher, sampler) == expected);
+    if (epoch == 0) buffer_bytes = prefetcher.buffer_bytes();
+    REQUIRE(prefetcher.buffer_bytes() == buffer_bytes);  // not re-allocated per epoch
+    const auto tail = prefetched_hashes(prefetcher, sampler, 5);
+    REQUIRE(tail == std::vector<std::uint64_t>(expected.begin() + 5, expected.end()));
+  }
+  // After the end of an epoch next() keeps saying so.
+  REQUIRE_FALSE(prefetcher.next().has_value());
+}
+
+TEST_CASE("an I/O error reaches the consumer as the original error, and the next epoch works", "[prefetcher]") {
+  FakeReaderOptions options;
+  options.samples = 200;
+  options.fail_at_read = 4;
+  DistributedSampler sampler = make_sampler(options.samples, 10);
+  Prefetcher prefetcher(std::make_unique<FakeReader>(options), PrefetcherOptions{2, nullptr});
+  prefetcher.start_epoch(sampler);
+  int delivered = 0;
+  bool caught = false;
+  try {
+    while (auto batch = prefetcher.next()) ++delivered;
+  } catch (const DataError& error) {
+    caught = true;
+    REQUIRE(std::string(error.what()).find("injected read failure at read 4") != std::string::npos);
+    REQUIRE(error.context().file == "tests/unit/fake_reader.hpp");
+  }
+  REQUIRE(caught);
+  REQUIRE(delivered == 4);
+  // The failure ended that epoch; the next one runs (the fake fails only once).
+  sampler.set_epoch(1);
+  options.fail_at_read = -1;
+  const auto expected = direct_hashes(options, sampler);
+  REQUIRE(prefetched_hashes(prefetcher, sampler) == expected);
+}
+
+TEST_CASE("stop mid-epoch, change the epoch, restart", "[prefetcher]") {
+  FakeReaderOptions options;
+  options.samples = 1000;
+  DistributedSampler sampler = make_sampler(options.samples, 4);
+  Prefetcher prefetcher(std::make_unique<FakeReader>(options), PrefetcherOptions{4, nullptr});
+  prefetcher.start_epoch(sampler);
+  for (int i = 0; i < 3; ++i) {
+    auto batch = prefetcher.next();
+    REQUIRE(batch.has_value());
+    REQUIRE(batch->step() == i);
+  }
+  auto held = prefetcher.next();  // held across stop(): released afterwards
+  prefetcher.stop();
+  REQUIRE_FALSE(prefetcher.next().has_value());
+  held.reset();
+  sampler.set_epoch(1);
+  REQUIRE(prefetched_hashes(prefetcher, sampler) == direct_hashes(options, sampler));
+}
+
+TEST_CASE("destruction while the I/O thread is filling does not hang", "[prefetcher]") {
+  for (int depth : {1, 2, 8}) {
+    FakeReaderOptions options;
+    options.samples = 10000;
+    options.delay = std::chrono::microseconds(200);
+    DistributedSampler sampler = make_sampler(options.samples, 4);
+    auto prefetcher = std::make_unique<Prefetcher>(std::make_unique<FakeReader>(options), PrefetcherOptions{depth, nullptr});
+    prefetcher->start_epoch(sampler);
+    { auto first = prefetcher->next(); REQUIRE(first.has_value()); }
+    prefetcher.reset();  // mid-epoch, ring full or filling
+    REQUIRE(prefetcher == nullptr);
+  }
+}
+
+TEST_CASE("a consumer holding every buffer gets an error instead of a hang", "[prefetcher]") {
+  FakeReaderOptions options;
+  options.samples = 100;
+  DistributedSampler sampler = make_sampler(options.samples, 2);
+  Prefetcher prefetcher(std::make_unique<FakeReader>(options), PrefetcherOptions{2, nullptr});
+  prefetcher.start_epoch(sampler);
+  auto a = prefetcher.next();
+  auto b = prefetcher.next();
+  REQUIRE(a.has_value());
+  REQUIRE(b.has_value());
+  REQUIRE_THROWS_AS(prefetcher.next(), UsageError);
+  b.reset();
+  auto c = prefetcher.next();
+  REQUIRE(c.has_value());
+  REQUIRE(c->step() == 2);
+}
+
+TEST_CASE("bad prefetcher options are usage errors", "[prefetcher]") {
+  FakeReaderOptions options;
+  REQUIRE_THROWS_AS(Prefetcher(std::make_unique<FakeReader>(options), PrefetcherOptions{0, nullptr}), UsageError);
+  REQUIRE_THROWS_AS(Prefetcher(std::make_unique<FakeReader>(options), PrefetcherOptions{65, nullptr}), UsageError);
+  REQUIRE_THROWS_AS(Prefetcher(nullptr, PrefetcherOptions{}), UsageError);
+  DistributedSampler sampler = make_sampler(options.samples, 2);
+  Prefetcher prefetcher(std::make_unique<FakeReader>(options), PrefetcherOptions{});
+  REQUIRE_THROWS_AS(prefetcher.start_epoch(sampler, sampler.num_steps() + 1), UsageError);
+}
