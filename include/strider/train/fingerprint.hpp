@@ -1,0 +1,25 @@
+#pragma once
+/// \file
+/// The dataset fingerprint a checkpoint records, so that a resumed run refuses other data but accepts
+/// the same data staged elsewhere.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "strider/io/batch_reader.hpp"
+
+namespace strider {
+
+/// FNV-1a 64 over what makes the data the same for training: the dataset names that are read (the
+/// samples, or the tokens and offsets, and the labels when present), whether it holds sequences, the
+/// number of samples, the sample shape, the element type, the number of tokens, and every label and
+/// every sequence length. Not the path, the storage layout, chunking or compression. Not collective
+/// (every rank computes the same value from the same file).
+std::uint64_t dataset_fingerprint(const DatasetInfo& dataset, const std::vector<std::int32_t>& labels,
+                                  const std::vector<std::int64_t>& lengths, const DatasetKeys& keys);
+
+/// The fingerprint as 16 lowercase hex digits (how checkpoints and stats store it).
+std::string fingerprint_hex(std::uint64_t fingerprint);
+
+}  // namespace strider
