@@ -1,0 +1,178 @@
+// The balanced sampler: the shared invariants, per-rank class balance, targets, elastic resume.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <map>
+
+#include "class_test_support.hpp"
+#include "strider/core/error.hpp"
+#include "strider/sampling/balanced_sampler.hpp"
+
+using namespace strider;
+using strider::testing::blocks;
+
+namespace {
+
+BalancedSamplerConfig balanced_config(std::shared_ptr<const ClassIndex> classes, std::int64_t batch,
+                                      const std::string& balance = "max", std::int64_t seed = 5) {
+  BalancedSamplerConfig config;
+  config.classes = std::move(classes);
+  config.batch_size = batch;
+  config.seed = seed;
+  parse_balance(balance, config);
+  return config;
+}
+
+}  // namespace
+
+TEST_CASE("balanced sampler invariants", "[balanced][invariants]") {
+  struct Case {
+    std::vector<std::int64_t> counts;
+    std::int64_t batch;
+    int world;
+    std::string balance;
+    bool shuffle, drop_last;
+  };
+  const std::vector<Case> cases = {
+      {{1000, 20, 5}, 8, 3, "max", true, false},  {{1000, 20, 5}, 8, 4, "min", true, false},
+      {{7, 3, 0, 5}, 2, 3, "max", true, false},   {{7, 3, 0, 5}, 4, 2, "25", true, true},
+      {{50, 50}, 0, 3, "max", true, false},       {{40, 9, 1}, 5, 3, "max", false, false},
+      {{100, 1, 30, 7, 2}, 3, 7, "max", true, false}};
+  for (const Case& c : cases) {
+    CAPTURE(c.counts, c.batch, c.world, c.balance, c.shuffle, c.drop_last);
+    const auto classes = blocks(c.counts);
+    const strider::testing::SamplerFactory make = [&](int world, int rank) -> std::unique_ptr<Sampler> {
+      auto config = balanced_config(classes, c.batch, c.balance);
+      config.shuffle = c.shuffle;
+      config.drop_last = c.drop_last;
+      return std::make_unique<BalancedSampler>(config, world, rank);
+    };
+    strider::testing::InvariantOptions options;
+    options.world_size = c.world;
+    options.epoch_sensitive = c.shuffle;
+    strider::testing::check_sampler_invariants(make, options);
+
+    // Every non-empty class gets at least T occurrences; every index is one of the class's samples.
+    BalancedSampler probe(balanced_config(classes, c.batch, c.balance), c.world, 0);
+    std::map<int, std::int64_t> per_class;
+    for (const auto& [index, count] : strider::testing::index_counts(make, c.world, 1)) {
+      REQUIRE(index >= 0);
+      REQUIRE(index < classes->size());
+      per_class[classes->label(index)] += count;
+    }
+    if (!c.drop_last)
+      for (int label : probe.classes_in_use()) REQUIRE(per_class[label] >= probe.per_class_target());
+  }
+}
+
+TEST_CASE("balanced: 10000/200/50 on 8 ranks, every rank within one of every class", "[balanced]") {
+  const auto classes = blocks({10000, 200, 50});
+  for (std::int64_t batch : {32, 7, 1}) {
+    CAPTURE(batch);
+    const strider::testing::SamplerFactory make = [&](int world, int rank) -> std::unique_ptr<Sampler> {
+      return std::make_unique<BalancedSampler>(balanced_config(classes, batch), world, rank);
+    };
+    const auto counts = strider::testing::rank_class_counts(make, *classes, 8, 3);
+    for (int label = 0; label < 3; ++label) {
+      std::int64_t low = counts[0][label], high = counts[0][label];
+      for (const auto& rank_counts : counts) {
+        low = std::min(low, rank_counts[label]);
+        high = std::max(high, rank_counts[label]);
+      }
+      CAPTURE(label, low, high);
+      REQUIRE(high - low <= 1);
+      REQUIRE(low >= 10000 / 8);  // every class on every rank, oversampled to the largest count
+    }
+  }
+}
+
+TEST_CASE("balanced: per-rank class counts stay within one after every step", "[balanced]") {
+  const auto classes = blocks({300, 17, 5, 60});
+  for (int world : {2, 3, 5}) {
+    std::vector<std::vector<std::int64_t>> running(static_cast<std::size_t>(world), std::vector<std::int64_t>(4, 0));
+    std::vector<std::unique_ptr<BalancedSampler>> ranks;
+    for (int rank = 0; rank < world; ++rank)
+      ranks.push_back(std::make_unique<BalancedSampler>(balanced_config(classes, 3), world, rank));
+    std::vector<std::int64_t> batch;
+    for (std::int64_t step = 0; step < ranks[0]->num_steps(); ++step) {
+      for (int rank = 0; rank < world; ++rank) {
+        ranks[rank]->batch(step, batch);
+        for (std::int64_t index : batch) ++running[rank][classes->label(index)];
+      }
+      for (int label = 0; label < 4; ++label) {
+        std::int64_t low = running[0][label], high = low;
+        for (const auto& counts : running) low = std::min(low, counts[label]), high = std::max(high, counts[label]);
+        CAPTURE(world, step, label);
+        REQUIRE(high - low <= 1);
+      }
+    }
+  }
+}
+
+TEST_CASE("balanced: targets max, min and a count; oversampling repeats samples evenly", "[balanced]") {
+  const auto classes = blocks({90, 12, 4});
+  BalancedSampler by_max(balanced_config(classes, 0, "max"), 1, 0);
+  BalancedSampler by_min(balanced_config(classes, 0, "min"), 1, 0);
+  BalancedSampler by_count(balanced_config(classes, 0, "40"), 1, 0);
+  REQUIRE(by_max.per_class_target() == 90);
+  REQUIRE(by_min.per_class_target() == 4);
+  REQUIRE(by_count.per_class_target() == 40);
+  // One batch of exactly 3*T: every class exactly T times; the largest class covered exactly once.
+  std::vector<std::int64_t> all;
+  by_max.batch(0, all);
+  REQUIRE(all.size() == 270);
+  std::map<std::int64_t, std::int64_t> times;
+  for (std::int64_t index : all) ++times[index];
+  for (std::int64_t index = 0; index < 90; ++index) REQUIRE(times[index] == 1);
+  for (std::int64_t index = 90; index < 102; ++index) REQUIRE((times[index] == 7 || times[index] == 8));  // 90/12
+  for (std::int64_t index = 102; index < 106; ++index) REQUIRE((times[index] == 22 || times[index] == 23));
+  // Undersampling: 4 distinct samples of each class.
+  by_min.batch(0, all);
+  REQUIRE(all.size() == 12);
+  REQUIRE(std::set<std::int64_t>(all.begin(), all.end()).size() == 12);
+}
+
+TEST_CASE("balanced: elastic resume keeps every global batch", "[balanced][elastic]") {
+  const auto classes = blocks({500, 40, 9});
+  strider::testing::check_elastic(
+      [&](int world, int rank, std::int64_t batch) -> std::unique_ptr<Sampler> {
+        return std::make_unique<BalancedSampler>(balanced_config(classes, batch), world, rank);
+      },
+      24, {1, 2, 3, 4, 6, 8}, 2);
+}
+
+TEST_CASE("balanced: the config hash covers labels and options", "[balanced]") {
+  const auto a = blocks({10, 5}), b = blocks({9, 6});
+  BalancedSampler base(balanced_config(a, 2), 2, 0);
+  REQUIRE(base.config_hash() == BalancedSampler(balanced_config(a, 4), 1, 0).config_hash());  // not B or R
+  REQUIRE(base.config_hash() != BalancedSampler(balanced_config(b, 2), 2, 0).config_hash());
+  REQUIRE(base.config_hash() != BalancedSampler(balanced_config(a, 2, "min"), 2, 0).config_hash());
+  REQUIRE(base.config_hash() != BalancedSampler(balanced_config(a, 2, "max", 6), 2, 0).config_hash());
+}
+
+TEST_CASE("balanced: bad options are usage errors", "[balanced][errors]") {
+  BalancedSamplerConfig config;
+  REQUIRE_THROWS_AS(parse_balance("mean", config), UsageError);
+  REQUIRE_THROWS_AS(parse_balance("0", config), UsageError);
+  REQUIRE_THROWS_AS(parse_balance("-3", config), UsageError);
+  REQUIRE_THROWS_AS(BalancedSampler(config, 2, 0), UsageError);  // no labels
+  REQUIRE_THROWS_AS(BalancedSampler(balanced_config(blocks({3, 4}), -1), 2, 0), UsageError);
+  REQUIRE_THROWS_AS(BalancedSampler(balanced_config(blocks({3, 4}), 1), 2, 2), UsageError);
+  REQUIRE_THROWS_AS(ClassIndex(std::make_shared<const std::vector<std::int32_t>>(std::vector<std::int32_t>{0, -1})),
+                    UsageError);
+  REQUIRE_THROWS_AS(ClassIndex(std::make_shared<const std::vector<std::int32_t>>(std::vector<std::int32_t>{0, 3}), 2),
+                    UsageError);
+}
+
+TEST_CASE("class index: counting sort groups samples by class in index order", "[balanced][class_index]") {
+  const auto labels = std::make_shared<const std::vector<std::int32_t>>(std::vector<std::int32_t>{2, 0, 2, 1, 0, 2});
+  ClassIndex index(labels);
+  REQUIRE(index.num_classes() == 3);
+  REQUIRE(index.size() == 6);
+  REQUIRE(std::vector<std::int64_t>(index.members(0), index.members(0) + index.count(0)) == std::vector<std::int64_t>{1, 4});
+  REQUIRE(std::vector<std::int64_t>(index.members(2), index.members(2) + index.count(2)) == std::vector<std::int64_t>{0, 2, 5});
+  REQUIRE(ClassIndex(labels, 5).num_classes() == 5);
+  REQUIRE(ClassIndex(labels, 5).count(4) == 0);
+  REQUIRE(ClassIndex(labels, 5).labels_hash() != index.labels_hash());
+  REQUIRE(class_histogram(index, {0, 1, 2, 2}) == std::vector<std::int64_t>{1, 0, 3});
+}
