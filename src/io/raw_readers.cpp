@@ -1,0 +1,221 @@
+// The engines that bypass HDF5 in the data path: `direct` (pread of coalesced runs at the dataset's
+// file offset) and `mmap` (the file mapped read-only, rows gathered by memcpy). Both need a
+// contiguous, unfiltered, allocated dataset whose stored type is the native one (open_reader checks).
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "io/reader_detail.hpp"
+
+namespace strider::io_detail {
+namespace {
+
+[[noreturn]] void throw_system_error(const std::string& call, const std::string& hint, const char* file, int line) {
+  const int code = errno;
+  throw SystemError(ErrorContext{call, file, line, -1, code, hint + ": " + std::strerror(code)});
+}
+#define STRIDER_THROW_ERRNO(call, hint) throw_system_error(call, hint, ::strider::detail::relative_source_path(__FILE__), __LINE__)
+
+/// A read-only file descriptor.
+class FileDescriptor {
+ public:
+  explicit FileDescriptor(const std::string& path) : descriptor_(::open(path.c_str(), O_RDONLY | O_CLOEXEC)) {
+    if (descriptor_ < 0) STRIDER_THROW_ERRNO("open()", "opening " + path);
+  }
+  ~FileDescriptor() {
+    if (descriptor_ >= 0) ::close(descriptor_);
+  }
+  FileDescriptor(const FileDescriptor&) = delete;
+  FileDescriptor& operator=(const FileDescriptor&) = delete;
+  int get() const noexcept { return descriptor_; }
+
+ private:
+  int descriptor_;
+};
+
+/// Bytes of the whole data dataset, and a check that the file really holds them.
+std::int64_t data_bytes_checked(const OpenedDataset& dataset, int descriptor) {
+  const std::int64_t elements = dataset.info.variable_length ? dataset.info.num_tokens
+                                                             : dataset.info.num_samples * dataset.row_elements;
+  const std::int64_t bytes = elements * static_cast<std::int64_t>(element_bytes(dataset.info.element_type));
+  struct stat status {};
+  if (::fstat(descriptor, &status) != 0) STRIDER_THROW_ERRNO("fstat()", "checking the size of " + dataset.path);
+  if (dataset.file_offset_bytes < 0 || dataset.file_offset_bytes + bytes > status.st_size)
+    STRIDER_THROW(DataError, "cannot open " + dataset.path + ": " + dataset.data_key + " needs bytes " +
+                                 std::to_string(dataset.file_offset_bytes) + ".." +
+                                 std::to_string(dataset.file_offset_bytes + bytes) + " but the file has " +
+                                 std::to_string(status.st_size) + " (truncated?)");
+  return bytes;
+}
+
+/// Splits [0, count) into `parts` nearly equal ranges; part p is [begin(p), begin(p+1)).
+std::int64_t part_begin(std::int64_t count, int parts, int part) { return count * part / parts; }
+
+/// Parts worth using for `bytes` of copying: a thread per 256 KiB at most.
+int parts_for(std::int64_t bytes, int threads) {
+  const std::int64_t by_size = bytes / (256 * 1024);
+  return static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(threads, by_size)));
+}
+
+class MmapReader final : public ReaderBase {
+ public:
+  MmapReader(OpenedDataset dataset, int copy_threads) : ReaderBase(std::move(dataset)), pool_(copy_threads) {
+    FileDescriptor file(dataset_.path);
+    const std::int64_t bytes = data_bytes_checked(dataset_, file.get());
+    if (bytes == 0) return;
+    const std::int64_t page = ::sysconf(_SC_PAGESIZE);
+    const std::int64_t aligned = dataset_.file_offset_bytes / page * page;
+    map_bytes_ = static_cast<std::size_t>(dataset_.file_offset_bytes - aligned + bytes);
+    map_ = ::mmap(nullptr, map_bytes_, PROT_READ, MAP_SHARED, file.get(), aligned);
+    if (map_ == MAP_FAILED) {
+      map_ = nullptr;
+      STRIDER_THROW_ERRNO("mmap()", "mapping " + std::to_string(map_bytes_) + " bytes of " + dataset_.path);
+    }
+    data_ = static_cast<const std::byte*>(map_) + (dataset_.file_offset_bytes - aligned);
+  }
+  ~MmapReader() override {
+    if (map_ != nullptr) ::munmap(map_, map_bytes_);
+  }
+  std::string engine() const override { return "mmap"; }
+
+ protected:
+  void gather(const std::int64_t* indices, std::int64_t count, std::byte* out,
+              const std::vector<std::int64_t>& out_offsets) override {
+    const std::int64_t size = element_size();
+    const int parts = parts_for(out_offsets[count], pool_.threads());
+    pool_.run(parts, [&](int part) {
+      const std::int64_t end = part_begin(count, parts, part + 1);
+      for (std::int64_t k = part_begin(count, parts, part); k < end; ++k) {
+        const std::int64_t bytes = out_offsets[k + 1] - out_offsets[k];
+        if (bytes > 0)
+          std::memcpy(out + out_offsets[k], data_ + first_element(indices[k]) * size, static_cast<std::size_t>(bytes));
+      }
+    });
+    stats_.bytes_read += out_offsets[count];
+    stats_.read_calls += count;
+  }
+
+ private:
+  CopyPool pool_;
+  void* map_ = nullptr;
+  std::size_t map_bytes_ = 0;
+  const std::byte* data_ = nullptr;
+};
+
+class DirectReader final : public ReaderBase {
+ public:
+  DirectReader(OpenedDataset dataset, int copy_threads)
+      : ReaderBase(std::move(dataset)), file_(dataset_.path), pool_(copy_threads) {
+    data_bytes_checked(dataset_, file_.get());
+  }
+  std::string engine() const override { return "direct"; }
+
+ protected:
+  void gather(const std::int64_t* indices, std::int64_t count, std::byte* out,
+              const std::vector<std::int64_t>& out_offsets) override {
+    plan_.build(indices, count);
+    const std::int64_t size = element_size();
+    const std::size_t slots = plan_.unique_rows.size();
+    // A row alone in its run is read straight into the first batch position that wants it; longer
+    // runs go through scratch, one pread each.
+    first_position_.assign(slots, -1);
+    for (std::int64_t k = 0; k < count; ++k) {
+      std::int64_t& first = first_position_[plan_.slot_of_position[k]];
+      if (first < 0) first = k;
+    }
+    source_.assign(slots, nullptr);
+    std::int64_t scratch_bytes = 0;
+    for (const BatchPlan::Run& run : plan_.runs) {
+      if (run.slots > 1) {
+        const std::int64_t last_row = plan_.unique_rows[run.first_slot + run.slots - 1];
+        scratch_bytes += (first_element(last_row) + row_elements(last_row) -
+                          first_element(plan_.unique_rows[run.first_slot])) * size;
+      }
+    }
+    if (static_cast<std::int64_t>(scratch_.size()) < scratch_bytes) scratch_.resize(static_cast<std::size_t>(scratch_bytes));
+    std::vector<std::byte*>& targets = run_targets_;
+    targets.resize(plan_.runs.size());
+    std::int64_t scratch_offset = 0;
+    for (std::size_t r = 0; r < plan_.runs.size(); ++r) {
+      const BatchPlan::Run& run = plan_.runs[r];
+      if (run.slots == 1) {
+        targets[r] = out + out_offsets[first_position_[run.first_slot]];
+        source_[run.first_slot] = targets[r];
+      } else {
+        targets[r] = scratch_.data() + scratch_offset;
+        const std::int64_t begin = first_element(plan_.unique_rows[run.first_slot]);
+        for (std::int64_t slot = run.first_slot; slot < run.first_slot + run.slots; ++slot)
+          source_[slot] = targets[r] + (first_element(plan_.unique_rows[slot]) - begin) * size;
+        const std::int64_t last_row = plan_.unique_rows[run.first_slot + run.slots - 1];
+        scratch_offset += (first_element(last_row) + row_elements(last_row) - begin) * size;
+      }
+    }
+    const auto runs = static_cast<std::int64_t>(plan_.runs.size());
+    const int parts = parts_for(out_offsets[count], pool_.threads());
+    pool_.run(parts, [&](int part) {
+      const std::int64_t end = part_begin(runs, parts, part + 1);
+      for (std::int64_t r = part_begin(runs, parts, part); r < end; ++r) {
+        const BatchPlan::Run& run = plan_.runs[r];
+        const std::int64_t first_row = plan_.unique_rows[run.first_slot];
+        const std::int64_t last_row = plan_.unique_rows[run.first_slot + run.slots - 1];
+        const std::int64_t begin = first_element(first_row);
+        read_fully(targets[r], (first_element(last_row) + row_elements(last_row) - begin) * size,
+                   dataset_.file_offset_bytes + begin * size, first_row, last_row);
+      }
+    });
+    std::int64_t bytes_read = 0;
+    for (const BatchPlan::Run& run : plan_.runs) {
+      const std::int64_t last_row = plan_.unique_rows[run.first_slot + run.slots - 1];
+      bytes_read += (first_element(last_row) + row_elements(last_row) - first_element(plan_.unique_rows[run.first_slot])) * size;
+    }
+    for (std::int64_t k = 0; k < count; ++k) {
+      const std::byte* from = source_[plan_.slot_of_position[k]];
+      const std::int64_t bytes = out_offsets[k + 1] - out_offsets[k];
+      if (from != out + out_offsets[k] && bytes > 0) std::memcpy(out + out_offsets[k], from, static_cast<std::size_t>(bytes));
+    }
+    stats_.bytes_read += bytes_read;
+    stats_.read_calls += runs;
+  }
+
+ private:
+  void read_fully(std::byte* target, std::int64_t bytes, std::int64_t offset, std::int64_t first_row, std::int64_t last_row) {
+    while (bytes > 0) {
+      const ssize_t got = ::pread(file_.get(), target, static_cast<std::size_t>(bytes), offset);
+      if (got < 0) {
+        if (errno == EINTR) continue;
+        STRIDER_THROW_ERRNO("pread()", "reading " + dataset_.data_key + " rows " + std::to_string(first_row) + ".." +
+                                           std::to_string(last_row) + " of " + dataset_.path);
+      }
+      if (got == 0)
+        STRIDER_THROW(DataError, "reading " + dataset_.data_key + " rows " + std::to_string(first_row) + ".." +
+                                     std::to_string(last_row) + " of " + dataset_.path + ": unexpected end of file");
+      target += got;
+      bytes -= got;
+      offset += got;
+    }
+  }
+
+  FileDescriptor file_;
+  CopyPool pool_;
+  BatchPlan plan_;
+  std::vector<std::int64_t> first_position_;
+  std::vector<const std::byte*> source_;
+  std::vector<std::byte*> run_targets_;
+  std::vector<std::byte> scratch_;
+};
+
+}  // namespace
+
+std::unique_ptr<BatchReader> make_direct_reader(OpenedDataset dataset, int copy_threads) {
+  return std::make_unique<DirectReader>(std::move(dataset), copy_threads);
+}
+
+std::unique_ptr<BatchReader> make_mmap_reader(OpenedDataset dataset, int copy_threads) {
+  return std::make_unique<MmapReader>(std::move(dataset), copy_threads);
+}
+
+}  // namespace strider::io_detail

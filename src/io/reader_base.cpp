@@ -1,0 +1,195 @@
+// Element types, the batch plan, the copy pool and the engine-independent part of read().
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include "io/reader_detail.hpp"
+
+namespace strider {
+
+std::size_t element_bytes(ElementType type) noexcept {
+  switch (type) {
+    case ElementType::int8:
+    case ElementType::uint8: return 1;
+    case ElementType::int16:
+    case ElementType::uint16: return 2;
+    case ElementType::int32:
+    case ElementType::uint32:
+    case ElementType::float32: return 4;
+    case ElementType::int64:
+    case ElementType::uint64:
+    case ElementType::float64: return 8;
+  }
+  return 0;
+}
+
+const char* element_name(ElementType type) noexcept {
+  switch (type) {
+    case ElementType::int8: return "int8";
+    case ElementType::uint8: return "uint8";
+    case ElementType::int16: return "int16";
+    case ElementType::uint16: return "uint16";
+    case ElementType::int32: return "int32";
+    case ElementType::uint32: return "uint32";
+    case ElementType::int64: return "int64";
+    case ElementType::uint64: return "uint64";
+    case ElementType::float32: return "float32";
+    case ElementType::float64: return "float64";
+  }
+  return "?";
+}
+
+namespace io_detail {
+
+hid_t native_hdf5_type(ElementType type) {
+  switch (type) {
+    case ElementType::int8: return H5T_NATIVE_INT8;
+    case ElementType::uint8: return H5T_NATIVE_UINT8;
+    case ElementType::int16: return H5T_NATIVE_INT16;
+    case ElementType::uint16: return H5T_NATIVE_UINT16;
+    case ElementType::int32: return H5T_NATIVE_INT32;
+    case ElementType::uint32: return H5T_NATIVE_UINT32;
+    case ElementType::int64: return H5T_NATIVE_INT64;
+    case ElementType::uint64: return H5T_NATIVE_UINT64;
+    case ElementType::float32: return H5T_NATIVE_FLOAT;
+    case ElementType::float64: return H5T_NATIVE_DOUBLE;
+  }
+  return H5I_INVALID_HID;
+}
+
+void BatchPlan::build(const std::int64_t* indices, std::int64_t count) {
+  unique_rows.assign(indices, indices + count);
+  std::sort(unique_rows.begin(), unique_rows.end());
+  unique_rows.erase(std::unique(unique_rows.begin(), unique_rows.end()), unique_rows.end());
+  slot_of_position.resize(static_cast<std::size_t>(count));
+  for (std::int64_t k = 0; k < count; ++k) {
+    slot_of_position[k] = std::lower_bound(unique_rows.begin(), unique_rows.end(), indices[k]) - unique_rows.begin();
+  }
+  runs.clear();
+  const auto slots = static_cast<std::int64_t>(unique_rows.size());
+  for (std::int64_t slot = 0; slot < slots; ++slot) {
+    if (!runs.empty() && unique_rows[slot] == unique_rows[slot - 1] + 1) {
+      ++runs.back().slots;
+    } else {
+      runs.push_back({slot, 1});
+    }
+  }
+}
+
+CopyPool::CopyPool(int threads) {
+  for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { worker_loop(); });
+}
+
+CopyPool::~CopyPool() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  for (std::thread& worker : workers_) worker.join();
+}
+
+void CopyPool::run(int parts, const std::function<void(int)>& body) {
+  if (workers_.empty() || parts <= 1) {
+    for (int part = 0; part < parts; ++part) body(part);
+    return;
+  }
+  std::unique_lock<std::mutex> lock(mutex_);
+  body_ = &body;
+  parts_ = parts;
+  next_part_ = 0;
+  finished_parts_ = 0;
+  failure_ = nullptr;
+  ++generation_;
+  wake_.notify_all();
+  drain(lock);  // the caller's thread takes parts too
+  done_.wait(lock, [&] { return finished_parts_ == parts_; });
+  body_ = nullptr;
+  if (failure_) std::rethrow_exception(failure_);
+}
+
+void CopyPool::worker_loop() {
+  std::uint64_t seen = 0;
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (true) {
+    wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
+    if (stop_) return;
+    seen = generation_;
+    drain(lock);
+  }
+}
+
+void CopyPool::drain(std::unique_lock<std::mutex>& lock) {
+  while (body_ != nullptr && next_part_ < parts_) {
+    const int part = next_part_++;
+    const auto* body = body_;
+    lock.unlock();
+    std::exception_ptr failure;
+    try {
+      (*body)(part);
+    } catch (...) {
+      failure = std::current_exception();
+    }
+    lock.lock();
+    if (failure && !failure_) failure_ = failure;
+    if (++finished_parts_ == parts_) done_.notify_all();
+  }
+}
+
+std::int64_t ReaderBase::samples_bytes(const std::int64_t* indices, std::int64_t count) const {
+  if (!dataset_.info.variable_length) return count * dataset_.info.sample_bytes;
+  std::int64_t elements = 0;
+  for (std::int64_t k = 0; k < count; ++k) {
+    const std::int64_t row = indices[k];
+    if (row >= 0 && row < dataset_.info.num_samples) elements += dataset_.lengths[row];
+  }
+  return elements * element_size();
+}
+
+void ReaderBase::read(const std::int64_t* indices, std::int64_t count, const BatchDestination& destination) {
+  const auto start = std::chrono::steady_clock::now();
+  if (count < 0) STRIDER_THROW(UsageError, "read: negative count " + std::to_string(count));
+  if (count > 0 && indices == nullptr) STRIDER_THROW(UsageError, "read: null indices");
+  const std::int64_t rows = dataset_.info.num_samples;
+  out_offsets_.resize(static_cast<std::size_t>(count) + 1);
+  out_offsets_[0] = 0;
+  for (std::int64_t k = 0; k < count; ++k) {
+    const std::int64_t row = indices[k];
+    if (row < 0 || row >= rows)
+      STRIDER_THROW(UsageError, "read: index " + std::to_string(row) + " at batch position " + std::to_string(k) +
+                                    " is outside [0, " + std::to_string(rows) + ") of " + dataset_.path);
+    out_offsets_[k + 1] = out_offsets_[k] + row_elements(row) * element_size();
+  }
+  const std::int64_t bytes = out_offsets_[count];
+  if (bytes > destination.samples_capacity_bytes || (bytes > 0 && destination.samples == nullptr))
+    STRIDER_THROW(UsageError, "read: the batch of " + std::to_string(count) + " samples needs " + std::to_string(bytes) +
+                                  " bytes, the destination holds " + std::to_string(destination.samples_capacity_bytes));
+  if (destination.labels != nullptr && !dataset_.labels.empty()) {
+    for (std::int64_t k = 0; k < count; ++k) destination.labels[k] = dataset_.labels[indices[k]];
+  }
+  if (destination.offsets != nullptr && dataset_.info.variable_length) {
+    const std::int64_t size = element_size();
+    for (std::int64_t k = 0; k <= count; ++k) destination.offsets[k] = out_offsets_[k] / size;
+  }
+  if (count > 0) gather(indices, count, destination.samples, out_offsets_);
+  stats_.useful_bytes += bytes;
+  stats_.batches += 1;
+  stats_.read_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+void ReaderBase::scatter(const BatchPlan& plan, const std::byte* scratch, std::byte* out,
+                         const std::vector<std::int64_t>& out_offsets) const {
+  // Byte offset of each unique row inside scratch.
+  const auto slots = plan.unique_rows.size();
+  std::vector<std::int64_t> scratch_offsets(slots + 1, 0);
+  for (std::size_t slot = 0; slot < slots; ++slot)
+    scratch_offsets[slot + 1] = scratch_offsets[slot] + row_elements(plan.unique_rows[slot]) * element_size();
+  for (std::size_t k = 0; k < plan.slot_of_position.size(); ++k) {
+    const std::int64_t slot = plan.slot_of_position[k];
+    const std::int64_t bytes = out_offsets[k + 1] - out_offsets[k];
+    if (bytes > 0) std::memcpy(out + out_offsets[k], scratch + scratch_offsets[slot], static_cast<std::size_t>(bytes));
+  }
+}
+
+}  // namespace io_detail
+}  // namespace strider

@@ -1,0 +1,112 @@
+#pragma once
+// Internals shared by open_reader and the three engines: what validation found, the per-batch plan
+// (rows sorted, deduplicated, coalesced into runs), and a small fork-join pool for copy threads.
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "strider/io/batch_reader.hpp"
+#include "strider/io/hdf5_handle.hpp"
+
+namespace strider::io_detail {
+
+/// The native HDF5 memory type of an element type (a predefined id: never closed).
+hid_t native_hdf5_type(ElementType type);
+
+/// What open_reader validated, handed to an engine.
+struct OpenedDataset {
+  std::string path;
+  DatasetInfo info;
+  std::string data_key;                 ///< samples or tokens dataset name
+  std::vector<std::int32_t> labels;     ///< N, or empty
+  std::vector<std::int64_t> offsets;    ///< sequences: N+1 token offsets
+  std::vector<std::int64_t> lengths;    ///< sequences: N lengths
+  std::int64_t row_elements = 0;        ///< fixed size: elements of one sample
+  std::vector<std::int64_t> dims;       ///< the data dataset's shape
+  bool raw_readable = false;            ///< contiguous, unfiltered, allocated, native type: direct/mmap can read it
+  std::string raw_refusal;              ///< why not, when !raw_readable
+  std::int64_t file_offset_bytes = -1;  ///< H5Dget_offset of the data, when contiguous and allocated
+  std::int64_t average_chunk_storage_bytes = 0;  ///< chunked: stored bytes of one chunk on average
+  std::int64_t chunks_across_row = 1;   ///< chunked fixed-size: chunks one row's elements span
+};
+
+/// One batch's rows in file order. Positions are batch positions; slots index unique_rows.
+struct BatchPlan {
+  std::vector<std::int64_t> unique_rows;       ///< sorted, distinct
+  std::vector<std::int64_t> slot_of_position;  ///< count entries
+  struct Run {
+    std::int64_t first_slot;
+    std::int64_t slots;
+  };
+  std::vector<Run> runs;                       ///< consecutive rows (row i+1 follows row i in the file)
+  void build(const std::int64_t* indices, std::int64_t count);
+};
+
+/// Fork-join pool: run(parts, body) calls body(part) for part in [0, parts) on up to `threads`
+/// threads (the caller's included) and returns when all are done. Not reentrant.
+class CopyPool {
+ public:
+  explicit CopyPool(int threads);
+  ~CopyPool();
+  CopyPool(const CopyPool&) = delete;
+  CopyPool& operator=(const CopyPool&) = delete;
+  int threads() const noexcept { return static_cast<int>(workers_.size()) + 1; }
+  /// Runs body(0..parts-1); rethrows the first exception a part threw.
+  void run(int parts, const std::function<void(int)>& body);
+
+ private:
+  void worker_loop();
+  void drain(std::unique_lock<std::mutex>& lock);
+  std::vector<std::thread> workers_;
+  std::mutex mutex_;
+  std::condition_variable wake_, done_;
+  const std::function<void(int)>* body_ = nullptr;
+  int parts_ = 0, next_part_ = 0, finished_parts_ = 0;
+  std::uint64_t generation_ = 0;
+  bool stop_ = false;
+  std::exception_ptr failure_;
+};
+
+/// The common part of every engine: index checks, labels/offsets into the destination, stats.
+class ReaderBase : public BatchReader {
+ public:
+  explicit ReaderBase(OpenedDataset dataset) : dataset_(std::move(dataset)) {}
+  const DatasetInfo& info() const override { return dataset_.info; }
+  const std::vector<std::int32_t>& labels() const override { return dataset_.labels; }
+  const std::vector<std::int64_t>& lengths() const override { return dataset_.lengths; }
+  std::int64_t samples_bytes(const std::int64_t* indices, std::int64_t count) const override;
+  void read(const std::int64_t* indices, std::int64_t count, const BatchDestination& destination) final;
+  ReadStats stats() const override { return stats_; }
+
+ protected:
+  /// Elements before row `row` in the data dataset (fixed: row * row_elements; sequences: offsets[row]).
+  std::int64_t first_element(std::int64_t row) const {
+    return dataset_.info.variable_length ? dataset_.offsets[row] : row * dataset_.row_elements;
+  }
+  std::int64_t row_elements(std::int64_t row) const {
+    return dataset_.info.variable_length ? dataset_.lengths[row] : dataset_.row_elements;
+  }
+  std::int64_t element_size() const { return static_cast<std::int64_t>(element_bytes(dataset_.info.element_type)); }
+  /// Copies the samples of indices[0..count) to out, row k at out + out_offsets[k] (bytes; count+1
+  /// entries). Indices are valid; adds to stats_.bytes_read and read_calls.
+  virtual void gather(const std::int64_t* indices, std::int64_t count, std::byte* out,
+                      const std::vector<std::int64_t>& out_offsets) = 0;
+  /// Copies unique rows from `scratch` (plan order, back to back) to their batch positions.
+  void scatter(const BatchPlan& plan, const std::byte* scratch, std::byte* out,
+               const std::vector<std::int64_t>& out_offsets) const;
+
+  OpenedDataset dataset_;
+  ReadStats stats_;
+  std::vector<std::int64_t> out_offsets_;  // reused between batches
+};
+
+std::unique_ptr<BatchReader> make_hdf5_reader(OpenedDataset dataset, H5File file, H5Dataset data);
+std::unique_ptr<BatchReader> make_direct_reader(OpenedDataset dataset, int copy_threads);
+std::unique_ptr<BatchReader> make_mmap_reader(OpenedDataset dataset, int copy_threads);
+
+}  // namespace strider::io_detail
