@@ -1,0 +1,43 @@
+#pragma once
+/// \file
+/// A step watchdog: when one step (its I/O or a collective) takes longer than a limit, the job is
+/// aborted with a line naming the rank and the step, instead of hanging until the allocation ends.
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <thread>
+
+namespace strider {
+
+/// Watches the progress of the training loop from a background thread. When more than
+/// `timeout_seconds` pass between two calls of step_started(), it prints
+/// "strider: error: [rank r] step S of epoch E took longer than T s (I/O or a collective hung);
+/// aborting" and calls MPI_Abort on MPI_COMM_WORLD, which ends every rank.
+class StepWatchdog {
+ public:
+  /// timeout_seconds <= 0 disables the watchdog.
+  explicit StepWatchdog(double timeout_seconds);
+  ~StepWatchdog();
+  StepWatchdog(const StepWatchdog&) = delete;
+  StepWatchdog& operator=(const StepWatchdog&) = delete;
+
+  /// Marks the start of (epoch, step). Cheap: an atomic store and no lock.
+  void step_started(std::int64_t epoch, std::int64_t step) noexcept;
+  /// Suspends the watch (checkpoint writing, evaluation): those are not steps.
+  void pause() noexcept;
+
+ private:
+  void watch();
+  double timeout_seconds_;
+  std::atomic<std::int64_t> epoch_{0};
+  std::atomic<std::int64_t> step_{-1};
+  std::atomic<std::int64_t> deadline_ns_{0};  // 0: paused
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace strider
