@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The test suite again under sanitizers (CUDA off): the whole suite with AddressSanitizer +
+# UndefinedBehaviorSanitizer, then the prefetcher and pipeline tests with ThreadSanitizer.
+# Usage: scripts/test-sanitizers.sh [asan|tsan]   (default: both)
+set -euo pipefail
+source "$(dirname "$0")/common.sh"
+which=${1:-all}
+supp=$repo_root/tests/sanitizers
+
+if [[ $which == all || $which == asan ]]; then
+  dir=${build_dir}-asan
+  configure_and_build "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTRIDER_ENABLE_CUDA=OFF -DSTRIDER_SANITIZE=address,undefined
+  echo "test-sanitizers: AddressSanitizer + UndefinedBehaviorSanitizer, whole suite"
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=0 \
+  LSAN_OPTIONS=suppressions=$supp/lsan.supp:print_suppressions=0 \
+  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    ctest --test-dir "$dir" --output-on-failure --parallel "$jobs" --timeout 900
+fi
+
+if [[ $which == all || $which == tsan ]]; then
+  dir=${build_dir}-tsan
+  configure_and_build "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTRIDER_ENABLE_CUDA=OFF -DSTRIDER_SANITIZE=thread \
+    -DSTRIDER_BUILD_APPS=OFF
+  echo "test-sanitizers: ThreadSanitizer, prefetcher and pipeline tests"
+  TSAN_OPTIONS="suppressions=$supp/tsan.supp:halt_on_error=1:second_deadlock_stack=1" \
+    ctest --test-dir "$dir" --output-on-failure --timeout 900 -L tsan
+fi
