@@ -1,0 +1,151 @@
+#include "strider/sampling/weighted_sampler.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "sampling/class_plan.hpp"
+#include "strider/core/error.hpp"
+#include "strider/core/hash.hpp"
+#include "strider/sampling/random.hpp"
+
+namespace strider {
+
+namespace {
+
+constexpr std::uint64_t draw_stream = 0x3e1947ed00000000ULL;
+constexpr double integer_total = 4611686018427387904.0;  // 2^62: the quantised weights' total
+
+DistributedSamplerConfig position_config(const WeightedSamplerConfig& config) {
+  std::int64_t draws = config.num_samples;
+  if (draws == 0) {
+    if (config.sample_weights) draws = static_cast<std::int64_t>(config.sample_weights->size());
+    else if (config.classes) draws = config.classes->size();
+  }
+  DistributedSamplerConfig positions;
+  positions.dataset_size = draws;
+  positions.batch_size = config.batch_size;
+  positions.shuffle = false;
+  positions.drop_last = config.drop_last;
+  positions.drop_last_batch = config.drop_last_batch;
+  positions.seed = config.seed;
+  return positions;
+}
+
+const WeightedSamplerConfig& checked(const WeightedSamplerConfig& config) {
+  if (config.num_samples < 0)
+    STRIDER_THROW(UsageError, "the number of samples per epoch must be >= 0, got " + std::to_string(config.num_samples));
+  if (!config.sample_weights && !config.classes)
+    STRIDER_THROW(UsageError, "the weighted sampler needs labels (for class weights) or per-sample weights");
+  return config;
+}
+
+}  // namespace
+
+void check_weights(const std::vector<double>& weights, const std::string& what) {
+  bool any_positive = false;
+  for (std::size_t i = 0; i < weights.size(); ++i) {
+    if (!std::isfinite(weights[i]) || weights[i] < 0)
+      STRIDER_THROW(UsageError, what + " must be finite and >= 0: entry " + std::to_string(i) + " is " +
+                                    std::to_string(weights[i]));
+    any_positive = any_positive || weights[i] > 0;
+  }
+  if (!any_positive) STRIDER_THROW(UsageError, what + " are all zero (or none were given)");
+}
+
+WeightedSampler::WeightedSampler(const WeightedSamplerConfig& config, int world_size, int rank)
+    : Sampler(world_size, rank, config.seed), config_(checked(config)), positions_(position_config(config), world_size, rank) {
+  if (!config_.sample_weights && config_.class_weights.empty()) {
+    const ClassIndex& index = *config_.classes;
+    config_.class_weights.assign(static_cast<std::size_t>(index.num_classes()), 0.0);
+    for (int label = 0; label < index.num_classes(); ++label)
+      if (index.count(label) > 0) config_.class_weights[static_cast<std::size_t>(label)] = 1.0 / static_cast<double>(index.count(label));
+  }
+  build_cumulative();
+}
+
+void WeightedSampler::set_class_weights(std::vector<double> class_weights) {
+  if (config_.sample_weights) STRIDER_THROW(UsageError, "this weighted sampler uses per-sample weights, not class weights");
+  std::swap(config_.class_weights, class_weights);
+  try {
+    build_cumulative();
+  } catch (...) {
+    std::swap(config_.class_weights, class_weights);
+    throw;
+  }
+}
+
+void WeightedSampler::build_cumulative() {
+  // Masses: w_c * count_c per class, or w_i per sample; quantised to integers of total ~2^62.
+  std::vector<double> masses;
+  if (config_.sample_weights) {
+    masses = *config_.sample_weights;
+    check_weights(masses, "sample weights");
+    if (config_.classes && static_cast<std::int64_t>(masses.size()) != config_.classes->size())
+      STRIDER_THROW(UsageError, "there are " + std::to_string(masses.size()) + " sample weights for " +
+                                    std::to_string(config_.classes->size()) + " samples");
+  } else {
+    const ClassIndex& index = *config_.classes;
+    if (static_cast<int>(config_.class_weights.size()) != index.num_classes())
+      STRIDER_THROW(UsageError, "there are " + std::to_string(config_.class_weights.size()) + " class weights for " +
+                                    std::to_string(index.num_classes()) + " classes");
+    check_weights(config_.class_weights, "class weights");
+    masses.resize(config_.class_weights.size());
+    for (int label = 0; label < index.num_classes(); ++label)
+      masses[static_cast<std::size_t>(label)] =
+          config_.class_weights[static_cast<std::size_t>(label)] * static_cast<double>(index.count(label));
+    check_weights(masses, "class weights of classes that have samples");
+  }
+  Fnv1a64 weights_hash;  // the weights bit for bit, hashed once here rather than per config_hash()
+  const std::vector<double>& weights = config_.sample_weights ? *config_.sample_weights : config_.class_weights;
+  weights_hash.add(static_cast<std::uint8_t>(config_.sample_weights != nullptr));
+  weights_hash.add(static_cast<std::int64_t>(weights.size()));
+  weights_hash.add_bytes(weights.data(), weights.size() * sizeof(double));
+  weights_hash_ = weights_hash.value();
+  double total = 0;
+  for (double mass : masses) total += mass;
+  if (!std::isfinite(total)) STRIDER_THROW(UsageError, "the weights' sum overflows");
+  cumulative_.resize(masses.size());
+  std::uint64_t running = 0;
+  for (std::size_t i = 0; i < masses.size(); ++i) {
+    std::uint64_t quantised = 0;
+    if (masses[i] > 0) quantised = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::llround(masses[i] / total * integer_total)));
+    running += quantised;
+    cumulative_[i] = running;
+  }
+}
+
+double WeightedSampler::class_probability(int label) const {
+  if (config_.sample_weights || label < 0 || label >= static_cast<int>(cumulative_.size())) return 0.0;
+  const std::uint64_t before = label == 0 ? 0 : cumulative_[static_cast<std::size_t>(label) - 1];
+  return static_cast<double>(cumulative_[static_cast<std::size_t>(label)] - before) / static_cast<double>(cumulative_.back());
+}
+
+std::int64_t WeightedSampler::sample_at(std::int64_t position) const {
+  detail::CounterStream stream(derive_seed(seed(), epoch(), draw_stream), static_cast<std::uint64_t>(position));
+  const std::uint64_t ticket = stream.below(cumulative_.back());
+  const auto chosen = static_cast<std::size_t>(std::upper_bound(cumulative_.begin(), cumulative_.end(), ticket) -
+                                               cumulative_.begin());
+  if (config_.sample_weights) return static_cast<std::int64_t>(chosen);
+  const int label = static_cast<int>(chosen);
+  const ClassIndex& index = *config_.classes;
+  return index.members(label)[stream.below(static_cast<std::uint64_t>(index.count(label)))];
+}
+
+void WeightedSampler::batch(std::int64_t step, std::vector<std::int64_t>& indices) const {
+  positions_.batch(step, indices);  // global positions of this rank's batch
+  for (std::int64_t& entry : indices) entry = sample_at(entry);
+}
+
+std::uint64_t WeightedSampler::config_hash() const {
+  Fnv1a64 hash;
+  hash.add(mode());
+  hash.add(config_.classes ? config_.classes->labels_hash() : 0);
+  hash.add(weights_hash_);
+  hash.add(positions_.config().dataset_size);
+  hash.add(static_cast<std::uint8_t>(config_.drop_last));
+  hash.add(static_cast<std::uint8_t>(config_.drop_last_batch));
+  hash.add(config_.seed);
+  return hash.value();
+}
+
+}  // namespace strider

@@ -1,0 +1,199 @@
+// The weighted sampler: the shared invariants, chi-square agreement with the weights, zero weights,
+// invalid weights, weight updates, elastic resume; the class weight rule.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <limits>
+#include <map>
+
+#include "class_test_support.hpp"
+#include "strider/core/error.hpp"
+#include "strider/sampling/class_weights.hpp"
+#include "strider/sampling/weighted_sampler.hpp"
+
+using namespace strider;
+using strider::testing::blocks;
+
+namespace {
+
+WeightedSamplerConfig weighted_config(std::shared_ptr<const ClassIndex> classes, std::int64_t batch,
+                                      std::vector<double> weights = {}, std::int64_t draws = 0, std::int64_t seed = 11) {
+  WeightedSamplerConfig config;
+  config.classes = std::move(classes);
+  config.class_weights = std::move(weights);
+  config.batch_size = batch;
+  config.num_samples = draws;
+  config.seed = seed;
+  return config;
+}
+
+// Pearson's chi-square of observed counts against expected probabilities.
+double chi_square(const std::vector<std::int64_t>& observed, const std::vector<double>& probabilities) {
+  std::int64_t total = 0;
+  for (std::int64_t count : observed) total += count;
+  double statistic = 0;
+  for (std::size_t i = 0; i < observed.size(); ++i) {
+    const double expected = probabilities[i] * static_cast<double>(total);
+    if (expected > 0) statistic += (static_cast<double>(observed[i]) - expected) * (static_cast<double>(observed[i]) - expected) / expected;
+  }
+  return statistic;
+}
+
+}  // namespace
+
+TEST_CASE("weighted sampler invariants", "[weighted][invariants]") {
+  struct Case {
+    std::vector<std::int64_t> counts;
+    std::vector<double> weights;
+    std::int64_t draws, batch;
+    int world;
+    bool drop_last;
+  };
+  const std::vector<Case> cases = {{{1000, 20, 5}, {}, 0, 8, 3, false},
+                                   {{1000, 20, 5}, {1, 2, 0}, 333, 7, 4, false},
+                                   {{7, 3, 0, 5}, {0.5, 1, 9, 2}, 50, 4, 3, true},
+                                   {{40, 9, 1}, {}, 101, 0, 2, false},
+                                   {{3, 3}, {1, 1}, 10, 1, 7, false}};
+  for (const Case& c : cases) {
+    CAPTURE(c.counts, c.weights, c.draws, c.batch, c.world, c.drop_last);
+    const auto classes = blocks(c.counts);
+    const strider::testing::SamplerFactory make = [&](int world, int rank) -> std::unique_ptr<Sampler> {
+      auto config = weighted_config(classes, c.batch, c.weights, c.draws);
+      config.drop_last = c.drop_last;
+      return std::make_unique<WeightedSampler>(config, world, rank);
+    };
+    strider::testing::InvariantOptions options;
+    options.world_size = c.world;
+    strider::testing::check_sampler_invariants(make, options);
+  }
+}
+
+TEST_CASE("weighted: class frequencies agree with the weights (chi-square, fixed seed)", "[weighted][statistics]") {
+  const auto classes = blocks({1000, 200, 50, 10});
+  const std::vector<double> weights = {1, 3, 10, 20};  // masses 1000 600 500 200
+  const strider::testing::SamplerFactory make = [&](int world, int rank) -> std::unique_ptr<Sampler> {
+    return std::make_unique<WeightedSampler>(weighted_config(classes, weights.empty() ? 0 : 64, weights, 100000), world, rank);
+  };
+  const auto counts = strider::testing::rank_class_counts(make, *classes, 4, 2);
+  std::vector<std::int64_t> total(4, 0);
+  for (const auto& rank_counts : counts)
+    for (int label = 0; label < 4; ++label) total[label] += rank_counts[label];
+  WeightedSampler probe(weighted_config(classes, 64, weights, 100000), 4, 0);
+  std::vector<double> expected;
+  for (int label = 0; label < 4; ++label) expected.push_back(probe.class_probability(label));
+  REQUIRE(expected[0] == Approx(1000.0 / 2300));
+  const double statistic = chi_square(total, expected);
+  CAPTURE(total, statistic);
+  REQUIRE(statistic < 16.27);  // chi-square, 3 degrees of freedom, p = 0.001
+
+  // Within a class every member is equally likely: class 2's 50 samples (49 degrees of freedom).
+  std::vector<std::int64_t> members(50, 0);
+  for (int rank = 0; rank < 4; ++rank) {
+    auto sampler = make(4, rank);
+    sampler->set_epoch(2);
+    for (const auto& batch : strider::testing::all_batches(*sampler))
+      for (std::int64_t index : batch)
+        if (classes->label(index) == 2) ++members[static_cast<std::size_t>(index - 1200)];
+  }
+  const double within = chi_square(members, std::vector<double>(50, 1.0 / 50));
+  CAPTURE(within);
+  REQUIRE(within < 85.35);  // 49 degrees of freedom, p = 0.001
+}
+
+TEST_CASE("weighted: default weights 1/count make every class equally likely", "[weighted][statistics]") {
+  const auto classes = blocks({10000, 200, 50});
+  WeightedSampler sampler(weighted_config(classes, 0), 1, 0);
+  for (int label = 0; label < 3; ++label) REQUIRE(sampler.class_probability(label) == Approx(1.0 / 3).epsilon(1e-12));
+  std::vector<std::int64_t> all;
+  sampler.batch(0, all);
+  REQUIRE(all.size() == 10250);
+  const double statistic = chi_square(class_histogram(*classes, all), {1.0 / 3, 1.0 / 3, 1.0 / 3});
+  CAPTURE(statistic);
+  REQUIRE(statistic < 13.82);  // 2 degrees of freedom, p = 0.001
+}
+
+TEST_CASE("weighted: zero-weight classes never appear; per-sample weights", "[weighted]") {
+  const auto classes = blocks({100, 100, 100});
+  for (int world : {1, 3}) {
+    const strider::testing::SamplerFactory make = [&](int w, int rank) -> std::unique_ptr<Sampler> {
+      return std::make_unique<WeightedSampler>(weighted_config(classes, 16, {1, 0, 2}, 5000), w, rank);
+    };
+    const auto counts = strider::testing::rank_class_counts(make, *classes, world, 0);
+    for (const auto& rank_counts : counts) {
+      REQUIRE(rank_counts[1] == 0);
+      REQUIRE(rank_counts[0] > 0);
+      REQUIRE(rank_counts[2] > rank_counts[0]);
+    }
+  }
+  // Per-sample weights: only the samples with a weight are drawn.
+  auto sample_weights = std::make_shared<std::vector<double>>(300, 0.0);
+  (*sample_weights)[7] = 1;
+  (*sample_weights)[250] = 3;
+  WeightedSamplerConfig config;
+  config.sample_weights = sample_weights;
+  config.num_samples = 4000;
+  WeightedSampler sampler(config, 1, 0);
+  std::vector<std::int64_t> all;
+  sampler.batch(0, all);
+  std::map<std::int64_t, std::int64_t> seen;
+  for (std::int64_t index : all) ++seen[index];
+  REQUIRE(seen.size() == 2);
+  REQUIRE(seen[7] + seen[250] == 4000);
+  REQUIRE(chi_square({seen[7], seen[250]}, {0.25, 0.75}) < 10.83);
+}
+
+TEST_CASE("weighted: invalid weights are usage errors", "[weighted][errors]") {
+  const auto classes = blocks({10, 10});
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  for (const std::vector<double>& bad : std::vector<std::vector<double>>{{-1, 1}, {nan, 1}, {inf, 1}, {0, 0}, {1}, {1, 1, 1}}) {
+    CAPTURE(bad);
+    REQUIRE_THROWS_AS(WeightedSampler(weighted_config(classes, 2, bad), 2, 0), UsageError);
+  }
+  // A positive weight only on an empty class is all zero too.
+  REQUIRE_THROWS_AS(WeightedSampler(weighted_config(blocks({10, 0}), 2, {0, 1}), 1, 0), UsageError);
+  REQUIRE_THROWS_AS(WeightedSampler(weighted_config(classes, 2, {}, -5), 1, 0), UsageError);
+  REQUIRE_THROWS_AS(WeightedSampler(WeightedSamplerConfig{}, 1, 0), UsageError);
+  WeightedSampler sampler(weighted_config(classes, 2, {1, 1}), 1, 0);
+  REQUIRE_THROWS_AS(sampler.set_class_weights({1, nan}), UsageError);
+  REQUIRE(sampler.class_weights() == std::vector<double>{1, 1});  // unchanged after a failed update
+}
+
+TEST_CASE("weighted: new weights change the plan and the config hash", "[weighted]") {
+  const auto classes = blocks({50, 50});
+  WeightedSampler sampler(weighted_config(classes, 10, {1, 1}, 100), 2, 1);
+  const std::uint64_t before_plan = plan_hash(sampler), before_config = sampler.config_hash();
+  sampler.set_class_weights({1, 4});
+  REQUIRE(plan_hash(sampler) != before_plan);
+  REQUIRE(sampler.config_hash() != before_config);
+  WeightedSampler again(weighted_config(classes, 10, {1, 4}, 100), 2, 1);
+  REQUIRE(plan_hash(again) == plan_hash(sampler));
+  REQUIRE(again.config_hash() == sampler.config_hash());
+  REQUIRE(again.config_hash() != WeightedSampler(weighted_config(blocks({49, 51}), 10, {1, 4}, 100), 2, 1).config_hash());
+}
+
+TEST_CASE("weighted: elastic resume keeps every global batch", "[weighted][elastic]") {
+  const auto classes = blocks({500, 40, 9});
+  strider::testing::check_elastic(
+      [&](int world, int rank, std::int64_t batch) -> std::unique_ptr<Sampler> {
+        return std::make_unique<WeightedSampler>(weighted_config(classes, batch, {}, 480), world, rank);
+      },
+      24, {1, 2, 3, 4, 6, 8}, 2);
+}
+
+TEST_CASE("class weight rule: w *= 1 - metric, renormalised, floored", "[weighted][class_weights]") {
+  const std::vector<double> weights = {1, 1, 1, 1};
+  const auto updated = apply_class_weight_rule(weights, {0.5, 0.0, 1.0, 0.75});
+  // 0.5, 1, floor 0.01, 0.25 -> sum 1.76 -> scaled to 4.
+  REQUIRE(updated[0] == Approx(0.5 * 4 / 1.76));
+  REQUIRE(updated[1] == Approx(1.0 * 4 / 1.76));
+  REQUIRE(updated[2] == Approx(0.01 * 4 / 1.76));
+  REQUIRE(updated[3] == Approx(0.25 * 4 / 1.76));
+  // Perfect metrics everywhere: all at the floor, renormalised: equal weights.
+  const auto flat = apply_class_weight_rule({2, 6}, {1, 1});
+  REQUIRE(flat[0] == Approx(4));
+  REQUIRE(flat[1] == Approx(4));
+  REQUIRE_THROWS_AS(apply_class_weight_rule(weights, {0.5, 0.5}), UsageError);
+  REQUIRE_THROWS_AS(apply_class_weight_rule(weights, {0.5, 0.5, 1.5, 0}), UsageError);
+  REQUIRE_THROWS_AS(apply_class_weight_rule(weights, {0.5, std::nan(""), 0, 0}), UsageError);
+  REQUIRE_THROWS_AS(apply_class_weight_rule({-1, 1, 1, 1}, {0, 0, 0, 0}), UsageError);
+}
