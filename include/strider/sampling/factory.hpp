@@ -30,6 +30,14 @@ struct SamplerOptions {
   // ---- class-aware modes (balanced, weighted, stratified) ----
 
   // ---- length-bucketed and streaming modes (bucketed, streaming, block) ----
+  std::int64_t max_tokens = 0;           ///< bucketed: budget per batch, count * longest length (tokens)
+  std::int64_t max_batch_size = 0;       ///< bucketed: at most this many samples per batch (0: no limit)
+  std::int64_t batch_size_multiple = 1;  ///< bucketed: sample counts per batch are a multiple of this
+  std::int64_t megabatch = 64;           ///< bucketed: sort window in batches' worth of tokens (0: the epoch)
+  std::int64_t step_group = 64;          ///< bucketed: batches sorted by cost per group (balances steps)
+  bool most_expensive_first = false;     ///< bucketed: the costliest batch runs at step 0
+  std::int64_t block_size = 0;           ///< block: contiguous samples per block (> 0)
+  std::int64_t block_window = 8;         ///< block: blocks per within-rank shuffle window
 };
 
 /// The modes make_sampler knows, in the order the CLI lists them.
