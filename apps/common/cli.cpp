@@ -63,6 +63,18 @@ void finish_sampler_options(const po::variables_map& values, SamplerOptions& sam
   if (sampler.batch_size < 0) STRIDER_THROW(UsageError, "--batch-size must be >= 0, got " + std::to_string(sampler.batch_size));
 }
 
+void add_dataset_options(po::options_description& options, DatasetKeys& keys, std::string* engine) {
+  options.add_options()
+      ("data-key", po::value<std::string>(&keys.data)->default_value(keys.data), "dataset of fixed-size samples [N, ...]")
+      ("label-key", po::value<std::string>(&keys.labels)->default_value(keys.labels), "dataset of integer labels [N]")
+      ("tokens-key", po::value<std::string>(&keys.tokens)->default_value(keys.tokens), "sequences: dataset of all tokens [T]")
+      ("offsets-key", po::value<std::string>(&keys.offsets)->default_value(keys.offsets),
+       "sequences: int64 [N+1], row i is tokens[offsets[i]:offsets[i+1]]");
+  if (engine != nullptr)
+    options.add_options()("engine", po::value<std::string>(engine)->default_value(*engine),
+                          "reader engine: auto | hdf5 | direct | mmap (auto: mmap for contiguous native data, else hdf5)");
+}
+
 namespace {
 template <typename T, typename Convert>
 std::vector<T> parse_list(const std::string& text, const std::string& option, Convert convert) {

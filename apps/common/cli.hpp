@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "strider/io/batch_reader.hpp"
 #include "strider/sampling/factory.hpp"
 
 namespace strider::cli {
@@ -35,6 +36,10 @@ std::vector<std::string> arguments(int argc, char** argv, int first);
 void add_sampler_options(po::options_description& options, SamplerOptions& sampler);
 /// Fills the parts of SamplerOptions that need checks after parsing (flags); throws UsageError.
 void finish_sampler_options(const po::variables_map& values, SamplerOptions& sampler);
+
+/// The dataset names every app that reads or writes a dataset shares (--data-key, --label-key,
+/// --tokens-key, --offsets-key, defaults as in DatasetKeys) and, when `engine` is not null, --engine.
+void add_dataset_options(po::options_description& options, DatasetKeys& keys, std::string* engine = nullptr);
 
 /// Parses "1,2,3" into integers; throws UsageError naming `option`.
 std::vector<std::int64_t> parse_int_list(const std::string& text, const std::string& option);

@@ -5,6 +5,8 @@ namespace strider::inspect {
 const std::vector<Subcommand>& subcommands() {
   static const std::vector<Subcommand> all = {
       {"plan", run_plan},
+      {"info", run_info},
+      {"dump", run_dump},
   };
   return all;
 }

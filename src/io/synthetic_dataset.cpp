@@ -1,0 +1,294 @@
+// strider-gen's library part: synthetic features, images and sequences written collectively.
+#include "strider/io/synthetic_dataset.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "io/reader_detail.hpp"
+#include "strider/core/log.hpp"
+#include "strider/sampling/random.hpp"
+
+namespace strider {
+namespace {
+
+/// A counter-based stream (SplitMix64) seeded from (seed, purpose, item): any rank can produce the
+/// numbers of any row.
+class RowRandom {
+ public:
+  RowRandom(std::int64_t seed, std::uint64_t purpose, std::uint64_t item)
+      : state_(derive_seed(seed, static_cast<std::int64_t>(purpose), item)) {}
+  std::uint64_t next() {
+    state_ += 0x9e3779b97f4a7c15ULL;
+    return mix64(state_);
+  }
+  /// Uniform in (0, 1].
+  double uniform() { return (static_cast<double>(next() >> 11) + 1.0) * (1.0 / 9007199254740992.0); }
+  double gaussian() {
+    const double radius = std::sqrt(-2.0 * std::log(uniform()));
+    return radius * std::cos(6.283185307179586 * uniform());
+  }
+  std::uint64_t below(std::uint64_t bound) { return bound <= 1 ? 0 : next() % bound; }
+
+ private:
+  std::uint64_t state_;
+};
+
+enum Purpose : std::uint64_t { kRow = 1, kCentre = 2, kLength = 3, kPattern = 4 };
+
+/// One collective H5Dwrite: this rank's block [first, first + count) along dimension 0 (count may
+/// be 0: the rank takes part with an empty selection).
+void write_block(hid_t dataset, hid_t memory_type, const std::vector<hsize_t>& dims, std::int64_t first, std::int64_t count,
+                 const void* values, hid_t transfer, const std::string& key) {
+  H5Dataspace file_space(STRIDER_H5_CHECK(H5Dget_space(dataset), "getting the dataspace of " + key));
+  std::vector<hsize_t> start(dims.size(), 0), extent = dims;
+  start[0] = static_cast<hsize_t>(first);
+  extent[0] = static_cast<hsize_t>(count);
+  hsize_t elements = 1;
+  for (hsize_t e : extent) elements *= e;
+  const hsize_t memory_elements = std::max<hsize_t>(elements, 1);
+  H5Dataspace memory_space(STRIDER_H5_CHECK(H5Screate_simple(1, &memory_elements, nullptr), "creating a memory space"));
+  if (elements == 0) {
+    STRIDER_H5_CHECK(H5Sselect_none(file_space.get()), "selecting nothing");
+    STRIDER_H5_CHECK(H5Sselect_none(memory_space.get()), "selecting nothing");
+  } else {
+    STRIDER_H5_CHECK(H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start.data(), nullptr, extent.data(), nullptr),
+                     "selecting " + key + " rows");
+  }
+  STRIDER_H5_CHECK(H5Dwrite(dataset, memory_type, memory_space.get(), file_space.get(), transfer, values),
+                   "writing " + key + " rows " + std::to_string(first) + ".." + std::to_string(first + count));
+}
+
+H5Dataset create_dataset(hid_t file, const std::string& key, hid_t file_type, const std::vector<hsize_t>& dims,
+                         std::int64_t chunk_rows, int compression) {
+  H5Dataspace space(STRIDER_H5_CHECK(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr), "creating the shape of " + key));
+  H5PropertyList create(STRIDER_H5_CHECK(H5Pcreate(H5P_DATASET_CREATE), "creating " + key));
+  STRIDER_H5_CHECK(H5Pset_fill_time(create.get(), H5D_FILL_TIME_NEVER), "creating " + key);
+  if (chunk_rows > 0 && dims[0] > 0) {
+    std::vector<hsize_t> chunk = dims;
+    chunk[0] = static_cast<hsize_t>(std::min<std::int64_t>(chunk_rows, static_cast<std::int64_t>(dims[0])));
+    STRIDER_H5_CHECK(H5Pset_chunk(create.get(), static_cast<int>(chunk.size()), chunk.data()), "chunking " + key);
+    if (compression > 0) STRIDER_H5_CHECK(H5Pset_deflate(create.get(), static_cast<unsigned>(compression)), "compressing " + key);
+  }
+  H5PropertyList link(STRIDER_H5_CHECK(H5Pcreate(H5P_LINK_CREATE), "creating " + key));
+  STRIDER_H5_CHECK(H5Pset_create_intermediate_group(link.get(), 1), "creating the groups of " + key);
+  return H5Dataset(STRIDER_H5_CHECK(H5Dcreate2(file, key.c_str(), file_type, space.get(), link.get(), create.get(), H5P_DEFAULT),
+                                    "creating " + key));
+}
+
+/// Rows [begin, end) of this rank: blocks of whole `align` units, as even as possible.
+std::pair<std::int64_t, std::int64_t> rank_rows(const Communicator& comm, std::int64_t rows, std::int64_t align) {
+  const std::int64_t units = (rows + align - 1) / align;
+  const std::int64_t first = units * comm.rank() / comm.size(), last = units * (comm.rank() + 1) / comm.size();
+  return {std::min(rows, first * align), std::min(rows, last * align)};
+}
+
+class Generator {
+ public:
+  Generator(const SyntheticOptions& options, std::vector<std::int64_t> counts) : options_(options), ends_(std::move(counts)) {
+    std::partial_sum(ends_.begin(), ends_.end(), ends_.begin());
+  }
+  std::int64_t rows() const { return ends_.empty() ? 0 : ends_.back(); }
+  std::int32_t label(std::int64_t row) const {
+    return static_cast<std::int32_t>(std::upper_bound(ends_.begin(), ends_.end(), row) - ends_.begin());
+  }
+  std::int64_t classes() const { return static_cast<std::int64_t>(ends_.size()); }
+
+  void features(std::int64_t row, float* out) const {
+    RowRandom random(options_.seed, kRow, static_cast<std::uint64_t>(row));
+    const std::int64_t c = label(row);
+    for (std::int64_t d = 0; d < options_.dim; ++d) {
+      RowRandom centre(options_.seed, kCentre, static_cast<std::uint64_t>(c * options_.dim + d));
+      out[d] = static_cast<float>(centre.gaussian() + options_.noise * random.gaussian());
+    }
+  }
+  /// Images: a coarse per-class pattern (8x8-pixel cells) plus noise.
+  void image(std::int64_t row, std::uint8_t* out) const {
+    RowRandom random(options_.seed, kRow, static_cast<std::uint64_t>(row));
+    const std::int64_t c = label(row);
+    for (std::int64_t channel = 0; channel < options_.channels; ++channel)
+      for (std::int64_t y = 0; y < options_.height; ++y)
+        for (std::int64_t x = 0; x < options_.width; ++x) {
+          const std::uint64_t cell = static_cast<std::uint64_t>(((c * options_.channels + channel) * 4096 + y / 8) * 4096 + x / 8);
+          const double base = 32 + static_cast<double>(mix64(cell ^ static_cast<std::uint64_t>(options_.seed)) % 192);
+          const double value = std::round(base + 16.0 * random.gaussian());
+          *out++ = static_cast<std::uint8_t>(std::clamp(value, 0.0, 255.0));
+        }
+  }
+  std::int64_t length(std::int64_t row) const {
+    RowRandom random(options_.seed, kLength, static_cast<std::uint64_t>(row));
+    const double value = std::exp(std::log(static_cast<double>(options_.median_length)) + 0.6 * random.gaussian());
+    return std::clamp<std::int64_t>(std::llround(value), options_.min_length, options_.max_length);
+  }
+  /// Tokens: half of them are label + K * j (so token % K predicts the label), the rest uniform.
+  void tokens(std::int64_t row, std::int32_t* out) const {
+    RowRandom random(options_.seed, kRow, static_cast<std::uint64_t>(row));
+    const auto vocab = static_cast<std::uint64_t>(options_.vocab);
+    const auto k = static_cast<std::uint64_t>(classes());
+    const std::uint64_t bands = vocab / k;
+    const std::int64_t count = length(row);
+    for (std::int64_t t = 0; t < count; ++t) {
+      const bool informative = bands > 0 && (random.next() & 1) != 0;
+      out[t] = static_cast<std::int32_t>(informative ? static_cast<std::uint64_t>(label(row)) + k * random.below(bands) : random.below(vocab));
+    }
+  }
+
+ private:
+  const SyntheticOptions& options_;
+  std::vector<std::int64_t> ends_;
+};
+
+void check_options(const SyntheticOptions& options) {
+  if (options.kind != "features" && options.kind != "images" && options.kind != "sequences")
+    STRIDER_THROW(UsageError, "--kind must be features, images or sequences, got '" + options.kind + "'");
+  if (options.layout != "contiguous" && options.layout != "chunked")
+    STRIDER_THROW(UsageError, "--layout must be contiguous or chunked, got '" + options.layout + "'");
+  if (options.compression < 0 || options.compression > 9) STRIDER_THROW(UsageError, "--compress must be 0..9");
+  if (options.chunk_rows < 0) STRIDER_THROW(UsageError, "--chunk-rows must be >= 0");
+  if (options.dim <= 0 || options.channels <= 0 || options.height <= 0 || options.width <= 0)
+    STRIDER_THROW(UsageError, "--dim, --channels, --height and --width must be positive");
+  if (options.min_length < 0 || options.min_length > options.max_length || options.median_length <= 0)
+    STRIDER_THROW(UsageError, "sequence lengths need 0 <= --min-len <= --max-len and --median-len > 0");
+  if (options.vocab <= 0 || options.vocab > (std::int64_t{1} << 31)) STRIDER_THROW(UsageError, "--vocab must be in 1..2^31");
+  if (!std::isfinite(options.noise) || options.noise < 0) STRIDER_THROW(UsageError, "--noise must be >= 0");
+}
+
+}  // namespace
+
+std::vector<std::int64_t> synthetic_class_counts(const SyntheticOptions& options) {
+  if (!options.class_counts.empty()) {
+    for (std::int64_t count : options.class_counts)
+      if (count < 0) STRIDER_THROW(UsageError, "--class-counts must not be negative");
+    if (std::accumulate(options.class_counts.begin(), options.class_counts.end(), std::int64_t{0}) <= 0)
+      STRIDER_THROW(UsageError, "--class-counts must add up to at least 1 sample");
+    return options.class_counts;
+  }
+  if (options.samples <= 0) STRIDER_THROW(UsageError, "--samples must be positive, got " + std::to_string(options.samples));
+  if (options.classes <= 0) STRIDER_THROW(UsageError, "--classes must be positive, got " + std::to_string(options.classes));
+  if (!(options.imbalance >= 1.0)) STRIDER_THROW(UsageError, "--imbalance must be >= 1 (largest / smallest class)");
+  const std::int64_t k = options.classes;
+  std::vector<double> weights(static_cast<std::size_t>(k));
+  for (std::int64_t c = 0; c < k; ++c) weights[c] = k == 1 ? 1.0 : std::pow(options.imbalance, -static_cast<double>(c) / static_cast<double>(k - 1));
+  const double total = std::accumulate(weights.begin(), weights.end(), 0.0);
+  std::vector<std::int64_t> counts(static_cast<std::size_t>(k));
+  std::int64_t assigned = 0;
+  for (std::int64_t c = 0; c < k; ++c) {
+    counts[c] = static_cast<std::int64_t>(std::floor(static_cast<double>(options.samples) * weights[c] / total));
+    assigned += counts[c];
+  }
+  for (std::int64_t c = 0; assigned < options.samples; c = (c + 1) % k, ++assigned) ++counts[c];
+  return counts;
+}
+
+SyntheticSummary write_synthetic_dataset(const Communicator& comm, const std::string& path, const SyntheticOptions& options) {
+  silence_hdf5_errors();
+  SyntheticSummary summary;
+  const bool sequences = options.kind == "sequences";
+  std::int64_t sample_elements = 0, element_size = 0, chunk_rows = 0;
+  comm.collective_try([&] {
+    check_options(options);
+    summary.class_counts = synthetic_class_counts(options);
+    sample_elements = options.kind == "features" ? options.dim : options.kind == "images" ? options.channels * options.height * options.width : 1;
+    element_size = options.kind == "images" ? 1 : 4;
+    if (options.layout == "chunked" || options.compression > 0)
+      chunk_rows = options.chunk_rows > 0 ? options.chunk_rows : std::max<std::int64_t>(1, 65536 / (sample_elements * element_size));
+  });
+  const Generator generator(options, summary.class_counts);
+  summary.samples = generator.rows();
+  const std::int64_t rows = summary.samples;
+
+  H5File file = comm.collective_try([&] {
+    H5PropertyList access(STRIDER_H5_CHECK(H5Pcreate(H5P_FILE_ACCESS), "creating a file access property list"));
+    STRIDER_H5_CHECK(H5Pset_fapl_mpio(access.get(), comm.native(), MPI_INFO_NULL), "selecting the MPI-IO driver");
+    STRIDER_H5_CHECK(H5Pset_coll_metadata_write(access.get(), true), "making metadata writes collective");
+    return H5File(STRIDER_H5_CHECK(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, access.get()), "creating " + path));
+  });
+  H5PropertyList transfer(STRIDER_H5_CHECK(H5Pcreate(H5P_DATASET_XFER), "creating a transfer property list"));
+  STRIDER_H5_CHECK(H5Pset_dxpl_mpio(transfer.get(), H5FD_MPIO_COLLECTIVE), "selecting collective transfer");
+
+  // This rank's rows, aligned to chunks of fixed-size data so that ranks do not share a chunk.
+  const auto [begin, end] = rank_rows(comm, rows, sequences || chunk_rows == 0 ? 1 : chunk_rows);
+  // Tokens before this rank's first row (sequences): lengths are pure functions of the row.
+  std::int64_t my_tokens = 0, token_begin = 0;
+  if (sequences) {
+    for (std::int64_t row = begin; row < end; ++row) my_tokens += generator.length(row);
+    const std::vector<std::int64_t> all = comm.all_gather(my_tokens);
+    for (int r = 0; r < comm.rank(); ++r) token_begin += all[static_cast<std::size_t>(r)];
+    summary.tokens = std::accumulate(all.begin(), all.end(), std::int64_t{0});
+  }
+
+  const std::string& data_key = sequences ? options.keys.tokens : options.keys.data;
+  std::vector<hsize_t> data_dims;
+  if (sequences) {
+    data_dims = {static_cast<hsize_t>(summary.tokens)};
+  } else if (options.kind == "features") {
+    data_dims = {static_cast<hsize_t>(rows), static_cast<hsize_t>(options.dim)};
+  } else {
+    data_dims = {static_cast<hsize_t>(rows), static_cast<hsize_t>(options.channels), static_cast<hsize_t>(options.height),
+                 static_cast<hsize_t>(options.width)};
+  }
+  const hid_t file_type = options.kind == "images" ? H5T_STD_U8LE : sequences ? H5T_STD_I32LE : H5T_IEEE_F32LE;
+  const hid_t memory_type = options.kind == "images" ? H5T_NATIVE_UINT8 : sequences ? H5T_NATIVE_INT32 : H5T_NATIVE_FLOAT;
+  H5Dataset data, labels, offsets;
+  comm.collective_try([&] {
+    data = create_dataset(file.get(), data_key, file_type, data_dims, chunk_rows, options.compression);
+    labels = create_dataset(file.get(), options.keys.labels, H5T_STD_I32LE, {static_cast<hsize_t>(rows)}, 0, 0);
+    if (sequences) offsets = create_dataset(file.get(), options.keys.offsets, H5T_STD_I64LE, {static_cast<hsize_t>(rows + 1)}, 0, 0);
+  });
+
+  // Pieces of at most ~32 MiB; every rank makes the same number of collective calls.
+  const std::int64_t row_bytes = sequences ? options.median_length * 4 : sample_elements * element_size;
+  std::int64_t piece_rows = std::max<std::int64_t>(1, (32 << 20) / std::max<std::int64_t>(1, row_bytes));
+  if (!sequences && chunk_rows > 0) piece_rows = std::max<std::int64_t>(1, piece_rows / chunk_rows) * chunk_rows;
+  const std::int64_t my_pieces = (end - begin + piece_rows - 1) / piece_rows;
+  const std::int64_t pieces = comm.all_reduce(my_pieces, ReduceOp::max);
+  summary.bytes = sequences ? summary.tokens * 4 : rows * sample_elements * element_size;
+  const bool show_progress = options.progress && summary.bytes > (std::int64_t{256} << 20) && comm.is_root();
+
+  std::vector<std::byte> values;
+  std::vector<std::int32_t> piece_labels;
+  std::vector<std::int64_t> piece_offsets;
+  std::int64_t next_token = token_begin;
+  for (std::int64_t piece = 0; piece < pieces; ++piece) {
+    const std::int64_t first = std::min(end, begin + piece * piece_rows), last = std::min(end, first + piece_rows);
+    piece_labels.resize(static_cast<std::size_t>(last - first));
+    for (std::int64_t row = first; row < last; ++row) piece_labels[row - first] = generator.label(row);
+    if (sequences) {
+      piece_offsets.clear();
+      std::int64_t piece_tokens = 0;
+      for (std::int64_t row = first; row < last; ++row) {
+        piece_offsets.push_back(next_token + piece_tokens);
+        piece_tokens += generator.length(row);
+      }
+      if (last == rows && last > first) piece_offsets.push_back(next_token + piece_tokens);  // offsets[N]
+      values.resize(static_cast<std::size_t>(piece_tokens) * 4);
+      auto* out = reinterpret_cast<std::int32_t*>(values.data());
+      for (std::int64_t row = first; row < last; ++row) {
+        generator.tokens(row, out);
+        out += generator.length(row);
+      }
+      write_block(data.get(), memory_type, data_dims, next_token, piece_tokens, values.data(), transfer.get(), data_key);
+      write_block(offsets.get(), H5T_NATIVE_INT64, {static_cast<hsize_t>(rows + 1)}, first,
+                  static_cast<std::int64_t>(piece_offsets.size()), piece_offsets.data(), transfer.get(), options.keys.offsets);
+      next_token += piece_tokens;
+    } else {
+      values.resize(static_cast<std::size_t>((last - first) * sample_elements * element_size));
+      for (std::int64_t row = first; row < last; ++row) {
+        std::byte* out = values.data() + (row - first) * sample_elements * element_size;
+        if (options.kind == "features") {
+          generator.features(row, reinterpret_cast<float*>(out));
+        } else {
+          generator.image(row, reinterpret_cast<std::uint8_t*>(out));
+        }
+      }
+      write_block(data.get(), memory_type, data_dims, first, last - first, values.data(), transfer.get(), data_key);
+    }
+    write_block(labels.get(), H5T_NATIVE_INT32, {static_cast<hsize_t>(rows)}, first, last - first, piece_labels.data(),
+                transfer.get(), options.keys.labels);
+    if (show_progress)
+      print_on_root("strider-gen: " + std::to_string((piece + 1) * 100 / pieces) + "% written (" + path + ")");
+  }
+  return summary;
+}
+
+}  // namespace strider
