@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# cmake --install, then an outside project builds against the installed tree with find_package(strider).
+source "$(dirname "$0")/common.sh"
+prefix=$work/prefix
+if ! cmake --install "$STRIDER_BUILD_DIR" --prefix "$prefix" >"$work/install.log" 2>&1; then
+  cat "$work/install.log"
+  fail "cmake --install"
+  finish
+fi
+for installed in include/strider/sampling/distributed_sampler.hpp include/strider/config.hpp \
+  lib/cmake/strider/striderConfig.cmake bin/strider-inspect; do
+  [[ -e $prefix/$installed ]] && pass "installed $installed" || fail "missing $installed"
+done
+if cmake -S "$STRIDER_SOURCE_DIR/tests/install_consumer" -B "$work/consumer" -DCMAKE_PREFIX_PATH="$prefix" \
+  >"$work/consumer.log" 2>&1 && cmake --build "$work/consumer" >>"$work/consumer.log" 2>&1; then
+  pass "outside project configured and built with find_package(strider)"
+  expect_equal "outside project runs" "$(mpirun_n 1 "$work/consumer/consumer")" "5 2 9 4"
+else
+  cat "$work/consumer.log"
+  fail "outside project did not build"
+fi
+# The installed app finds the installed library (RPATH).
+expect_equal "installed app runs" "$("$prefix/bin/strider-inspect" plan --samples 10 --world 3 --rank 0 --seed 0 --epoch 1)" "5 2 9 4"
+finish
