@@ -31,19 +31,17 @@ void parse_balance(const std::string& text, BalancedSamplerConfig& config) {
 }
 
 BalancedSampler::BalancedSampler(const BalancedSamplerConfig& config, int world_size, int rank)
-    : Sampler(world_size, rank, config.seed), config_(config) {
-  if (!config.classes) STRIDER_THROW(UsageError, "the balanced sampler needs labels (a class index)");
-  if (config.batch_size < 0)
-    STRIDER_THROW(UsageError, "batch size must be >= 0, got " + std::to_string(config.batch_size));
-  const ClassIndex& index = *config.classes;
-  present_ = detail::classes_with_samples(index);
+    : ClassListSampler(config.classes, config.batch_size, config.shuffle, class_list_stream, world_size, rank,
+                       config.seed, "balanced"),
+      config_(config) {
+  std::vector<int> present = detail::classes_with_samples(classes());
   switch (config.target) {
     case BalanceTarget::max:
-      for (int label : present_) per_class_ = std::max(per_class_, index.count(label));
+      for (int label : present) per_class_ = std::max(per_class_, classes().count(label));
       break;
     case BalanceTarget::min:
-      per_class_ = present_.empty() ? 0 : index.count(present_[0]);
-      for (int label : present_) per_class_ = std::min(per_class_, index.count(label));
+      per_class_ = present.empty() ? 0 : classes().count(present[0]);
+      for (int label : present) per_class_ = std::min(per_class_, classes().count(label));
       break;
     case BalanceTarget::count:
       if (config.per_class <= 0)
@@ -51,52 +49,34 @@ BalancedSampler::BalancedSampler(const BalancedSamplerConfig& config, int world_
       per_class_ = config.per_class;
       break;
   }
-  const auto classes = static_cast<std::int64_t>(present_.size());
-  const std::int64_t total = classes * per_class_;
-  const std::int64_t per_rank = total / world_size + (total % world_size != 0 ? 1 : 0);
-  batch_size_ = config.batch_size > 0 ? config.batch_size : std::max<std::int64_t>(per_rank, 1);
-  num_steps_ = detail::fixed_batch_steps(total, global_batch_size(), config.drop_last);
-  on_epoch();
-}
-
-void BalancedSampler::on_epoch() {
-  auto cycler = std::make_shared<detail::ClassCycler>();
-  cycler->build(*config_.classes, config_.shuffle, seed(), epoch(), class_list_stream);
-  cycler_ = std::move(cycler);
+  const std::int64_t total = static_cast<std::int64_t>(present.size()) * per_class_;
+  set_layout(std::move(present), total, config.drop_last);
 }
 
 void BalancedSampler::batch(std::int64_t step, std::vector<std::int64_t>& indices) const {
   check_step(step);
   indices.clear();
-  indices.reserve(static_cast<std::size_t>(batch_size_));
-  const auto classes = static_cast<std::uint64_t>(present_.size());
+  indices.reserve(static_cast<std::size_t>(batch_size()));
+  const auto count = static_cast<std::uint64_t>(classes_in_use().size());
   const auto global = static_cast<std::uint64_t>(global_batch_size());
   const auto k = static_cast<std::uint64_t>(step);
-  for (std::uint64_t c = 0; c < classes; ++c) {
+  for (std::uint64_t c = 0; c < count; ++c) {
     // Class c's occurrences before step k: the sum of v over the window [c, c+k) of the cyclic
     // even split v of G into K parts, i.e. floor((c+k)G/K) - floor(cG/K). Its run starts at rank
     // position floor((c+k)G/K), right after class c-1's run.
-    const std::uint64_t run_start = detail::mul_div(c + k, global, classes);
-    const std::uint64_t run_end = detail::mul_div(c + k + 1, global, classes);
-    const std::uint64_t before = run_start - detail::mul_div(c, global, classes);
-    detail::deal_run(*cycler_, present_[c], static_cast<std::int64_t>(before),
-                     static_cast<std::int64_t>(run_end - run_start), run_start, world_size(), rank(), indices);
+    const std::uint64_t run_start = detail::mul_div(c + k, global, count);
+    const std::uint64_t run_end = detail::mul_div(c + k + 1, global, count);
+    const std::uint64_t before = run_start - detail::mul_div(c, global, count);
+    deal(classes_in_use()[c], static_cast<std::int64_t>(before), static_cast<std::int64_t>(run_end - run_start), run_start,
+         indices);
   }
-  if (config_.shuffle) detail::shuffle_batch(indices, seed(), epoch(), step, rank());
-}
-
-std::int64_t BalancedSampler::consumed_after(std::int64_t steps) const {
-  return detail::fixed_batch_consumed(steps, num_steps_, global_batch_size());
-}
-
-std::int64_t BalancedSampler::step_for_consumed(std::int64_t consumed) const {
-  return detail::fixed_batch_step_for(consumed, num_steps_, global_batch_size());
+  finish_batch(step, indices);
 }
 
 std::uint64_t BalancedSampler::config_hash() const {
   Fnv1a64 hash;
   hash.add(mode());
-  hash.add(config_.classes->labels_hash());
+  hash.add(classes().labels_hash());
   hash.add(static_cast<std::int32_t>(config_.target));
   hash.add(per_class_);
   hash.add(static_cast<std::uint8_t>(config_.shuffle));

@@ -45,23 +45,23 @@ void parse_stratify_target(const std::string& text, StratifiedSamplerConfig& con
 }
 
 StratifiedSampler::StratifiedSampler(const StratifiedSamplerConfig& config, int world_size, int rank)
-    : Sampler(world_size, rank, config.seed), config_(config) {
-  if (!config.classes) STRIDER_THROW(UsageError, "the stratified sampler needs labels (a class index)");
-  if (config.batch_size < 0)
-    STRIDER_THROW(UsageError, "batch size must be >= 0, got " + std::to_string(config.batch_size));
+    : ClassListSampler(config.classes, config.batch_size, config.shuffle, class_list_stream, world_size, rank,
+                       config.seed, "stratified"),
+      config_(config) {
   if (config.num_samples < 0)
     STRIDER_THROW(UsageError, "the number of samples per epoch must be >= 0, got " + std::to_string(config.num_samples));
-  const ClassIndex& index = *config.classes;
-  const int classes = index.num_classes();
+  const ClassIndex& index = classes();
+  const int class_count = index.num_classes();
   if (config.target == StratifyTarget::weights) {
-    if (static_cast<int>(config.target_weights.size()) != classes)
+    if (static_cast<int>(config.target_weights.size()) != class_count)
       STRIDER_THROW(UsageError, "there are " + std::to_string(config.target_weights.size()) +
-                                    " stratification weights for " + std::to_string(classes) + " classes");
+                                    " stratification weights for " + std::to_string(class_count) + " classes");
     check_weights(config.target_weights, "stratification weights");
   }
   double weight_sum = 0;
   for (double weight : config.target_weights) weight_sum += weight;
-  for (int label = 0; label < classes; ++label) {
+  std::vector<int> present;
+  for (int label = 0; label < class_count; ++label) {
     std::uint64_t weight = 0;
     switch (config.target) {
       case StratifyTarget::freq: weight = static_cast<std::uint64_t>(index.count(label)); break;
@@ -75,24 +75,24 @@ StratifiedSampler::StratifiedSampler(const StratifiedSamplerConfig& config, int 
       }
     }
     if (weight == 0) continue;
-    present_.push_back(label);
+    present.push_back(label);
     weights_.push_back(weight);
     weight_total_ += weight;
   }
-  const auto in_use = static_cast<std::int64_t>(present_.size());
-  const std::int64_t total = config.num_samples > 0 ? config.num_samples : index.size();
-  const std::int64_t per_rank = total / world_size + (total % world_size != 0 ? 1 : 0);
-  batch_size_ = config.batch_size > 0 ? config.batch_size : std::max<std::int64_t>(per_rank, 1);
-  if (in_use > 0 && batch_size_ < in_use)
+  const auto in_use = static_cast<std::int64_t>(present.size());
+  set_layout(std::move(present), config.num_samples > 0 ? config.num_samples : index.size(), config.drop_last);
+  if (in_use > 0 && batch_size() < in_use)
     STRIDER_THROW(UsageError, "a stratified batch must hold every class: the per-rank batch size " +
-                                  std::to_string(batch_size_) + " is smaller than the " + std::to_string(in_use) +
+                                  std::to_string(batch_size()) + " is smaller than the " + std::to_string(in_use) +
                                   " classes in the target");
-  num_steps_ = in_use > 0 ? detail::fixed_batch_steps(total, global_batch_size(), config.drop_last) : 0;
+  plan_compositions();
+}
 
-  // The composition of every global batch: floor(G*p_c) each, plus one for the F classes with the
-  // largest running deficit among those whose quota has a fractional part.
+void StratifiedSampler::plan_compositions() {
+  // floor(G*p_c) of each class, plus one for the F classes with the largest running deficit among
+  // those whose quota has a fractional part (exact integer arithmetic).
   const auto global = static_cast<std::uint64_t>(global_batch_size());
-  const auto count = static_cast<std::size_t>(in_use);
+  const std::size_t count = classes_in_use().size();
   std::vector<std::uint64_t> base(count);
   std::vector<int128> remainder(count);
   std::uint64_t ups = global;
@@ -104,9 +104,9 @@ StratifiedSampler::StratifiedSampler(const StratifiedSamplerConfig& config, int 
     ups -= base[c];
     if (remainder[c] > 0) candidates.push_back(c);
   }
-  before_.assign(static_cast<std::size_t>(num_steps_ + 1) * count, 0);
+  before_.assign(static_cast<std::size_t>(num_steps() + 1) * count, 0);
   std::vector<int128> deficit(count, 0);
-  for (std::int64_t step = 0; step < num_steps_; ++step) {
+  for (std::int64_t step = 0; step < num_steps(); ++step) {
     for (std::size_t c : candidates) deficit[c] += remainder[c];
     const auto more = [&](std::size_t a, std::size_t b) { return deficit[a] != deficit[b] ? deficit[a] > deficit[b] : a < b; };
     std::nth_element(candidates.begin(), candidates.begin() + static_cast<std::ptrdiff_t>(ups), candidates.end(), more);
@@ -119,34 +119,29 @@ StratifiedSampler::StratifiedSampler(const StratifiedSamplerConfig& config, int 
     }
     std::sort(candidates.begin(), candidates.end());  // a canonical order for the next step
   }
-  on_epoch();
-}
-
-void StratifiedSampler::on_epoch() {
-  auto cycler = std::make_shared<detail::ClassCycler>();
-  cycler->build(*config_.classes, config_.shuffle, seed(), epoch(), class_list_stream);
-  cycler_ = std::move(cycler);
 }
 
 double StratifiedSampler::target_proportion(int label) const {
-  const auto found = std::find(present_.begin(), present_.end(), label);
-  if (found == present_.end()) return 0.0;
-  return static_cast<double>(weights_[static_cast<std::size_t>(found - present_.begin())]) / static_cast<double>(weight_total_);
+  const auto& present = classes_in_use();
+  const auto found = std::find(present.begin(), present.end(), label);
+  if (found == present.end()) return 0.0;
+  return static_cast<double>(weights_[static_cast<std::size_t>(found - present.begin())]) / static_cast<double>(weight_total_);
 }
 
 std::int64_t StratifiedSampler::global_count(std::int64_t step, int label) const {
   check_step(step);
-  const auto found = std::find(present_.begin(), present_.end(), label);
-  if (found == present_.end()) return 0;
-  const std::size_t count = present_.size(), c = static_cast<std::size_t>(found - present_.begin());
+  const auto& present = classes_in_use();
+  const auto found = std::find(present.begin(), present.end(), label);
+  if (found == present.end()) return 0;
+  const std::size_t count = present.size(), c = static_cast<std::size_t>(found - present.begin());
   return before_[static_cast<std::size_t>(step + 1) * count + c] - before_[static_cast<std::size_t>(step) * count + c];
 }
 
 void StratifiedSampler::batch(std::int64_t step, std::vector<std::int64_t>& indices) const {
   check_step(step);
   indices.clear();
-  indices.reserve(static_cast<std::size_t>(batch_size_));
-  const std::size_t count = present_.size();
+  indices.reserve(static_cast<std::size_t>(batch_size()));
+  const std::size_t count = classes_in_use().size();
   const std::int64_t* previous = &before_[static_cast<std::size_t>(step) * count];
   const std::int64_t* next = previous + count;
   // Runs laid out class by class from a start that rotates with the step, so that the ranks that
@@ -154,30 +149,22 @@ void StratifiedSampler::batch(std::int64_t step, std::vector<std::int64_t>& indi
   std::uint64_t run_start = static_cast<std::uint64_t>(step) % static_cast<std::uint64_t>(world_size());
   for (std::size_t c = 0; c < count; ++c) {
     const std::int64_t run = next[c] - previous[c];
-    detail::deal_run(*cycler_, present_[c], previous[c], run, run_start, world_size(), rank(), indices);
+    deal(classes_in_use()[c], previous[c], run, run_start, indices);
     run_start += static_cast<std::uint64_t>(run);
   }
-  if (config_.shuffle) detail::shuffle_batch(indices, seed(), epoch(), step, rank());
-}
-
-std::int64_t StratifiedSampler::consumed_after(std::int64_t steps) const {
-  return detail::fixed_batch_consumed(steps, num_steps_, global_batch_size());
-}
-
-std::int64_t StratifiedSampler::step_for_consumed(std::int64_t consumed) const {
-  return detail::fixed_batch_step_for(consumed, num_steps_, global_batch_size());
+  finish_batch(step, indices);
 }
 
 std::uint64_t StratifiedSampler::config_hash() const {
   Fnv1a64 hash;
   hash.add(mode());
-  hash.add(config_.classes->labels_hash());
+  hash.add(classes().labels_hash());
   hash.add(static_cast<std::int32_t>(config_.target));
-  for (std::size_t c = 0; c < present_.size(); ++c) {
-    hash.add(static_cast<std::int64_t>(present_[c]));
+  for (std::size_t c = 0; c < classes_in_use().size(); ++c) {
+    hash.add(static_cast<std::int64_t>(classes_in_use()[c]));
     hash.add(weights_[c]);
   }
-  hash.add(config_.num_samples > 0 ? config_.num_samples : config_.classes->size());
+  hash.add(config_.num_samples > 0 ? config_.num_samples : classes().size());
   hash.add(static_cast<std::uint8_t>(config_.shuffle));
   hash.add(static_cast<std::uint8_t>(config_.drop_last));
   hash.add(config_.seed);

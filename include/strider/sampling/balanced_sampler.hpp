@@ -9,14 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "strider/sampling/class_index.hpp"
-#include "strider/sampling/sampler.hpp"
+#include "strider/sampling/class_list_sampler.hpp"
 
 namespace strider {
-
-namespace detail {
-class ClassCycler;
-}  // namespace detail
 
 /// How many samples each class contributes per epoch.
 enum class BalanceTarget {
@@ -52,36 +47,23 @@ void parse_balance(const std::string& text, BalancedSamplerConfig& config);
 /// after any number of steps. The global batch's set does not depend on R (elastic resume). The
 /// epoch has ceil(K*T/G) steps (floor with drop_last), so each class gets at least T occurrences
 /// (at most T + G/K + 1). Each rank's batch is shuffled. batch() is O(B + K); set_epoch O(N).
-class BalancedSampler final : public Sampler {
+class BalancedSampler final : public ClassListSampler {
  public:
   /// Throws UsageError for no class index, B < 0, a per-class count <= 0, world_size <= 0 or rank
   /// outside [0, world_size).
   BalancedSampler(const BalancedSamplerConfig& config, int world_size, int rank);
 
   std::string mode() const override { return "balanced"; }
-  std::int64_t num_steps() const override { return num_steps_; }
-  std::int64_t max_batch_size() const override { return num_steps_ > 0 ? batch_size_ : 0; }
   void batch(std::int64_t step, std::vector<std::int64_t>& indices) const override;
-  std::int64_t consumed_after(std::int64_t steps) const override;
-  std::int64_t step_for_consumed(std::int64_t consumed) const override;
-  std::int64_t global_batch_size() const override { return batch_size_ * world_size(); }
   std::uint64_t config_hash() const override;
 
   /// T, the occurrences per class per epoch before the last batch is filled.
   std::int64_t per_class_target() const noexcept { return per_class_; }
-  /// The classes that have samples, in label order.
-  const std::vector<int>& classes_in_use() const noexcept { return present_; }
   const BalancedSamplerConfig& config() const noexcept { return config_; }
 
  private:
-  void on_epoch() override;
-
   BalancedSamplerConfig config_;
-  std::vector<int> present_;
   std::int64_t per_class_ = 0;
-  std::int64_t batch_size_ = 0;
-  std::int64_t num_steps_ = 0;
-  std::shared_ptr<const detail::ClassCycler> cycler_;  // the current epoch's class lists
 };
 
 }  // namespace strider

@@ -8,14 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "strider/sampling/class_index.hpp"
-#include "strider/sampling/sampler.hpp"
+#include "strider/sampling/class_list_sampler.hpp"
 
 namespace strider {
-
-namespace detail {
-class ClassCycler;
-}  // namespace detail
 
 /// The class proportions a stratified batch follows.
 enum class StratifyTarget {
@@ -48,7 +43,7 @@ void parse_stratify_target(const std::string& text, StratifiedSamplerConfig& con
 /// each rank gets exactly B, of them floor or ceil of B*p_c of class c, hence within one sample of
 /// the target too. The global batch's set does not depend on R (elastic resume). Each rank's batch
 /// is shuffled. batch() is O(B + K); set_epoch O(N).
-class StratifiedSampler final : public Sampler {
+class StratifiedSampler final : public ClassListSampler {
  public:
   /// Throws UsageError for no class index, bad target weights (negative, NaN, infinite, all zero, a
   /// positive weight on an empty class, wrong count), num_samples < 0, B < 0, a per-rank batch
@@ -56,16 +51,9 @@ class StratifiedSampler final : public Sampler {
   StratifiedSampler(const StratifiedSamplerConfig& config, int world_size, int rank);
 
   std::string mode() const override { return "stratified"; }
-  std::int64_t num_steps() const override { return num_steps_; }
-  std::int64_t max_batch_size() const override { return num_steps_ > 0 ? batch_size_ : 0; }
   void batch(std::int64_t step, std::vector<std::int64_t>& indices) const override;
-  std::int64_t consumed_after(std::int64_t steps) const override;
-  std::int64_t step_for_consumed(std::int64_t consumed) const override;
-  std::int64_t global_batch_size() const override { return batch_size_ * world_size(); }
   std::uint64_t config_hash() const override;
 
-  /// The classes in the target (positive proportion), in label order.
-  const std::vector<int>& classes_in_use() const noexcept { return present_; }
   /// The target proportion of class `label` (0 for classes outside the target).
   double target_proportion(int label) const;
   /// Occurrences of class `label` in global batch `step`.
@@ -73,16 +61,13 @@ class StratifiedSampler final : public Sampler {
   const StratifiedSamplerConfig& config() const noexcept { return config_; }
 
  private:
-  void on_epoch() override;
+  /// Fills before_ with the composition of every global batch.
+  void plan_compositions();
 
   StratifiedSamplerConfig config_;
-  std::vector<int> present_;             // labels in the target
-  std::vector<std::uint64_t> weights_;   // integer target weights of present_
+  std::vector<std::uint64_t> weights_;   // integer target weights of classes_in_use()
   std::uint64_t weight_total_ = 0;
-  std::int64_t batch_size_ = 0;
-  std::int64_t num_steps_ = 0;
   std::vector<std::int64_t> before_;     // (num_steps+1) x K: class occurrences before each step
-  std::shared_ptr<const detail::ClassCycler> cycler_;
 };
 
 }  // namespace strider
