@@ -1,0 +1,61 @@
+#pragma once
+// Reading samples of any ElementType as float values or integer token ids (internal to src/train).
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "strider/core/error.hpp"
+#include "strider/io/batch_reader.hpp"
+
+namespace strider::detail {
+
+/// Calls body(T{}) with the C++ type of `type`.
+template <typename Body>
+decltype(auto) with_element_type(ElementType type, Body&& body) {
+  switch (type) {
+    case ElementType::int8: return body(std::int8_t{});
+    case ElementType::uint8: return body(std::uint8_t{});
+    case ElementType::int16: return body(std::int16_t{});
+    case ElementType::uint16: return body(std::uint16_t{});
+    case ElementType::int32: return body(std::int32_t{});
+    case ElementType::uint32: return body(std::uint32_t{});
+    case ElementType::int64: return body(std::int64_t{});
+    case ElementType::uint64: return body(std::uint64_t{});
+    case ElementType::float32: return body(float{});
+    case ElementType::float64: return body(double{});
+  }
+  STRIDER_THROW(UsageError, "unknown element type " + std::to_string(static_cast<int>(type)));
+}
+
+/// Element `index` of an array of T at `base` (any alignment).
+template <typename T>
+T load_element(const std::byte* base, std::int64_t index) noexcept {
+  T value;
+  std::memcpy(&value, base + index * static_cast<std::int64_t>(sizeof(T)), sizeof(T));
+  return value;
+}
+
+/// Converts count elements of `type` starting at element `first` of `base` to float.
+inline void load_as_float(const std::byte* base, ElementType type, std::int64_t first, std::int64_t count,
+                          float* out) {
+  with_element_type(type, [&](auto tag) {
+    using T = decltype(tag);
+    for (std::int64_t i = 0; i < count; ++i) out[i] = static_cast<float>(load_element<T>(base, first + i));
+  });
+}
+
+/// Integer token id value mapped into 0..vocab-1 (the hashing trick: id mod vocab, non-negative).
+template <typename T>
+std::int64_t token_bucket(T value, std::int64_t vocab) noexcept {
+  static_assert(std::is_integral_v<T>);
+  if constexpr (std::is_signed_v<T>) {
+    std::int64_t bucket = static_cast<std::int64_t>(value) % vocab;
+    return bucket < 0 ? bucket + vocab : bucket;
+  } else {
+    return static_cast<std::int64_t>(static_cast<std::uint64_t>(value) % static_cast<std::uint64_t>(vocab));
+  }
+}
+
+}  // namespace strider::detail
