@@ -56,6 +56,23 @@ void add_sampler_options(po::options_description& options, SamplerOptions& sampl
       ("no-shuffle", po::bool_switch(), "keep the dataset order (torch's shuffle=False)")
       ("drop-last", po::bool_switch(&sampler.drop_last), "drop the tail so every rank gets floor(N/R) samples (torch's drop_last)")
       ("drop-last-batch", po::bool_switch(&sampler.drop_last_batch), "drop a last partial batch");
+  options.add_options()  // length-bucketed and block modes
+      ("max-tokens", po::value<std::int64_t>(&sampler.max_tokens)->default_value(sampler.max_tokens),
+       "bucketed: token budget per batch, count x longest length")
+      ("max-batch-size", po::value<std::int64_t>(&sampler.max_batch_size)->default_value(sampler.max_batch_size),
+       "bucketed: at most this many samples per batch (0: no limit)")
+      ("batch-size-multiple", po::value<std::int64_t>(&sampler.batch_size_multiple)->default_value(sampler.batch_size_multiple),
+       "bucketed: samples per batch are a multiple of this (but the epoch's last batch)")
+      ("megabatch", po::value<std::int64_t>(&sampler.megabatch)->default_value(sampler.megabatch),
+       "bucketed: sort lengths within windows of this many batches' worth of tokens (0: the whole epoch)")
+      ("step-group", po::value<std::int64_t>(&sampler.step_group)->default_value(sampler.step_group),
+       "bucketed: sort batches by cost within groups of this many, so a step's ranks cost alike")
+      ("most-expensive-first", po::bool_switch(&sampler.most_expensive_first),
+       "bucketed: run the costliest batch at step 0 (memory failures show at once)")
+      ("block-size", po::value<std::int64_t>(&sampler.block_size)->default_value(sampler.block_size),
+       "block: contiguous samples per block")
+      ("block-window", po::value<std::int64_t>(&sampler.block_window)->default_value(sampler.block_window),
+       "block: a rank's samples are shuffled within windows of this many blocks");
 }
 
 void finish_sampler_options(const po::variables_map& values, SamplerOptions& sampler) {

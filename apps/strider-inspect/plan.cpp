@@ -2,6 +2,7 @@
 // (options, output) is relied on by scripts and other tools: change it only compatibly.
 
 #include <algorithm>
+#include <cmath>
 #include <iostream>
 #include <memory>
 #include <sstream>
@@ -10,6 +11,8 @@
 #include "strider/comm/mpi_runtime.hpp"
 #include "strider/core/error.hpp"
 #include "strider/core/json_writer.hpp"
+#include "strider/sampling/plan_stats.hpp"
+#include "strider/sampling/synthetic_lengths.hpp"
 #include "subcommands.hpp"
 
 namespace strider::inspect {
@@ -25,6 +28,8 @@ struct PlanOptions {
   std::int64_t steps = -1;  // -1: to the end of the epoch
   bool all_ranks = false;
   bool json = false;
+  std::string lengths_spec;  // --lengths: synthetic per-sample lengths (bucketed)
+  bool stats = false;        // --stats: padding efficiency and step imbalance instead of the plan
 };
 
 struct RankPlan {
@@ -75,6 +80,30 @@ void write_text(std::ostream& out, const RankPlan& plan, bool with_rank) {
   out << '\n';
 }
 
+// --stats: the plan's padding and balance over every rank; for bucketed, also fixed-size random
+// batches of the same mean size (the distributed sampler) for comparison.
+void write_stats(std::ostream& out, const PlanOptions& options) {
+  const PlanStats stats = plan_stats(options.sampler, options.world, options.epoch);
+  JsonWriter json(out);
+  json.begin_object();
+  json.field("padding_efficiency", stats.padding_efficiency);
+  json.field("step_imbalance", stats.step_imbalance);
+  json.field("worst_step_imbalance", stats.worst_step_imbalance);
+  json.field("steps", stats.steps);
+  json.field("mean_batch_size", stats.mean_batch_size);
+  if (options.sampler.mode == "bucketed" && stats.mean_batch_size > 0) {
+    SamplerOptions fixed = options.sampler;
+    fixed.mode = "distributed";
+    fixed.batch_size = std::max<std::int64_t>(1, std::llround(stats.mean_batch_size));
+    const PlanStats random = plan_stats(fixed, options.world, options.epoch);
+    json.field("random_batch_size", fixed.batch_size);
+    json.field("random_padding_efficiency", random.padding_efficiency);
+    json.field("random_step_imbalance", random.step_imbalance);
+  }
+  json.end_object();
+  out << '\n';
+}
+
 int plan_main(int argc, char** argv) {
   PlanOptions options;
   cli::po::options_description description("plan options");
@@ -87,7 +116,11 @@ int plan_main(int argc, char** argv) {
       ("first-step", cli::po::value<std::int64_t>(&options.first_step)->default_value(0), "first step to print")
       ("steps", cli::po::value<std::int64_t>(&options.steps), "number of steps to print (default: to the end of the epoch)")
       ("all-ranks", cli::po::bool_switch(&options.all_ranks), "print every rank, one line each ('rank r: ...')")
-      ("json", cli::po::bool_switch(&options.json), "print JSON: {\"rank\", \"world\", \"epoch\", \"indices\", \"batches\"}");
+      ("json", cli::po::bool_switch(&options.json), "print JSON: {\"rank\", \"world\", \"epoch\", \"indices\", \"batches\"}")
+      ("lengths", cli::po::value<std::string>(&options.lengths_spec),
+       "synthetic per-sample lengths from the seed, e.g. lognormal:median=128,min=8,max=2048[,sigma=1] or uniform:min=8,max=2048")
+      ("stats", cli::po::bool_switch(&options.stats),
+       "print {\"padding_efficiency\", \"step_imbalance\", ...} over every rank instead of the plan (needs --lengths)");
   cli::add_sampler_options(description, options.sampler);
   const cli::Parsed parsed = cli::parse(
       cli::arguments(argc, argv, 2), description,
@@ -104,6 +137,18 @@ int plan_main(int argc, char** argv) {
   if (options.first_step < 0) STRIDER_THROW(UsageError, "--first-step must be >= 0");
   if (parsed.values.count("steps") && options.steps < 0) STRIDER_THROW(UsageError, "--steps must be >= 0");
   options.sampler.dataset_size = options.samples;
+  if (!options.lengths_spec.empty())
+    options.sampler.lengths = std::make_shared<const std::vector<std::int64_t>>(
+        synthetic_lengths(options.lengths_spec, options.samples, options.sampler.seed));
+  if (options.sampler.mode == "bucketed" && !options.sampler.lengths)
+    STRIDER_THROW(UsageError, "--sampler bucketed needs per-sample lengths: --lengths SPEC");
+  if (options.stats) {
+    if (!options.sampler.lengths) STRIDER_THROW(UsageError, "--stats needs per-sample lengths: --lengths SPEC");
+    std::ostringstream out;
+    write_stats(out, options);
+    std::cout << out.str() << std::flush;
+    return 0;
+  }
 
   std::vector<RankPlan> plans;
   if (options.all_ranks) {

@@ -1,6 +1,7 @@
 #include "strider/sampling/factory.hpp"
 
 #include "strider/core/error.hpp"
+#include "strider/sampling/bucketed_sampler.hpp"
 #include "strider/sampling/distributed_sampler.hpp"
 #include "strider/sampling/streaming_sampler.hpp"
 
@@ -23,13 +24,29 @@ Config fixed_size_config(const SamplerOptions& options) {
 
 }  // namespace
 
-std::vector<std::string> sampler_modes() { return {"distributed", "streaming"}; }
+std::vector<std::string> sampler_modes() { return {"distributed", "streaming", "bucketed"}; }
 
 std::unique_ptr<Sampler> make_sampler(const SamplerOptions& options, int world_size, int rank) {
   if (options.mode == "distributed")
     return std::make_unique<DistributedSampler>(fixed_size_config<DistributedSamplerConfig>(options), world_size, rank);
   if (options.mode == "streaming")
     return std::make_unique<StreamingSampler>(fixed_size_config<StreamingSamplerConfig>(options), world_size, rank);
+  if (options.mode == "bucketed") {
+    if (options.lengths && static_cast<std::int64_t>(options.lengths->size()) != options.dataset_size)
+      STRIDER_THROW(UsageError, "bucketed: " + std::to_string(options.lengths->size()) + " lengths for a dataset of " +
+                                    std::to_string(options.dataset_size) + " samples");
+    BucketedSamplerConfig config;
+    config.lengths = options.lengths;
+    config.max_tokens = options.max_tokens;
+    config.max_batch_size = options.max_batch_size;
+    config.batch_size_multiple = options.batch_size_multiple;
+    config.megabatch = options.megabatch;
+    config.step_group = options.step_group;
+    config.most_expensive_first = options.most_expensive_first;
+    config.shuffle = options.shuffle;
+    config.seed = options.seed;
+    return std::make_unique<BucketedSampler>(config, world_size, rank);
+  }
   std::string known;
   for (const std::string& mode : sampler_modes()) known += (known.empty() ? "" : ", ") + mode;
   STRIDER_THROW(UsageError, "unknown sampler '" + options.mode + "' (known: " + known + ")");

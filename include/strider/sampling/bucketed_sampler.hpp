@@ -1,0 +1,82 @@
+#pragma once
+/// \file
+/// Length-bucketed batches under a token budget, balanced across ranks.
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "strider/sampling/sampler.hpp"
+
+namespace strider {
+
+/// Configuration of the bucketed sampler.
+struct BucketedSamplerConfig {
+  /// Per-sample lengths in tokens (each >= 1); N is their count. Shared, never copied.
+  std::shared_ptr<const std::vector<std::int64_t>> lengths;
+  std::int64_t max_tokens = 0;           ///< a batch's cost, count * its longest length, stays <= this
+  std::int64_t max_batch_size = 0;       ///< at most this many samples per batch (0: no limit)
+  std::int64_t batch_size_multiple = 1;  ///< batch sample counts are multiples of this (but the epoch's last)
+  std::int64_t megabatch = 64;           ///< sort window: this many batches' worth of tokens (0: the epoch)
+  std::int64_t step_group = 64;          ///< batches sorted by cost in groups of this many (1: no sorting)
+  bool most_expensive_first = false;     ///< the costliest batch runs first (rank 0, step 0)
+  bool shuffle = true;                   ///< false: dataset order, batches in order of formation
+  std::int64_t seed = 0;
+};
+
+/// Batches of similar-length samples, whose cost (count * longest length) stays under a token
+/// budget. Per epoch (set_epoch, O(N log W) time, O(N) memory, the same on every rank):
+///  1. shuffle the samples (seed, epoch);
+///  2. cut the order into windows of about `megabatch` batches' worth of tokens, sort each window by
+///     length and pack it greedily into batches; a window's last, partial batch joins the next window;
+///  3. shuffle the order of the batches (optionally move the costliest one first);
+///  4. sort the batches by cost within consecutive groups of `step_group`, alternately descending
+///     and ascending, so that neighbouring batches cost about the same, also across group borders.
+/// The resulting sequence of batches does not depend on the world size R: step k runs batches
+/// kR .. kR+R-1, one per rank, so the ranks of a step get batches of similar cost. The count is
+/// padded to a multiple of R by repeating the first batches: every rank runs the same number of
+/// steps, but sample counts per step differ. A saved state counts global batches; resuming at
+/// another R is exact when R divides the batches consumed.
+class BucketedSampler final : public Sampler {
+ public:
+  /// Throws UsageError for missing lengths, max_tokens <= 0, a sample longer than max_tokens (naming
+  /// it) or shorter than 1, batch_size_multiple < 1 or too large for the longest sample, max_batch_size
+  /// below the multiple, megabatch < 0, step_group < 1, or a bad world size or rank. O(N).
+  BucketedSampler(const BucketedSamplerConfig& config, int world_size, int rank);
+
+  std::string mode() const override { return "bucketed"; }
+  std::int64_t num_steps() const override;
+  std::int64_t max_batch_size() const override { return largest_batch_; }
+  void batch(std::int64_t step, std::vector<std::int64_t>& indices) const override;
+  /// Global batches: steps * R (padding repeats included).
+  std::int64_t consumed_after(std::int64_t steps) const override;
+  std::int64_t step_for_consumed(std::int64_t consumed) const override;
+  std::int64_t global_batch_size() const override { return 0; }
+  std::uint64_t config_hash() const override;
+
+  /// The epoch's batches before padding (the same for every world size).
+  std::int64_t num_batches() const noexcept { return static_cast<std::int64_t>(sequence_.size()); }
+  /// Batch `position` (0 <= position < num_batches()) of the epoch's sequence, as sample indices.
+  void sequence_batch(std::int64_t position, std::vector<std::int64_t>& indices) const;
+  /// Its cost: count * longest length, in tokens.
+  std::int64_t sequence_cost(std::int64_t position) const;
+
+ private:
+  struct Span {
+    std::int64_t first = 0;    // into samples_
+    std::int64_t count = 0;
+    std::int64_t longest = 0;  // tokens
+    std::int64_t cost() const noexcept { return count * longest; }
+  };
+
+  void on_epoch() override;
+  void pack_window(std::vector<std::int64_t>& window, bool last_window);
+
+  BucketedSamplerConfig config_;
+  std::uint64_t lengths_hash_ = 0;
+  std::vector<std::int64_t> samples_;  // sample indices, batch after batch, in order of formation
+  std::vector<Span> sequence_;         // the epoch's batches in run order
+  std::int64_t largest_batch_ = 0;
+};
+
+}  // namespace strider

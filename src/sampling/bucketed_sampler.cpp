@@ -1,0 +1,197 @@
+#include "strider/sampling/bucketed_sampler.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <numeric>
+#include <random>
+
+#include "strider/core/error.hpp"
+#include "strider/core/hash.hpp"
+#include "strider/sampling/random.hpp"
+
+namespace strider {
+
+namespace {
+
+// derive_seed streams of the epoch's two shuffles.
+constexpr std::uint64_t sample_stream = 0x4255434b45540001ULL;  // "BUCKET" 1
+constexpr std::uint64_t batch_stream = 0x4255434b45540002ULL;   // "BUCKET" 2
+
+}  // namespace
+
+BucketedSampler::BucketedSampler(const BucketedSamplerConfig& config, int world_size, int rank)
+    : Sampler(world_size, rank, config.seed), config_(config) {
+  if (!config.lengths) STRIDER_THROW(UsageError, "the bucketed sampler needs per-sample lengths");
+  if (config.max_tokens <= 0)
+    STRIDER_THROW(UsageError, "bucketed: max_tokens must be > 0, got " + std::to_string(config.max_tokens));
+  if (config.max_batch_size < 0)
+    STRIDER_THROW(UsageError, "bucketed: max_batch_size must be >= 0, got " + std::to_string(config.max_batch_size));
+  if (config.batch_size_multiple < 1)
+    STRIDER_THROW(UsageError, "bucketed: batch_size_multiple must be >= 1, got " + std::to_string(config.batch_size_multiple));
+  if (config.max_batch_size > 0 && config.max_batch_size < config.batch_size_multiple)
+    STRIDER_THROW(UsageError, "bucketed: max_batch_size " + std::to_string(config.max_batch_size) +
+                                  " is below batch_size_multiple " + std::to_string(config.batch_size_multiple));
+  if (config.megabatch < 0)
+    STRIDER_THROW(UsageError, "bucketed: megabatch must be >= 0, got " + std::to_string(config.megabatch));
+  if (config.step_group < 1)
+    STRIDER_THROW(UsageError, "bucketed: step_group must be >= 1, got " + std::to_string(config.step_group));
+
+  const std::vector<std::int64_t>& lengths = *config.lengths;
+  Fnv1a64 hash;
+  std::size_t longest = 0;
+  for (std::size_t sample = 0; sample < lengths.size(); ++sample) {
+    const std::int64_t length = lengths[sample];
+    if (length < 1 || length > config.max_tokens)
+      STRIDER_THROW(UsageError, "bucketed: sample " + std::to_string(sample) + " has length " + std::to_string(length) +
+                                    (length < 1 ? ", lengths must be >= 1"
+                                                : ", longer than max_tokens " + std::to_string(config.max_tokens)));
+    if (length > lengths[longest]) longest = sample;
+    hash.add(length);
+  }
+  lengths_hash_ = hash.value();
+  if (!lengths.empty() && config.batch_size_multiple > config.max_tokens / lengths[longest])
+    STRIDER_THROW(UsageError, "bucketed: batch_size_multiple " + std::to_string(config.batch_size_multiple) +
+                                  " samples as long as sample " + std::to_string(longest) + " (" +
+                                  std::to_string(lengths[longest]) + " tokens) exceed max_tokens " +
+                                  std::to_string(config.max_tokens));
+  on_epoch();
+}
+
+void BucketedSampler::pack_window(std::vector<std::int64_t>& window, bool last_window) {
+  const std::vector<std::int64_t>& lengths = *config_.lengths;
+  auto length_of = [&](std::int64_t sample) { return lengths[static_cast<std::size_t>(sample)]; };
+  std::sort(window.begin(), window.end(), [&](std::int64_t a, std::int64_t b) {
+    return length_of(a) != length_of(b) ? length_of(a) < length_of(b) : a < b;
+  });
+  const auto size = static_cast<std::int64_t>(window.size());
+  const std::int64_t multiple = config_.batch_size_multiple;
+  const std::int64_t count_limit = config_.max_batch_size > 0 ? config_.max_batch_size : std::numeric_limits<std::int64_t>::max();
+  std::int64_t start = 0;
+  while (start < size) {
+    // Ascending lengths: the sample being added is the batch's longest.
+    std::int64_t count = 0;
+    while (start + count < size && count < count_limit &&
+           count + 1 <= config_.max_tokens / length_of(window[static_cast<std::size_t>(start + count)]))
+      ++count;  // >= 1: no sample is longer than max_tokens
+    if (start + count == size && !last_window) break;  // partial: carried into the next window
+    if (start + count < size) count -= count % multiple;  // >= multiple: validated against the longest sample
+    samples_.insert(samples_.end(), window.begin() + start, window.begin() + start + count);
+    sequence_.push_back(Span{static_cast<std::int64_t>(samples_.size()) - count, count,
+                             length_of(window[static_cast<std::size_t>(start + count - 1)])});
+    largest_batch_ = std::max(largest_batch_, count);
+    start += count;
+  }
+  window.erase(window.begin(), window.begin() + start);
+}
+
+void BucketedSampler::on_epoch() {
+  const std::vector<std::int64_t>& lengths = *config_.lengths;
+  const auto n = static_cast<std::int64_t>(lengths.size());
+  samples_.clear();
+  samples_.reserve(static_cast<std::size_t>(n));
+  sequence_.clear();
+  largest_batch_ = 0;
+
+  std::vector<std::int64_t> order(static_cast<std::size_t>(n));
+  std::iota(order.begin(), order.end(), std::int64_t{0});
+  if (config_.shuffle) {
+    std::mt19937_64 engine(derive_seed(seed(), epoch(), sample_stream));
+    shuffle_in_place(order, engine);
+  }
+
+  // Windows of about `megabatch` batches' worth of tokens (saturating: 0 or huge means the epoch).
+  const std::int64_t window_tokens =
+      config_.megabatch == 0 || config_.megabatch > std::numeric_limits<std::int64_t>::max() / config_.max_tokens
+          ? std::numeric_limits<std::int64_t>::max()
+          : config_.megabatch * config_.max_tokens;
+  std::vector<std::int64_t> window;
+  std::int64_t window_sum = 0;  // tokens of the window's new samples (the carry is < one batch)
+  for (std::int64_t position = 0; position < n; ++position) {
+    const std::int64_t sample = order[static_cast<std::size_t>(position)];
+    window.push_back(sample);
+    window_sum += lengths[static_cast<std::size_t>(sample)];
+    if (window_sum >= window_tokens || position + 1 == n) {
+      pack_window(window, position + 1 == n);
+      window_sum = 0;
+    }
+  }
+  std::vector<std::int64_t>().swap(order);
+
+  if (config_.shuffle) {
+    std::mt19937_64 engine(derive_seed(seed(), epoch(), batch_stream));
+    for (std::size_t i = sequence_.size(); i > 1; --i)  // Fisher-Yates, as shuffle_in_place
+      std::swap(sequence_[i - 1], sequence_[static_cast<std::size_t>(uniform_below(engine, i))]);
+  }
+  // Costliest first (ties: the longer samples, then the earlier formed), a total order on batches.
+  auto costlier = [](const Span& a, const Span& b) {
+    if (a.cost() != b.cost()) return a.cost() > b.cost();
+    if (a.longest != b.longest) return a.longest > b.longest;
+    return a.first < b.first;
+  };
+  if (config_.most_expensive_first && !sequence_.empty())
+    std::swap(sequence_[0], *std::min_element(sequence_.begin(), sequence_.end(), costlier));
+  // Snake order over groups: descending, ascending, ... so that group borders join similar costs;
+  // group 0 descending keeps the costliest batch first.
+  const auto group = static_cast<std::size_t>(std::min<std::int64_t>(config_.step_group, n + 1));
+  for (std::size_t begin = 0, index = 0; begin < sequence_.size(); begin += group, ++index) {
+    const auto end = sequence_.begin() + static_cast<std::ptrdiff_t>(std::min(sequence_.size(), begin + group));
+    if (index % 2 == 0)
+      std::sort(sequence_.begin() + static_cast<std::ptrdiff_t>(begin), end, costlier);
+    else
+      std::sort(sequence_.begin() + static_cast<std::ptrdiff_t>(begin), end,
+                [&](const Span& a, const Span& b) { return costlier(b, a); });
+  }
+}
+
+std::int64_t BucketedSampler::num_steps() const {
+  const std::int64_t batches = num_batches(), world = world_size();
+  return batches / world + (batches % world != 0 ? 1 : 0);
+}
+
+void BucketedSampler::sequence_batch(std::int64_t position, std::vector<std::int64_t>& indices) const {
+  if (position < 0 || position >= num_batches())
+    STRIDER_THROW(UsageError, "batch " + std::to_string(position) + " is outside the epoch's " +
+                                  std::to_string(num_batches()) + " batches");
+  const Span& span = sequence_[static_cast<std::size_t>(position)];
+  indices.assign(samples_.begin() + span.first, samples_.begin() + span.first + span.count);
+}
+
+std::int64_t BucketedSampler::sequence_cost(std::int64_t position) const {
+  if (position < 0 || position >= num_batches())
+    STRIDER_THROW(UsageError, "batch " + std::to_string(position) + " is outside the epoch's " +
+                                  std::to_string(num_batches()) + " batches");
+  return sequence_[static_cast<std::size_t>(position)].cost();
+}
+
+void BucketedSampler::batch(std::int64_t step, std::vector<std::int64_t>& indices) const {
+  check_step(step);
+  // Padding: positions past the end repeat the sequence from its start.
+  sequence_batch((step * world_size() + rank()) % num_batches(), indices);
+}
+
+std::int64_t BucketedSampler::consumed_after(std::int64_t steps) const {
+  return std::clamp<std::int64_t>(steps, 0, num_steps()) * world_size();
+}
+
+std::int64_t BucketedSampler::step_for_consumed(std::int64_t consumed) const {
+  if (consumed < 0 || consumed % world_size() != 0 || consumed / world_size() > num_steps())
+    STRIDER_THROW(UsageError, "no step boundary after " + std::to_string(consumed) + " global batches at " +
+                                  std::to_string(world_size()) + " ranks and " + std::to_string(num_steps()) + " steps");
+  return consumed / world_size();
+}
+
+std::uint64_t BucketedSampler::config_hash() const {
+  Fnv1a64 hash;
+  hash.add(mode());
+  hash.add(static_cast<std::int64_t>(config_.lengths->size()));
+  hash.add(lengths_hash_);
+  for (std::int64_t value : {config_.max_tokens, config_.max_batch_size, config_.batch_size_multiple, config_.megabatch,
+                             config_.step_group})
+    hash.add(value);
+  hash.add(static_cast<std::uint8_t>(config_.most_expensive_first));
+  hash.add(static_cast<std::uint8_t>(config_.shuffle));
+  hash.add(config_.seed);
+  return hash.value();
+}
+
+}  // namespace strider

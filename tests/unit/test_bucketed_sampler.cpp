@@ -1,0 +1,186 @@
+// The bucketed sampler: token budget, multiples, errors, world-size independence, elastic resume,
+// and the padding/balance targets on a log-normal length distribution.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "sampler_properties.hpp"
+#include "strider/core/error.hpp"
+#include "strider/sampling/bucketed_sampler.hpp"
+#include "strider/sampling/factory.hpp"
+#include "strider/sampling/plan_stats.hpp"
+#include "strider/sampling/synthetic_lengths.hpp"
+
+using namespace strider;
+using strider::testing::all_batches;
+
+namespace {
+
+std::shared_ptr<const std::vector<std::int64_t>> lognormal_lengths(std::int64_t count, std::int64_t seed = 1) {
+  return std::make_shared<const std::vector<std::int64_t>>(
+      synthetic_lengths("lognormal:median=128,min=8,max=2048", count, seed));
+}
+
+BucketedSamplerConfig bucketed_config(std::shared_ptr<const std::vector<std::int64_t>> lengths, std::int64_t max_tokens,
+                                      std::int64_t megabatch = 8) {
+  BucketedSamplerConfig config;
+  config.lengths = std::move(lengths);
+  config.max_tokens = max_tokens;
+  config.megabatch = megabatch;
+  config.step_group = 16;
+  config.seed = 5;
+  return config;
+}
+
+std::int64_t cost_of(const std::vector<std::int64_t>& batch, const std::vector<std::int64_t>& lengths) {
+  std::int64_t longest = 0;
+  for (std::int64_t index : batch) longest = std::max(longest, lengths[static_cast<std::size_t>(index)]);
+  return longest * static_cast<std::int64_t>(batch.size());
+}
+
+}  // namespace
+
+TEST_CASE("bucketed sampler: invariants of every mode (batch sizes vary)", "[bucketed]") {
+  const auto lengths = lognormal_lengths(600);
+  for (const int world : {1, 3, 4}) {
+    for (const bool most_expensive_first : {false, true}) {
+      CAPTURE(world, most_expensive_first);
+      testing::InvariantOptions options;
+      options.world_size = world;
+      options.equal_batch_sizes = false;
+      check_sampler_invariants(
+          [&](int world_size, int rank) {
+            BucketedSamplerConfig config = bucketed_config(lengths, 4096, 4);
+            config.most_expensive_first = most_expensive_first;
+            return std::make_unique<BucketedSampler>(config, world_size, rank);
+          },
+          options);
+    }
+  }
+}
+
+TEST_CASE("bucketed sampler: budget, max batch size, multiples, exact coverage", "[bucketed]") {
+  const auto lengths = lognormal_lengths(3000, 2);
+  for (const std::int64_t multiple : {1, 4}) {
+    for (const std::int64_t max_batch : {0, 24}) {
+      CAPTURE(multiple, max_batch);
+      BucketedSamplerConfig config = bucketed_config(lengths, 8192);
+      config.batch_size_multiple = multiple;
+      config.max_batch_size = max_batch;
+      BucketedSampler sampler(config, 1, 0);
+      sampler.set_epoch(2);
+      std::vector<int> seen(lengths->size(), 0);
+      int not_multiple = 0;
+      std::vector<std::int64_t> batch;
+      for (std::int64_t position = 0; position < sampler.num_batches(); ++position) {
+        sampler.sequence_batch(position, batch);
+        REQUIRE(!batch.empty());
+        REQUIRE(cost_of(batch, *lengths) <= 8192);
+        REQUIRE(cost_of(batch, *lengths) == sampler.sequence_cost(position));
+        if (max_batch > 0) REQUIRE(static_cast<std::int64_t>(batch.size()) <= max_batch);
+        REQUIRE(static_cast<std::int64_t>(batch.size()) <= sampler.max_batch_size());
+        not_multiple += static_cast<std::int64_t>(batch.size()) % multiple != 0 ? 1 : 0;
+        for (std::int64_t index : batch) ++seen[static_cast<std::size_t>(index)];
+      }
+      REQUIRE(not_multiple <= 1);  // only the epoch's last formed batch may miss the multiple
+      for (int count : seen) REQUIRE(count == 1);
+    }
+  }
+}
+
+TEST_CASE("bucketed sampler: clear errors for impossible options", "[bucketed][errors]") {
+  auto lengths = std::make_shared<std::vector<std::int64_t>>(100, 64);
+  (*lengths)[42] = 5000;
+  auto build = [&](BucketedSamplerConfig config) { return BucketedSampler(config, 2, 0); };
+  REQUIRE_THROWS_WITH(build(bucketed_config(lengths, 4096)),
+                      Catch::Contains("sample 42 has length 5000, longer than max_tokens 4096"));
+  REQUIRE_THROWS_AS(build(bucketed_config(lengths, 4096)), UsageError);
+  (*lengths)[42] = 1024;
+  BucketedSamplerConfig config = bucketed_config(lengths, 4096);
+  config.batch_size_multiple = 8;
+  REQUIRE_THROWS_WITH(build(config), Catch::Contains("batch_size_multiple 8") && Catch::Contains("sample 42"));
+  config.batch_size_multiple = 2;
+  config.max_batch_size = 1;
+  REQUIRE_THROWS_WITH(build(config), Catch::Contains("max_batch_size 1 is below batch_size_multiple 2"));
+  REQUIRE_THROWS_WITH(build(bucketed_config(lengths, 0)), Catch::Contains("max_tokens must be > 0"));
+  REQUIRE_THROWS_WITH(build(bucketed_config(nullptr, 4096)), Catch::Contains("needs per-sample lengths"));
+  (*lengths)[7] = 0;
+  REQUIRE_THROWS_WITH(build(bucketed_config(lengths, 4096)), Catch::Contains("sample 7 has length 0"));
+  SamplerOptions options;
+  options.mode = "bucketed";
+  options.dataset_size = 99;
+  options.lengths = lengths;
+  options.max_tokens = 4096;
+  REQUIRE_THROWS_WITH(make_sampler(options, 1, 0), Catch::Contains("100 lengths for a dataset of 99 samples"));
+}
+
+TEST_CASE("bucketed sampler: the batch sequence does not depend on the world size; elastic resume", "[bucketed][elastic]") {
+  const auto lengths = lognormal_lengths(2000, 3);
+  BucketedSampler single(bucketed_config(lengths, 4096), 1, 0);
+  single.set_epoch(1);
+  std::vector<std::int64_t> expected;
+  for (const int world : {2, 3, 4, 7}) {
+    for (int rank = 0; rank < world; ++rank) {
+      BucketedSampler sampler(bucketed_config(lengths, 4096), world, rank);
+      sampler.set_epoch(1);
+      REQUIRE(sampler.num_steps() * world >= single.num_batches());
+      REQUIRE((sampler.num_steps() - 1) * world < single.num_batches());
+      const auto batches = all_batches(sampler);
+      for (std::int64_t step = 0; step < sampler.num_steps(); ++step) {
+        single.sequence_batch((step * world + rank) % single.num_batches(), expected);
+        REQUIRE(batches[static_cast<std::size_t>(step)] == expected);
+      }
+    }
+  }
+  // Saved at 4 ranks after 3 steps (12 global batches): 2 ranks continue at step 6, 3 ranks at 4.
+  BucketedSampler four(bucketed_config(lengths, 4096), 4, 1);
+  four.set_epoch(1);
+  const SamplerState saved = four.state(3);
+  REQUIRE(saved.consumed == 12);
+  REQUIRE(saved.global_batch_size == 0);
+  BucketedSampler two(bucketed_config(lengths, 4096), 2, 0);
+  REQUIRE(two.resume(saved) == 6);
+  BucketedSampler three(bucketed_config(lengths, 4096), 3, 2);
+  REQUIRE(three.resume(saved) == 4);
+  BucketedSampler five(bucketed_config(lengths, 4096), 5, 0);
+  REQUIRE_THROWS_AS(five.resume(saved), UsageError);  // 12 batches are no step boundary at 5 ranks
+}
+
+TEST_CASE("bucketed sampler: the costliest batch first", "[bucketed]") {
+  const auto lengths = lognormal_lengths(2000, 4);
+  BucketedSamplerConfig config = bucketed_config(lengths, 4096);
+  config.most_expensive_first = true;
+  BucketedSampler sampler(config, 4, 0);
+  sampler.set_epoch(3);
+  std::int64_t costliest = 0;
+  for (std::int64_t position = 0; position < sampler.num_batches(); ++position)
+    costliest = std::max(costliest, sampler.sequence_cost(position));
+  REQUIRE(sampler.sequence_cost(0) == costliest);
+}
+
+TEST_CASE("bucketed sampler: padding and balance targets (log-normal, 16384 tokens, megabatch 64, 4 ranks)",
+          "[bucketed][statistics]") {
+  // Deterministic properties of the fixed seed's plan, not timings.
+  SamplerOptions options;
+  options.mode = "bucketed";
+  options.dataset_size = 50'000;
+  options.lengths = lognormal_lengths(options.dataset_size, 0);
+  options.max_tokens = 16384;
+  options.megabatch = 64;
+  const PlanStats bucketed = plan_stats(options, 4, 0);
+  CAPTURE(bucketed.padding_efficiency, bucketed.step_imbalance, bucketed.worst_step_imbalance, bucketed.mean_batch_size);
+  REQUIRE(bucketed.padding_efficiency >= 0.9);
+  REQUIRE(bucketed.step_imbalance <= 1.1);
+
+  // Fixed-size random batches of the same mean size.
+  options.mode = "distributed";
+  options.batch_size = std::llround(bucketed.mean_batch_size);
+  const PlanStats fixed = plan_stats(options, 4, 0);
+  CAPTURE(fixed.padding_efficiency, fixed.step_imbalance);
+  REQUIRE(fixed.padding_efficiency <= 0.5);
+  REQUIRE(fixed.step_imbalance > bucketed.step_imbalance);
+  INFO("bucketed: efficiency " << bucketed.padding_efficiency << ", imbalance " << bucketed.step_imbalance
+                               << " (worst " << bucketed.worst_step_imbalance << "); fixed batches of "
+                               << options.batch_size << ": efficiency " << fixed.padding_efficiency << ", imbalance "
+                               << fixed.step_imbalance);
+}
