@@ -1,0 +1,258 @@
+// strider-bench: the pipeline without a model (sampler -> reader -> prefetcher, and an emulated step),
+// measured per rank and for the whole job.
+//   mpirun -np 2 strider-bench --data train.h5 --batch-size 256 --compute-us 500 --json bench.json
+
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+#include "common/cli.hpp"
+#include "strider/comm/mpi_runtime.hpp"
+#include "strider/comm/seed.hpp"
+#include "strider/core/error.hpp"
+#include "strider/core/json_writer.hpp"
+#include "strider/core/log.hpp"
+#include "strider/pipeline/prefetcher.hpp"
+
+namespace {
+
+using namespace strider;
+namespace po = cli::po;
+using Clock = std::chrono::steady_clock;
+
+constexpr const char* usage =
+    "usage: mpirun -np R strider-bench --data FILE [options]\n"
+    "Runs strider's data pipeline (sampler, reader, prefetcher) without a model and reports samples/s, useful\n"
+    "GB/s, time to first batch, stall fraction (time waiting for a batch / wall time), read amplification,\n"
+    "peak RSS and per-rank imbalance. --compute-us emulates a step (MLPerf Storage style).";
+
+struct BenchOptions {
+  std::string data;
+  ReaderOptions reader;
+  SamplerOptions sampler;
+  std::int64_t epochs = 1;
+  std::int64_t max_steps = 0;
+  int prefetch = 4;
+  double compute_us = 0.0;
+  std::string compute_mode = "busy";
+  std::string json;
+  bool cold = false;
+};
+
+/// One rank's figures.
+struct RankFigures {
+  int rank = 0;
+  double wall_seconds = 0, stall_seconds = 0, io_seconds = 0, time_to_first_batch_seconds = 0;
+  std::int64_t samples = 0, batches = 0, useful_bytes = 0, bytes_read = 0, peak_rss_bytes = 0;
+};
+
+/// Waits `microseconds`: a calibrated busy loop on the clock (like a GPU step the CPU waits for) or a sleep.
+void emulate_step(double microseconds, bool busy) {
+  if (microseconds <= 0) return;
+  const auto end = Clock::now() + std::chrono::nanoseconds(static_cast<std::int64_t>(microseconds * 1000));
+  if (!busy) {
+    std::this_thread::sleep_until(end);
+    return;
+  }
+  while (Clock::now() < end) {
+  }
+}
+
+void drop_from_page_cache(const std::string& path) {
+  const int descriptor = ::open(path.c_str(), O_RDONLY);
+  if (descriptor < 0) return;  // open_reader reports a missing file properly
+  ::fdatasync(descriptor);
+  const int result = ::posix_fadvise(descriptor, 0, 0, POSIX_FADV_DONTNEED);
+  ::close(descriptor);
+  if (result != 0) log_warn("--cold: posix_fadvise(DONTNEED) failed on ", path, "; figures may be warm");
+}
+
+std::int64_t peak_rss_bytes() {
+  rusage usage_now{};
+  getrusage(RUSAGE_SELF, &usage_now);
+  return static_cast<std::int64_t>(usage_now.ru_maxrss) * 1024;
+}
+
+void write_figures(JsonWriter& json, double samples_per_s, double bytes_per_s, double stall, double first_batch,
+                   double amplification, std::int64_t rss) {
+  json.field("samples_per_s", samples_per_s);
+  json.field("bytes_per_s", bytes_per_s);
+  json.field("stall_fraction", stall);
+  json.field("time_to_first_batch_s", first_batch);
+  json.field("read_amplification", amplification);
+  json.field("peak_rss_bytes", rss);
+}
+
+void report(const Communicator& world, const BenchOptions& options, const std::vector<RankFigures>& ranks);
+
+int bench_main(const Communicator& world, int argc, char** argv) {
+  BenchOptions options;
+  std::int64_t seed = 0;
+  po::options_description description("strider-bench options");
+  cli::add_dataset_options(description, options.reader.keys, &options.reader.engine);
+  cli::add_sampler_options(description, options.sampler);
+  description.add_options()
+      ("data", po::value<std::string>(&options.data)->required(), "the file to read (HDF5)")
+      ("seed", po::value<std::int64_t>(&seed)->default_value(0), "sampler seed")
+      ("epochs", po::value<std::int64_t>(&options.epochs)->default_value(1), "epochs to run")
+      ("steps", po::value<std::int64_t>(&options.max_steps)->default_value(0), "at most this many steps per epoch (0: all)")
+      ("prefetch", po::value<int>(&options.prefetch)->default_value(4), "batches read ahead (1..64)")
+      ("copy-threads", po::value<int>(&options.reader.copy_threads)->default_value(1), "direct/mmap: threads per batch")
+      ("compute-us", po::value<double>(&options.compute_us)->default_value(0), "emulated step time per batch, microseconds")
+      ("compute-mode", po::value<std::string>(&options.compute_mode)->default_value("busy"), "busy | sleep")
+      ("json", po::value<std::string>(&options.json), "write the figures as JSON")
+      ("cold", po::bool_switch(&options.cold), "drop the file from the page cache first (posix_fadvise DONTNEED)");
+  const cli::Parsed parsed = world.collective_try([&] {
+    cli::Parsed result = cli::parse(cli::arguments(argc, argv, 1), description, usage);
+    if (result.help) return result;
+    cli::finish_sampler_options(result.values, options.sampler);
+    if (options.epochs < 1) STRIDER_THROW(UsageError, "--epochs must be >= 1");
+    if (options.max_steps < 0) STRIDER_THROW(UsageError, "--steps must be >= 0");
+    if (options.compute_us < 0) STRIDER_THROW(UsageError, "--compute-us must be >= 0");
+    if (options.compute_mode != "busy" && options.compute_mode != "sleep")
+      STRIDER_THROW(UsageError, "--compute-mode must be busy or sleep, got '" + options.compute_mode + "'");
+    return result;
+  });
+  if (parsed.help) return 0;
+  options.sampler.seed = agree_on_seed(world, seed);
+
+  if (options.cold) {
+    drop_from_page_cache(options.data);
+    world.barrier();
+  }
+  Prefetcher prefetcher(open_reader(world, options.data, options.reader), PrefetcherOptions{options.prefetch, nullptr});
+  const DatasetInfo info = prefetcher.dataset();
+  options.sampler.dataset_size = info.num_samples;
+  options.sampler.labels = std::shared_ptr<const std::vector<std::int32_t>>(std::shared_ptr<void>(), &prefetcher.labels());
+  if (info.variable_length)
+    options.sampler.lengths = std::shared_ptr<const std::vector<std::int64_t>>(std::shared_ptr<void>(), &prefetcher.lengths());
+  std::unique_ptr<Sampler> sampler =
+      world.collective_try([&] { return make_sampler(options.sampler, world.size(), world.rank()); });
+
+  world.barrier();
+  const Clock::time_point start = Clock::now();
+  prefetcher.reset_stats();
+  const bool busy = options.compute_mode == "busy";
+  world.collective_try([&] {
+    for (std::int64_t epoch = 0; epoch < options.epochs; ++epoch) {
+      sampler->set_epoch(epoch);
+      const std::int64_t steps = options.max_steps > 0 ? std::min(options.max_steps, sampler->num_steps()) : sampler->num_steps();
+      prefetcher.start_epoch(*sampler, 0, steps);
+      while (auto batch = prefetcher.next()) emulate_step(options.compute_us, busy);
+    }
+  });
+  RankFigures mine;
+  mine.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  const PrefetchStats stats = prefetcher.stats();
+  mine.rank = world.rank();
+  mine.stall_seconds = stats.stall_seconds;
+  mine.io_seconds = stats.io_seconds;
+  mine.time_to_first_batch_seconds = std::max(0.0, stats.time_to_first_batch_seconds);
+  mine.samples = stats.samples;
+  mine.batches = stats.batches;
+  mine.useful_bytes = stats.useful_bytes;
+  mine.bytes_read = stats.bytes_read;
+  mine.peak_rss_bytes = peak_rss_bytes();
+  const std::vector<RankFigures> ranks = world.all_gather(mine);
+  world.collective_try([&] {
+    if (world.is_root()) report(world, options, ranks);
+  });
+  return 0;
+}
+
+/// Rank 0: the table on stdout and the JSON file.
+void report(const Communicator& world, const BenchOptions& options, const std::vector<RankFigures>& ranks) {
+
+  double max_wall = 0, stall = 0, wall = 0, first_batch = 0, io_max = 0, io_sum = 0;
+  std::int64_t samples = 0, useful = 0, read = 0, rss = 0;
+  for (const RankFigures& rank : ranks) {
+    max_wall = std::max(max_wall, rank.wall_seconds);
+    stall += rank.stall_seconds;
+    wall += rank.wall_seconds;
+    first_batch = std::max(first_batch, rank.time_to_first_batch_seconds);
+    io_max = std::max(io_max, rank.io_seconds);
+    io_sum += rank.io_seconds;
+    samples += rank.samples;
+    useful += rank.useful_bytes;
+    read += rank.bytes_read;
+    rss = std::max(rss, rank.peak_rss_bytes);
+  }
+  const double samples_per_s = max_wall > 0 ? static_cast<double>(samples) / max_wall : 0;
+  const double bytes_per_s = max_wall > 0 ? static_cast<double>(useful) / max_wall : 0;
+  const double stall_fraction = wall > 0 ? stall / wall : 0;
+  const double amplification = useful > 0 ? static_cast<double>(read) / static_cast<double>(useful) : 0;
+  const double imbalance = io_sum > 0 ? io_max / (io_sum / static_cast<double>(ranks.size())) : 1.0;
+
+  std::ostringstream table;
+  table << std::fixed << std::setprecision(3);
+  table << "strider-bench: " << options.data << ", " << world.size() << " ranks, sampler " << options.sampler.mode << ", batch "
+        << options.sampler.batch_size << ", engine " << options.reader.engine << (options.cold ? ", cold cache" : ", warm cache")
+        << ", compute " << options.compute_us << " us\n";
+  table << "  rank  samples/s     GB/s  stall  first-batch(s)  read/useful  io(s)\n";
+  for (const RankFigures& rank : ranks) {
+    table << "  " << std::setw(4) << rank.rank << std::setw(11) << std::setprecision(0)
+          << (rank.wall_seconds > 0 ? static_cast<double>(rank.samples) / rank.wall_seconds : 0) << std::setw(9)
+          << std::setprecision(3) << (rank.wall_seconds > 0 ? static_cast<double>(rank.useful_bytes) / rank.wall_seconds / 1e9 : 0)
+          << std::setw(6) << std::setprecision(1) << 100 * (rank.wall_seconds > 0 ? rank.stall_seconds / rank.wall_seconds : 0)
+          << "%" << std::setw(16) << std::setprecision(4) << rank.time_to_first_batch_seconds << std::setw(13)
+          << std::setprecision(3)
+          << (rank.useful_bytes > 0 ? static_cast<double>(rank.bytes_read) / static_cast<double>(rank.useful_bytes) : 0)
+          << std::setw(7) << rank.io_seconds << "\n";
+  }
+  table << "  total " << std::setprecision(0) << samples_per_s << " samples/s, " << std::setprecision(3) << bytes_per_s / 1e9
+        << " GB/s useful, stall " << std::setprecision(1) << 100 * stall_fraction << "%, first batch " << std::setprecision(4)
+        << first_batch << " s, read/useful " << std::setprecision(3) << amplification << ", peak RSS "
+        << std::setprecision(1) << static_cast<double>(rss) / 1048576.0 << " MiB, read-time imbalance " << std::setprecision(3)
+        << imbalance << "\n";
+  std::cout << table.str() << std::flush;
+
+  if (!options.json.empty()) {
+    std::ofstream file(options.json);
+    if (!file) STRIDER_THROW(SystemError, "cannot write '" + options.json + "'");
+    JsonWriter json(file);
+    json.begin_object();
+    json.field("data", options.data);
+    json.field("world", world.size());
+    json.field("sampler", options.sampler.mode);
+    json.field("engine", options.reader.engine);
+    json.field("batch_size", options.sampler.batch_size);
+    json.field("compute_us", options.compute_us);
+    json.field("cold", options.cold);
+    json.field("samples", samples);
+    json.field("useful_bytes", useful);
+    json.field("bytes_read", read);
+    json.field("wall_s", max_wall);
+    json.field("read_time_imbalance", imbalance);
+    write_figures(json, samples_per_s, bytes_per_s, stall_fraction, first_batch, amplification, rss);
+    json.key("ranks");
+    json.begin_array();
+    for (const RankFigures& rank : ranks) {
+      json.begin_object();
+      json.field("rank", rank.rank);
+      write_figures(json, rank.wall_seconds > 0 ? static_cast<double>(rank.samples) / rank.wall_seconds : 0,
+                    rank.wall_seconds > 0 ? static_cast<double>(rank.useful_bytes) / rank.wall_seconds : 0,
+                    rank.wall_seconds > 0 ? rank.stall_seconds / rank.wall_seconds : 0, rank.time_to_first_batch_seconds,
+                    rank.useful_bytes > 0 ? static_cast<double>(rank.bytes_read) / static_cast<double>(rank.useful_bytes) : 0,
+                    rank.peak_rss_bytes);
+      json.field("io_seconds", rank.io_seconds);
+      json.field("samples", rank.samples);
+      json.end_object();
+    }
+    json.end_array();
+    json.end_object();
+    file << "\n";
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return strider::run_mpi_app(argc, argv, [&](strider::Communicator& world) { return bench_main(world, argc, argv); });
+}
