@@ -202,8 +202,9 @@ OpenedFile open_and_validate(const Communicator& comm, OpenedDataset& dataset, c
     if (labels.dims.size() != 1) STRIDER_DATA_FAIL(keys.labels + " must be one-dimensional, has shape " + shape_text(labels.dims));
     if (element_name(labels.type)[0] == 'f') STRIDER_DATA_FAIL(keys.labels + " must hold integers, has " + element_name(labels.type));
     if (labels.dims[0] != info.num_samples)
-      STRIDER_DATA_FAIL(keys.labels + " has " + std::to_string(labels.dims[0]) + " entries but there are " +
-                        std::to_string(info.num_samples) + " samples");
+      STRIDER_DATA_FAIL("labels " + keys.labels + " has " + std::to_string(labels.dims[0]) + " entries but there are " +
+                        std::to_string(info.num_samples) + " samples" +
+                        (info.variable_length ? " (offsets " + keys.offsets + " has " + std::to_string(info.num_samples + 1) + " entries)" : ""));
     info.has_labels = true;
     opened.labels = std::move(labels.dataset);
   } else if (options.require_labels) {

@@ -357,7 +357,7 @@ TEST_CASE("unusable files fail on every rank with a reason", "[mpi][io][errors]"
     write_dataset(file.get(), "/samples", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, {10, 2}, samples.data(), Layout{"contiguous"});
     write_dataset(file.get(), "/labels", H5T_STD_I32LE, H5T_NATIVE_INT32, {9}, labels.data(), Layout{"contiguous"});
   });
-  require_failure(short_labels, "/labels has 9 entries but there are 10 samples");
+  require_failure(short_labels, "labels /labels has 9 entries but there are 10 samples");
   const std::string big_labels = make_file("big_labels", [](const std::string& p) {
     H5File file = create_file(p);
     const std::vector<float> samples(20, 1.0f);

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Unusable input for strider-gen and strider-inspect info/dump, at 2 ranks: each must print one
+# 'strider: error:' line first, exit non-zero on every rank, and not hang.
+source "$(dirname "$0")/common.sh"
+gen=$STRIDER_BIN/strider-gen
+inspect=$STRIDER_BIN/strider-inspect
+# A 5 KB file strider-gen cannot write (made once with the HDF5 C API; gzip | base64): /samples
+# float32 [4,2], /labels int32 [4], /labels_short int32 [3], /half float16 [4,2], /names 4-byte
+# strings [4], /empty float32 [0,2].
+bad=$work/unusable.h5
+base64 -d <<'BLOB' | gunzip >"$bad"
+H4sICJdgDGsCA2lvX3VudXNhYmxlLmg1AO1YwU7CQBCdtkCaBkOBA8SLPXLs0QOJYChyMGrUgzcpWqxSlFgOerJH/AKvHv0Mj36G
+f4K77CyhRQsxBCHuSzbDzDy2O9PHtstzo1bf0DY1oFBVSIAOkxgizHzY5/kmWgntAO2bzOPSKFfEeBbnj/JOjy2LsocR8OuYCWZV
+EPiPaFjVI2rP0K+g/ZDDPN/u9jzHB89uOZ4PaM999+6+T/Ou7bWpvbW7hAXgdHv9xwn9FiPXlSDFchL3S8zKLICyBL6MqK+QGSkz
+a2xhzoCCCoUnzCeJomleltmEKq5AkbjUjdB6chim5JdmukMqWup9ODk4rNGebKNv5OL5Jf5Bj+fx9EMynsfvzyAVzzP5vNl4Ht9P
+DGW5ep7WFatMksK6Sox1pI+ougpjHcXrx1C/a/y0foKV+H3P6ocy7sNv+2FiP9Jr0Y/lIdhh22mFjICMVzLeyfikW2x18tketVAm
+39uFGlhQhz1o2K0LuHTacOVew03HEw8tAQEBAQGBFcXizjcZjOmgJUHLzDzflOd8P3X/uB+z3stZfXmM/Vzv/pz1DtZKHxDRAyzs
+/Bv9B2g19PEFY+R1gTATAAA=
+BLOB
+mpi2=("$STRIDER_MPIEXEC" --bind-to none -np 2)  # expect_error runs commands under timeout: no functions
+
+"$gen" --kind features --classes 4 --samples 1000 --dim 3 --out "$work/f.h5" >/dev/null
+"$gen" --kind features --classes 2 --samples 100 --dim 2 --compress 1 --out "$work/c.h5" >/dev/null
+"$gen" --kind sequences --samples 10 --min-len 3 --max-len 3 --out "$work/s.h5" >/dev/null
+echo "not an HDF5 file" >"$work/text.h5"
+mkdir -p "$work/r0" "$work/r1" && cp "$work/f.h5" "$work/r0/data.h5"
+expect_error "missing file" "cannot open $work/nope.h5: No such file" 20 "${mpi2[@]}" "$inspect" info "$work/nope.h5"
+expect_error "not HDF5" "not an HDF5 file" 20 "${mpi2[@]}" "$inspect" info "$work/text.h5"
+expect_error "missing dataset" "no dataset /nope" 20 "${mpi2[@]}" "$inspect" dump "$work/f.h5" --indices 1 --data-key /nope
+expect_error "missing on one rank only" "\[rank 1\] cannot open data.h5: No such file" 20 \
+  "${mpi2[@]}" bash -c 'cd "$0/r$OMPI_COMM_WORLD_RANK" && exec "$1" info data.h5' "$work" "$inspect"
+expect_error "labels length" "labels /labels_short has 3 entries but there are 4 samples" 20 "${mpi2[@]}" "$inspect" info "$bad" --label-key /labels_short
+expect_error "offsets length" "labels /labels has 10 entries but there are 9 samples \(offsets /labels has 10 entries\)" 20 \
+  "${mpi2[@]}" "$inspect" info "$work/s.h5" --offsets-key /labels
+expect_error "offsets decreasing" "/tokens is not non-decreasing" 20 "${mpi2[@]}" "$inspect" info "$work/s.h5" --offsets-key /tokens --label-key /none
+expect_error "offsets past the end" "is past the end of /labels" 20 "${mpi2[@]}" "$inspect" info "$work/s.h5" --tokens-key /labels
+expect_error "unsupported type (float16)" "/half has an unsupported type \(2-byte float\)" 20 "${mpi2[@]}" "$inspect" info "$bad" --data-key /half
+expect_error "empty dataset" "/empty is empty" 20 "${mpi2[@]}" "$inspect" info "$bad" --data-key /empty
+expect_error "direct on compressed data" "the direct engine cannot read .*compressed" 20 "${mpi2[@]}" "$inspect" dump "$work/c.h5" --indices 1 --engine direct
+expect_error "index out of range" "--indices: 1000 is outside \[0, 1000\)" 20 "${mpi2[@]}" "$inspect" dump "$work/f.h5" --indices 1,1000
+expect_error "gen: unknown kind" "--kind must be features, images or sequences" 20 "${mpi2[@]}" "$gen" --out "$work/x.h5" --kind pictures
+expect_error "gen: bad class counts" "--class-counts: 'x' is not a number" 20 "${mpi2[@]}" "$gen" --out "$work/x.h5" --class-counts 3,x
+expect_error "gen: unwritable output" "creating $work/no/such/dir.h5" 20 "${mpi2[@]}" "$gen" --out "$work/no/such/dir.h5"
+finish
