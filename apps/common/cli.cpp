@@ -56,6 +56,15 @@ void add_sampler_options(po::options_description& options, SamplerOptions& sampl
       ("no-shuffle", po::bool_switch(), "keep the dataset order (torch's shuffle=False)")
       ("drop-last", po::bool_switch(&sampler.drop_last), "drop the tail so every rank gets floor(N/R) samples (torch's drop_last)")
       ("drop-last-batch", po::bool_switch(&sampler.drop_last_batch), "drop a last partial batch");
+  options.add_options()  // class-aware modes (balanced, weighted, stratified)
+      ("class-weights", po::value<std::string>(),
+       "weighted: w0,w1,... one weight per class; each sample of class c weighs w_c (default 1/count_c)")
+      ("balance", po::value<std::string>(&sampler.balance)->default_value(sampler.balance),
+       "balanced: samples per class per epoch: max (oversample), min (undersample) or a count")
+      ("stratify-target", po::value<std::string>(&sampler.stratify_target)->default_value(sampler.stratify_target),
+       "stratified: class proportions of every batch: freq, uniform or w0,w1,...")
+      ("num-samples", po::value<std::int64_t>(&sampler.num_samples)->default_value(sampler.num_samples),
+       "weighted, stratified: samples per epoch over all ranks (0: the dataset size)");
   options.add_options()  // length-bucketed and block modes
       ("max-tokens", po::value<std::int64_t>(&sampler.max_tokens)->default_value(sampler.max_tokens),
        "bucketed: token budget per batch, count x longest length")
@@ -78,6 +87,9 @@ void add_sampler_options(po::options_description& options, SamplerOptions& sampl
 void finish_sampler_options(const po::variables_map& values, SamplerOptions& sampler) {
   sampler.shuffle = !(values.count("no-shuffle") && values["no-shuffle"].as<bool>());
   if (sampler.batch_size < 0) STRIDER_THROW(UsageError, "--batch-size must be >= 0, got " + std::to_string(sampler.batch_size));
+  if (values.count("class-weights"))
+    sampler.class_weights = parse_double_list(values["class-weights"].as<std::string>(), "class-weights");
+  if (sampler.num_samples < 0) STRIDER_THROW(UsageError, "--num-samples must be >= 0, got " + std::to_string(sampler.num_samples));
 }
 
 void add_dataset_options(po::options_description& options, DatasetKeys& keys, std::string* engine) {

@@ -11,6 +11,7 @@
 #include "strider/comm/mpi_runtime.hpp"
 #include "strider/core/error.hpp"
 #include "strider/core/json_writer.hpp"
+#include "strider/sampling/class_index.hpp"
 #include "strider/sampling/plan_stats.hpp"
 #include "strider/sampling/synthetic_lengths.hpp"
 #include "subcommands.hpp"
@@ -30,6 +31,8 @@ struct PlanOptions {
   bool json = false;
   std::string lengths_spec;  // --lengths: synthetic per-sample lengths (bucketed)
   bool stats = false;        // --stats: padding efficiency and step imbalance instead of the plan
+  std::string class_counts;  // --class-counts: labels in blocks (class-aware modes)
+  bool histogram = false;    // --histogram: per rank, the count of each class instead of the plan
 };
 
 struct RankPlan {
@@ -50,6 +53,17 @@ RankPlan plan_for_rank(const PlanOptions& options, int rank) {
   return plan;
 }
 
+// The count of each class (0..K-1) in a rank's plan.
+std::vector<std::int64_t> class_counts_of(const PlanOptions& options, const RankPlan& plan) {
+  const auto& labels = *options.sampler.labels;
+  std::int32_t classes = 0;
+  for (std::int32_t label : labels) classes = std::max(classes, label + 1);
+  std::vector<std::int64_t> counts(static_cast<std::size_t>(classes), 0);
+  for (const auto& batch : plan.batches)
+    for (std::int64_t index : batch) ++counts[static_cast<std::size_t>(labels[static_cast<std::size_t>(index)])];
+  return counts;
+}
+
 void write_json(JsonWriter& json, const PlanOptions& options, const RankPlan& plan) {
   json.begin_object();
   json.field("rank", plan.rank);
@@ -64,6 +78,16 @@ void write_json(JsonWriter& json, const PlanOptions& options, const RankPlan& pl
   json.begin_array();
   for (const auto& batch : plan.batches) json.array(batch);
   json.end_array();
+  if (options.sampler.labels) {  // class-aware: each index's label, and this rank's count per class
+    const auto& labels = *options.sampler.labels;
+    json.key("labels");
+    json.begin_array();
+    for (const auto& batch : plan.batches)
+      for (std::int64_t index : batch) json.value(static_cast<std::int64_t>(labels[static_cast<std::size_t>(index)]));
+    json.end_array();
+    json.key("class_counts");
+    json.array(class_counts_of(options, plan));
+  }
   json.end_object();
 }
 
@@ -108,7 +132,7 @@ int plan_main(int argc, char** argv) {
   PlanOptions options;
   cli::po::options_description description("plan options");
   description.add_options()
-      ("samples", cli::po::value<std::int64_t>(&options.samples)->required(), "N, the number of samples in the dataset")
+      ("samples", cli::po::value<std::int64_t>(&options.samples), "N, the number of samples in the dataset (required without --class-counts)")
       ("world", cli::po::value<int>(&options.world)->default_value(1), "R, the number of ranks")
       ("rank", cli::po::value<int>(&options.rank)->default_value(0), "the rank to print (0..R-1)")
       ("seed", cli::po::value<std::int64_t>(&options.sampler.seed)->default_value(0), "the seed (int64)")
@@ -120,7 +144,11 @@ int plan_main(int argc, char** argv) {
       ("lengths", cli::po::value<std::string>(&options.lengths_spec),
        "synthetic per-sample lengths from the seed, e.g. lognormal:median=128,min=8,max=2048[,sigma=1] or uniform:min=8,max=2048")
       ("stats", cli::po::bool_switch(&options.stats),
-       "print {\"padding_efficiency\", \"step_imbalance\", ...} over every rank instead of the plan (needs --lengths)");
+       "print {\"padding_efficiency\", \"step_imbalance\", ...} over every rank instead of the plan (needs --lengths)")
+      ("class-counts", cli::po::value<std::string>(&options.class_counts),
+       "labels in blocks, e.g. 10000,200,50: the first 10000 indices are class 0, the next 200 class 1, ...")
+      ("histogram", cli::po::bool_switch(&options.histogram),
+       "print every rank's count of each class ('rank r: n0 n1 ...') instead of the plan (needs labels)");
   cli::add_sampler_options(description, options.sampler);
   const cli::Parsed parsed = cli::parse(
       cli::arguments(argc, argv, 2), description,
@@ -129,6 +157,19 @@ int plan_main(int argc, char** argv) {
   if (parsed.help) return 0;
   cli::finish_sampler_options(parsed.values, options.sampler);
 
+  if (!options.class_counts.empty()) {
+    options.sampler.labels = std::make_shared<const std::vector<std::int32_t>>(
+        labels_from_class_counts(cli::parse_int_list(options.class_counts, "class-counts")));
+    const auto labelled = static_cast<std::int64_t>(options.sampler.labels->size());
+    if (parsed.values.count("samples") && options.samples != labelled)
+      STRIDER_THROW(UsageError, "--samples " + std::to_string(options.samples) + " differs from the " +
+                                    std::to_string(labelled) + " samples of --class-counts");
+    options.samples = labelled;
+  }
+  if (!parsed.values.count("samples") && !options.sampler.labels)
+    STRIDER_THROW(UsageError, "the option '--samples' is required (or --class-counts)");
+  if (options.histogram && !options.sampler.labels)
+    STRIDER_THROW(UsageError, "--histogram needs labels: --class-counts");
   if (options.samples < 0) STRIDER_THROW(UsageError, "--samples must be >= 0, got " + std::to_string(options.samples));
   if (options.world <= 0) STRIDER_THROW(UsageError, "--world must be positive, got " + std::to_string(options.world));
   if (options.rank < 0 || options.rank >= options.world)
@@ -151,14 +192,20 @@ int plan_main(int argc, char** argv) {
   }
 
   std::vector<RankPlan> plans;
-  if (options.all_ranks) {
+  if (options.all_ranks || options.histogram) {
     for (int rank = 0; rank < options.world; ++rank) plans.push_back(plan_for_rank(options, rank));
   } else {
     plans.push_back(plan_for_rank(options, options.rank));
   }
 
   std::ostringstream out;
-  if (options.json) {
+  if (options.histogram) {
+    for (const RankPlan& plan : plans) {
+      out << "rank " << plan.rank << ":";
+      for (std::int64_t count : class_counts_of(options, plan)) out << ' ' << count;
+      out << '\n';
+    }
+  } else if (options.json) {
     JsonWriter json(out);
     if (options.all_ranks) json.begin_array();
     for (const RankPlan& plan : plans) write_json(json, options, plan);

@@ -1,5 +1,6 @@
 #include "strider/sampling/factory.hpp"
 
+#include "sampling/class_aware_factory.hpp"
 #include "strider/core/error.hpp"
 #include "strider/sampling/bucketed_sampler.hpp"
 #include "strider/sampling/distributed_sampler.hpp"
@@ -24,7 +25,11 @@ Config fixed_size_config(const SamplerOptions& options) {
 
 }  // namespace
 
-std::vector<std::string> sampler_modes() { return {"distributed", "streaming", "bucketed"}; }
+std::vector<std::string> sampler_modes() {
+  std::vector<std::string> modes = {"distributed", "streaming", "bucketed"};
+  for (const std::string& mode : detail::class_aware_modes()) modes.push_back(mode);
+  return modes;
+}
 
 std::unique_ptr<Sampler> make_sampler(const SamplerOptions& options, int world_size, int rank) {
   if (options.mode == "distributed")
@@ -47,6 +52,7 @@ std::unique_ptr<Sampler> make_sampler(const SamplerOptions& options, int world_s
     config.seed = options.seed;
     return std::make_unique<BucketedSampler>(config, world_size, rank);
   }
+  if (auto sampler = detail::make_class_aware_sampler(options, world_size, rank)) return sampler;
   std::string known;
   for (const std::string& mode : sampler_modes()) known += (known.empty() ? "" : ", ") + mode;
   STRIDER_THROW(UsageError, "unknown sampler '" + options.mode + "' (known: " + known + ")");

@@ -85,6 +85,9 @@ StratifiedSampler::StratifiedSampler(const StratifiedSamplerConfig& config, int 
     STRIDER_THROW(UsageError, "a stratified batch must hold every class: the per-rank batch size " +
                                   std::to_string(batch_size()) + " is smaller than the " + std::to_string(in_use) +
                                   " classes in the target");
+  deal_order_.resize(weights_.size());
+  for (std::size_t c = 0; c < deal_order_.size(); ++c) deal_order_[c] = c;
+  std::stable_sort(deal_order_.begin(), deal_order_.end(), [&](std::size_t a, std::size_t b) { return weights_[a] < weights_[b]; });
   plan_compositions();
 }
 
@@ -144,10 +147,12 @@ void StratifiedSampler::batch(std::int64_t step, std::vector<std::int64_t>& indi
   const std::size_t count = classes_in_use().size();
   const std::int64_t* previous = &before_[static_cast<std::size_t>(step) * count];
   const std::int64_t* next = previous + count;
-  // Runs laid out class by class from a start that rotates with the step, so that the ranks that
-  // round up a class change from step to step.
-  std::uint64_t run_start = static_cast<std::uint64_t>(step) % static_cast<std::uint64_t>(world_size());
-  for (std::size_t c = 0; c < count; ++c) {
+  // Runs laid out class by class, rarest first, from where the previous step's runs of every class
+  // but the most frequent ended: those classes together, and so the most frequent too, go round
+  // the ranks in turn, so every rank's epoch holds about the same count of each.
+  std::uint64_t run_start = 0;
+  for (std::size_t i = 0; i + 1 < count; ++i) run_start += static_cast<std::uint64_t>(previous[deal_order_[i]]);
+  for (std::size_t c : deal_order_) {
     const std::int64_t run = next[c] - previous[c];
     deal(classes_in_use()[c], previous[c], run, run_start, indices);
     run_start += static_cast<std::uint64_t>(run);

@@ -28,6 +28,12 @@ struct SamplerOptions {
   std::shared_ptr<const std::vector<std::int64_t>> lengths;
 
   // ---- class-aware modes (balanced, weighted, stratified) ----
+  std::vector<double> class_weights;     ///< weighted: per-class weights, K entries (empty: 1/count)
+  /// weighted: per-sample weights, N entries, instead of class weights. Null: class weights.
+  std::shared_ptr<const std::vector<double>> sample_weights;
+  std::int64_t num_samples = 0;          ///< weighted, stratified: samples per epoch, all ranks (0: N)
+  std::string balance = "max";           ///< balanced: max | min | a per-class count
+  std::string stratify_target = "freq";  ///< stratified: freq | uniform | w0,w1,... (one per class)
 
   // ---- length-bucketed and streaming modes (bucketed, streaming, block) ----
   std::int64_t max_tokens = 0;           ///< bucketed: budget per batch, count * longest length (tokens)

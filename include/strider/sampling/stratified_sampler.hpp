@@ -39,9 +39,9 @@ void parse_stratify_target(const std::string& text, StratifiedSamplerConfig& con
 /// running deficit against k*G*p_c, so the epoch follows the target closely too. The composition
 /// depends only on G and the target (precomputed, O(steps*K) integers, exact integer arithmetic).
 /// Class c's occurrences are read from its shuffled samples, cycling when they run out. The batch
-/// is laid out class by class and dealt to ranks round-robin (from a start that rotates with k), so
-/// each rank gets exactly B, of them floor or ceil of B*p_c of class c, hence within one sample of
-/// the target too. The global batch's set does not depend on R (elastic resume). Each rank's batch
+/// is laid out class by class (rarest first) and dealt to ranks round-robin from where the previous
+/// batch's rarer classes ended, so each rank gets exactly B, of them floor or ceil of B*p_c of
+/// class c, hence within one sample of the target too. The global batch's set does not depend on R (elastic resume). Each rank's batch
 /// is shuffled. batch() is O(B + K); set_epoch O(N).
 class StratifiedSampler final : public ClassListSampler {
  public:
@@ -68,6 +68,7 @@ class StratifiedSampler final : public ClassListSampler {
   std::vector<std::uint64_t> weights_;   // integer target weights of classes_in_use()
   std::uint64_t weight_total_ = 0;
   std::vector<std::int64_t> before_;     // (num_steps+1) x K: class occurrences before each step
+  std::vector<std::size_t> deal_order_;  // classes by increasing weight: the order runs are dealt in
 };
 
 }  // namespace strider
