@@ -18,23 +18,30 @@ std::shared_ptr<const ClassIndex> class_index_of(const SamplerOptions& options) 
   return std::make_shared<const ClassIndex>(options.labels);
 }
 
+// The fields every class-aware configuration shares.
+template <typename Config>
+Config common_config(const SamplerOptions& options) {
+  Config config;
+  config.batch_size = options.batch_size;
+  config.drop_last = options.drop_last;
+  config.seed = options.seed;
+  return config;
+}
+
 }  // namespace
 
 std::vector<std::string> class_aware_modes() { return {"balanced", "weighted", "stratified"}; }
 
 std::unique_ptr<Sampler> make_class_aware_sampler(const SamplerOptions& options, int world_size, int rank) {
   if (options.mode == "balanced") {
-    BalancedSamplerConfig config;
+    auto config = common_config<BalancedSamplerConfig>(options);
     config.classes = class_index_of(options);
     parse_balance(options.balance, config);
-    config.batch_size = options.batch_size;
     config.shuffle = options.shuffle;
-    config.drop_last = options.drop_last;
-    config.seed = options.seed;
     return std::make_unique<BalancedSampler>(config, world_size, rank);
   }
   if (options.mode == "weighted") {
-    WeightedSamplerConfig config;
+    auto config = common_config<WeightedSamplerConfig>(options);
     if (options.sample_weights) {
       config.sample_weights = options.sample_weights;
       if (static_cast<std::int64_t>(options.sample_weights->size()) != options.dataset_size)
@@ -46,21 +53,15 @@ std::unique_ptr<Sampler> make_class_aware_sampler(const SamplerOptions& options,
     }
     config.class_weights = options.class_weights;
     config.num_samples = options.num_samples;
-    config.batch_size = options.batch_size;
-    config.drop_last = options.drop_last;
     config.drop_last_batch = options.drop_last_batch;
-    config.seed = options.seed;
     return std::make_unique<WeightedSampler>(config, world_size, rank);
   }
   if (options.mode == "stratified") {
-    StratifiedSamplerConfig config;
+    auto config = common_config<StratifiedSamplerConfig>(options);
     config.classes = class_index_of(options);
     parse_stratify_target(options.stratify_target, config);
     config.num_samples = options.num_samples;
-    config.batch_size = options.batch_size;
     config.shuffle = options.shuffle;
-    config.drop_last = options.drop_last;
-    config.seed = options.seed;
     return std::make_unique<StratifiedSampler>(config, world_size, rank);
   }
   return nullptr;
