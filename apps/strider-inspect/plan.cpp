@@ -11,6 +11,7 @@
 #include "strider/comm/mpi_runtime.hpp"
 #include "strider/core/error.hpp"
 #include "strider/core/json_writer.hpp"
+#include "strider/io/batch_reader.hpp"
 #include "strider/sampling/class_index.hpp"
 #include "strider/sampling/plan_stats.hpp"
 #include "strider/sampling/synthetic_lengths.hpp"
@@ -33,6 +34,8 @@ struct PlanOptions {
   bool stats = false;        // --stats: padding efficiency and step imbalance instead of the plan
   std::string class_counts;  // --class-counts: labels in blocks (class-aware modes)
   bool histogram = false;    // --histogram: per rank, the count of each class instead of the plan
+  std::string data_path;     // --data: labels (and N) from a dataset file, read collectively (MPI)
+  ReaderOptions reader;      // --label-key etc. for --data
 };
 
 struct RankPlan {
@@ -128,7 +131,28 @@ void write_stats(std::ostream& out, const PlanOptions& options) {
   out << '\n';
 }
 
-int plan_main(int argc, char** argv) {
+// --data: opens the file (collective over world) and takes N and the labels from it.
+void load_data(const Communicator& world, const cli::Parsed& parsed, PlanOptions& options) {
+  if (!options.class_counts.empty()) STRIDER_THROW(UsageError, "--data and --class-counts exclude each other");
+  const std::vector<std::string> class_modes = {"balanced", "weighted", "stratified"};
+  options.reader.require_labels =
+      std::find(class_modes.begin(), class_modes.end(), options.sampler.mode) != class_modes.end();
+  const std::unique_ptr<BatchReader> reader = open_reader(world, options.data_path, options.reader);
+  const std::int64_t samples = reader->info().num_samples;
+  world.collective_try([&] {
+    if (parsed.values.count("samples") && options.samples != samples)
+      STRIDER_THROW(UsageError, "--samples " + std::to_string(options.samples) + " differs from the " +
+                                    std::to_string(samples) + " samples of " + options.data_path);
+  });
+  options.samples = samples;
+  if (!reader->labels().empty())
+    options.sampler.labels = std::make_shared<const std::vector<std::int32_t>>(reader->labels());
+}
+
+// Everything after parsing: the plan (or histogram, or stats) as text.
+std::string plan_text(const cli::Parsed& parsed, PlanOptions& options);
+
+int plan_main(int argc, char** argv, const Communicator* world) {
   PlanOptions options;
   cli::po::options_description description("plan options");
   description.add_options()
@@ -148,14 +172,33 @@ int plan_main(int argc, char** argv) {
       ("class-counts", cli::po::value<std::string>(&options.class_counts),
        "labels in blocks, e.g. 10000,200,50: the first 10000 indices are class 0, the next 200 class 1, ...")
       ("histogram", cli::po::bool_switch(&options.histogram),
-       "print every rank's count of each class ('rank r: n0 n1 ...') instead of the plan (needs labels)");
+       "print every rank's count of each class ('rank r: n0 n1 ...') instead of the plan (needs labels)")
+      ("data", cli::po::value<std::string>(&options.data_path),
+       "take N and the labels from this dataset file (runs under MPI; any rank count prints once)");
+  cli::add_dataset_options(description, options.reader.keys);
   cli::add_sampler_options(description, options.sampler);
-  const cli::Parsed parsed = cli::parse(
-      cli::arguments(argc, argv, 2), description,
-      "usage: strider-inspect plan --samples N [--world R --rank r --seed S --epoch E] [--batch-size B] [--json]\n"
-      "Prints rank r's sample indices in order, separated by spaces, on one line. Needs no MPI launcher.");
+  const auto parse = [&] {
+    cli::Parsed parsed = cli::parse(
+        cli::arguments(argc, argv, 2), description,
+        "usage: strider-inspect plan --samples N [--world R --rank r --seed S --epoch E] [--batch-size B] [--json]\n"
+        "Prints rank r's sample indices in order, separated by spaces, on one line. Needs no MPI launcher\n"
+        "(but with --data FILE).");
+    if (!parsed.help) cli::finish_sampler_options(parsed.values, options.sampler);
+    return parsed;
+  };
+  const cli::Parsed parsed = world != nullptr ? world->collective_try(parse) : parse();
   if (parsed.help) return 0;
-  cli::finish_sampler_options(parsed.values, options.sampler);
+  if (!options.data_path.empty()) {
+    if (world == nullptr) STRIDER_THROW(UsageError, "--data must be given on the command line (it needs MPI)");
+    load_data(*world, parsed, options);
+  }
+  const std::string text =
+      world != nullptr ? world->collective_try([&] { return plan_text(parsed, options); }) : plan_text(parsed, options);
+  if (world == nullptr || world->is_root()) std::cout << text << std::flush;
+  return 0;
+}
+
+std::string plan_text(const cli::Parsed& parsed, PlanOptions& options) {
 
   if (!options.class_counts.empty()) {
     options.sampler.labels = std::make_shared<const std::vector<std::int32_t>>(
@@ -167,9 +210,9 @@ int plan_main(int argc, char** argv) {
     options.samples = labelled;
   }
   if (!parsed.values.count("samples") && !options.sampler.labels)
-    STRIDER_THROW(UsageError, "the option '--samples' is required (or --class-counts)");
+    STRIDER_THROW(UsageError, "the option '--samples' is required (or --class-counts or --data)");
   if (options.histogram && !options.sampler.labels)
-    STRIDER_THROW(UsageError, "--histogram needs labels: --class-counts");
+    STRIDER_THROW(UsageError, "--histogram needs labels: --class-counts or --data with labels");
   if (options.samples < 0) STRIDER_THROW(UsageError, "--samples must be >= 0, got " + std::to_string(options.samples));
   if (options.world <= 0) STRIDER_THROW(UsageError, "--world must be positive, got " + std::to_string(options.world));
   if (options.rank < 0 || options.rank >= options.world)
@@ -187,8 +230,7 @@ int plan_main(int argc, char** argv) {
     if (!options.sampler.lengths) STRIDER_THROW(UsageError, "--stats needs per-sample lengths: --lengths SPEC");
     std::ostringstream out;
     write_stats(out, options);
-    std::cout << out.str() << std::flush;
-    return 0;
+    return out.str();
   }
 
   std::vector<RankPlan> plans;
@@ -214,14 +256,19 @@ int plan_main(int argc, char** argv) {
   } else {
     for (const RankPlan& plan : plans) write_text(out, plan, options.all_ranks);
   }
-  std::cout << out.str() << std::flush;
-  return 0;
+  return out.str();
 }
 
 }  // namespace
 
 int run_plan(int argc, char** argv) {
-  return run_app_without_mpi([&] { return plan_main(argc, argv); });
+  // Only --data needs MPI (a collective open); without it the plan runs without a launcher.
+  for (int i = 2; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--data" || arg.rfind("--data=", 0) == 0)
+      return run_mpi_app(argc, argv, [&](Communicator& world) { return plan_main(argc, argv, &world); });
+  }
+  return run_app_without_mpi([&] { return plan_main(argc, argv, nullptr); });
 }
 
 }  // namespace strider::inspect

@@ -60,6 +60,18 @@ for class in 0 1 2; do
   expect_equal "stratified uniform: class $class within one over ranks" "$(( $(spread $class <<<"$hist") <= 1 ))" "1"
 done
 
+# --data: labels from a file strider-gen wrote in the same blocks give the same plan, at any rank count.
+"$STRIDER_BIN/strider-gen" --kind features --class-counts 1000,200,50 --dim 2 --out "$work/c.h5" >/dev/null
+for sampler in balanced weighted stratified; do
+  expected=$($inspect plan --sampler $sampler --class-counts 1000,200,50 --world 4 --batch-size 8 --json --rank 3)
+  expect_equal "$sampler: --data equals --class-counts"     "$($inspect plan --sampler $sampler --data "$work/c.h5" --world 4 --batch-size 8 --json --rank 3)" "$expected"
+  expect_equal "$sampler: --data under 2 MPI ranks prints once"     "$(mpirun_n 2 "$inspect" plan --sampler $sampler --data "$work/c.h5" --world 4 --batch-size 8 --json --rank 3)" "$expected"
+done
+expect_error "data: missing file" "cannot open" 20 $inspect plan --sampler balanced --data "$work/none.h5"
+expect_error "data: samples disagree" "differs from the 1250 samples" 20 $inspect plan --data "$work/c.h5" --samples 5
+expect_error "data: 2 ranks, bad weights" "2 class weights for 3 classes" 30 \
+  "$STRIDER_MPIEXEC" --bind-to none -np 2 "$inspect" plan --sampler weighted --data "$work/c.h5" --class-weights 1,2
+
 # Bad options: one clear line, exit 2.
 counts="--class-counts 10,10"
 expect_error "negative weight" "class weights must be finite and >= 0" 10 $inspect plan --sampler weighted $counts --class-weights=-1,1
