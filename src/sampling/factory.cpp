@@ -2,6 +2,7 @@
 
 #include "sampling/class_aware_factory.hpp"
 #include "strider/core/error.hpp"
+#include "strider/sampling/block_sampler.hpp"
 #include "strider/sampling/bucketed_sampler.hpp"
 #include "strider/sampling/distributed_sampler.hpp"
 #include "strider/sampling/streaming_sampler.hpp"
@@ -26,7 +27,7 @@ Config fixed_size_config(const SamplerOptions& options) {
 }  // namespace
 
 std::vector<std::string> sampler_modes() {
-  std::vector<std::string> modes = {"distributed", "streaming", "bucketed"};
+  std::vector<std::string> modes = {"distributed", "streaming", "bucketed", "block"};
   for (const std::string& mode : detail::class_aware_modes()) modes.push_back(mode);
   return modes;
 }
@@ -51,6 +52,12 @@ std::unique_ptr<Sampler> make_sampler(const SamplerOptions& options, int world_s
     config.shuffle = options.shuffle;
     config.seed = options.seed;
     return std::make_unique<BucketedSampler>(config, world_size, rank);
+  }
+  if (options.mode == "block") {
+    BlockSamplerConfig config = fixed_size_config<BlockSamplerConfig>(options);
+    config.block_size = options.block_size;
+    config.block_window = options.block_window;
+    return std::make_unique<BlockSampler>(config, world_size, rank);
   }
   if (auto sampler = detail::make_class_aware_sampler(options, world_size, rank)) return sampler;
   std::string known;

@@ -37,6 +37,15 @@ expect_equal "streaming deterministic" "$($inspect plan --sampler streaming --sa
 expect_equal "streaming no-shuffle is the distributed order" \
   "$($inspect plan --sampler streaming --samples 10 --world 3 --rank 1 --no-shuffle)" "1 4 7 0"
 
+# Block: whole blocks per rank, exact coverage; no shuffle gives contiguous ranges.
+all=$($inspect plan --sampler block --block-size 4 --block-window 2 --samples 30 --world 2 --all-ranks --seed 1 | cut -d: -f2 |
+  tr ' ' '\n' | grep -v '^$')
+expect_equal "block coverage" "$(sort -n <<<"$all" | uniq | wc -l) $(wc -l <<<"$all")" "30 30"
+expect_equal "block no shuffle" "$($inspect plan --sampler block --block-size 4 --samples 10 --world 2 --rank 1 --no-shuffle)" "5 6 7 8 9"
+expect_equal "block 1e12 answers" "$($inspect plan --sampler block --block-size 4096 --samples 1000000000000 --world 8 --rank 7 \
+  --batch-size 2 --first-step 10000000 --steps 1 --json | grep -c '"batches":\[\[[0-9]*,[0-9]*\]\]')" "1"
+expect_error "block without block size" "block_size must be >= 1" 10 $inspect plan --sampler block --samples 10
+
 expect_error "bucketed without lengths" "needs per-sample lengths" 10 $inspect plan --sampler bucketed --max-tokens 100 --samples 10
 expect_error "bucketed without max tokens" "max_tokens must be > 0" 10 \
   $inspect plan --sampler bucketed --samples 10 --lengths "$lognormal"
