@@ -15,27 +15,16 @@ namespace {
 constexpr std::uint64_t block_stream = 0x424c4f434b000001ULL;   // "BLOCK" 1
 constexpr std::uint64_t window_stream = 0x424c4f434b000002ULL;  // "BLOCK" 2
 
-DistributedSamplerConfig partition_config(const BlockSamplerConfig& config) {
-  DistributedSamplerConfig partition;
-  partition.dataset_size = config.dataset_size;
-  partition.batch_size = config.batch_size;
-  partition.shuffle = false;  // used for counts only
-  partition.drop_last = config.drop_last;
-  partition.drop_last_batch = config.drop_last_batch;
-  partition.seed = config.seed;
-  return partition;
-}
-
 }  // namespace
 
 BlockSampler::BlockSampler(const BlockSamplerConfig& config, int world_size, int rank)
-    : Sampler(world_size, rank, config.seed), config_(config), partition_(partition_config(config), world_size, rank) {
+    : PartitionedSampler(config, world_size, rank), config_(config) {
   if (config.block_size < 1)
     STRIDER_THROW(UsageError, "block: block_size must be >= 1, got " + std::to_string(config.block_size));
   if (config.block_window < 1)
     STRIDER_THROW(UsageError, "block: block_window must be >= 1, got " + std::to_string(config.block_window));
   full_blocks_ = config.dataset_size / config.block_size;
-  const std::int64_t per_rank = partition_.samples_per_rank();
+  const std::int64_t per_rank = partition().samples_per_rank();
   const std::int64_t window = config.block_window > std::numeric_limits<std::int64_t>::max() / config.block_size
                                   ? std::numeric_limits<std::int64_t>::max()
                                   : config.block_window * config.block_size;
@@ -46,7 +35,7 @@ BlockSampler::BlockSampler(const BlockSamplerConfig& config, int world_size, int
 void BlockSampler::on_epoch() {
   if (!config_.shuffle) return;
   block_order_ = FeistelPermutation(static_cast<std::uint64_t>(full_blocks_), derive_seed(seed(), epoch(), block_stream));
-  const std::int64_t per_rank = partition_.samples_per_rank();
+  const std::int64_t per_rank = partition().samples_per_rank();
   const std::int64_t windows = per_rank / window_size_ + (per_rank % window_size_ != 0 ? 1 : 0);
   const std::uint64_t window_key = derive_seed(seed(), epoch(), window_stream);
   window_order_ = FeistelPermutation(static_cast<std::uint64_t>(window_size_), window_key);
@@ -55,7 +44,7 @@ void BlockSampler::on_epoch() {
 }
 
 void BlockSampler::order_positions(std::int64_t first, std::int64_t count, std::int64_t* out) const {
-  const std::int64_t per_rank = partition_.samples_per_rank();
+  const std::int64_t per_rank = partition().samples_per_rank();
   const auto n = static_cast<std::uint64_t>(config_.dataset_size);
   const std::uint64_t range_start = static_cast<std::uint64_t>(rank()) * static_cast<std::uint64_t>(per_rank);
   const std::int64_t last_window = (per_rank - 1) / window_size_;
@@ -108,8 +97,8 @@ std::int64_t BlockSampler::index_at(std::int64_t position) const {
 
 void BlockSampler::batch(std::int64_t step, std::vector<std::int64_t>& indices) const {
   check_step(step);
-  const std::int64_t batch_size = partition_.batch_size(), first = step * batch_size;
-  indices.resize(static_cast<std::size_t>(std::min(batch_size, partition_.samples_per_rank() - first)));
+  const std::int64_t batch_size = partition().batch_size(), first = step * batch_size;
+  indices.resize(static_cast<std::size_t>(std::min(batch_size, partition().samples_per_rank() - first)));
   order_positions(first, static_cast<std::int64_t>(indices.size()), indices.data());
   samples_at(indices.data(), indices.size());
 }
@@ -117,7 +106,7 @@ void BlockSampler::batch(std::int64_t step, std::vector<std::int64_t>& indices) 
 std::uint64_t BlockSampler::config_hash() const {
   Fnv1a64 hash;
   hash.add(mode());
-  hash.add(partition_.config_hash());  // dataset size, drop_last, drop_last_batch, seed
+  hash.add(partition().config_hash());  // dataset size, drop_last, drop_last_batch, seed
   hash.add(static_cast<std::uint8_t>(config_.shuffle));
   hash.add(config_.block_size);
   hash.add(config_.block_window);

@@ -10,21 +10,10 @@ namespace {
 // derive_seed stream of the epoch's permutation.
 constexpr std::uint64_t permutation_stream = 0x53545245414d0001ULL;  // "STREAM" 1
 
-DistributedSamplerConfig partition_config(const StreamingSamplerConfig& config) {
-  DistributedSamplerConfig partition;
-  partition.dataset_size = config.dataset_size;
-  partition.batch_size = config.batch_size;
-  partition.shuffle = false;  // positions of the order; the permutation maps them to indices
-  partition.drop_last = config.drop_last;
-  partition.drop_last_batch = config.drop_last_batch;
-  partition.seed = config.seed;
-  return partition;
-}
-
 }  // namespace
 
 StreamingSampler::StreamingSampler(const StreamingSamplerConfig& config, int world_size, int rank)
-    : Sampler(world_size, rank, config.seed), config_(config), partition_(partition_config(config), world_size, rank) {
+    : PartitionedSampler(config, world_size, rank), config_(config) {
   on_epoch();
 }
 
@@ -35,13 +24,13 @@ void StreamingSampler::on_epoch() {
 }
 
 std::int64_t StreamingSampler::index_at(std::int64_t position) const {
-  const std::int64_t order_position = partition_.index_at(position);
+  const std::int64_t order_position = partition().index_at(position);
   return config_.shuffle ? static_cast<std::int64_t>(permutation_(static_cast<std::uint64_t>(order_position)))
                          : order_position;
 }
 
 void StreamingSampler::batch(std::int64_t step, std::vector<std::int64_t>& indices) const {
-  partition_.batch(step, indices);  // positions of the order, with the distributed sampler's padding
+  partition().batch(step, indices);  // positions of the order, with the distributed sampler's padding
   if (!config_.shuffle) return;
   permutation_.permute(indices.data(), indices.size());
 }
@@ -49,7 +38,7 @@ void StreamingSampler::batch(std::int64_t step, std::vector<std::int64_t>& indic
 std::uint64_t StreamingSampler::config_hash() const {
   Fnv1a64 hash;
   hash.add(mode());
-  hash.add(partition_.config_hash());  // dataset size, drop_last, drop_last_batch, seed
+  hash.add(partition().config_hash());  // dataset size, drop_last, drop_last_batch, seed
   hash.add(static_cast<std::uint8_t>(config_.shuffle));
   return hash.value();
 }

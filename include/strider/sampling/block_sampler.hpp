@@ -6,9 +6,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "strider/sampling/distributed_sampler.hpp"
 #include "strider/sampling/feistel_permutation.hpp"
-#include "strider/sampling/sampler.hpp"
+#include "strider/sampling/partitioned_sampler.hpp"
 
 namespace strider {
 
@@ -38,22 +37,15 @@ struct BlockSamplerConfig {
 /// large. Which rank reads a block, and when, is random; the tail block is always last.
 /// Resume is O(1) and exact at the same world size; the plan depends on R beyond R*B, so the
 /// configuration hash includes R and resuming at another world size is refused.
-class BlockSampler final : public Sampler {
+class BlockSampler final : public PartitionedSampler {
  public:
   /// Throws UsageError for N < 0, B < 0, block_size < 1, block_window < 1, or a bad world size or rank.
   BlockSampler(const BlockSamplerConfig& config, int world_size, int rank);
 
   std::string mode() const override { return "block"; }
-  std::int64_t num_steps() const override { return partition_.num_steps(); }
-  std::int64_t max_batch_size() const override { return partition_.max_batch_size(); }
   void batch(std::int64_t step, std::vector<std::int64_t>& indices) const override;
-  std::int64_t consumed_after(std::int64_t steps) const override { return partition_.consumed_after(steps); }
-  std::int64_t step_for_consumed(std::int64_t consumed) const override { return partition_.step_for_consumed(consumed); }
-  std::int64_t global_batch_size() const override { return partition_.global_batch_size(); }
   std::uint64_t config_hash() const override;
 
-  /// Samples per rank per epoch: ceil(N/R), or floor(N/R) with drop_last.
-  std::int64_t samples_per_rank() const noexcept { return partition_.samples_per_rank(); }
   /// The global index at this rank's position (0 <= position < samples_per_rank()). O(1).
   std::int64_t index_at(std::int64_t position) const;
 
@@ -65,7 +57,6 @@ class BlockSampler final : public Sampler {
   void samples_at(std::int64_t* positions, std::size_t count) const;
 
   BlockSamplerConfig config_;
-  DistributedSampler partition_;   // unshuffled: sample counts, steps and consumed counts
   std::int64_t full_blocks_ = 0;   // N / S
   std::int64_t window_size_ = 0;   // W * S positions (saturated)
   FeistelPermutation block_order_;  // over the full blocks
