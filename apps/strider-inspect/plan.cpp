@@ -131,7 +131,7 @@ void write_stats(std::ostream& out, const PlanOptions& options) {
   out << '\n';
 }
 
-// --data: opens the file (collective over world) and takes N and the labels from it.
+// --data: opens the file (collective over world) and takes N, the labels and sequence lengths from it.
 void load_data(const Communicator& world, const cli::Parsed& parsed, PlanOptions& options) {
   if (!options.class_counts.empty()) STRIDER_THROW(UsageError, "--data and --class-counts exclude each other");
   const std::vector<std::string> class_modes = {"balanced", "weighted", "stratified"};
@@ -147,6 +147,8 @@ void load_data(const Communicator& world, const cli::Parsed& parsed, PlanOptions
   options.samples = samples;
   if (!reader->labels().empty())
     options.sampler.labels = std::make_shared<const std::vector<std::int32_t>>(reader->labels());
+  if (!reader->lengths().empty())  // sequences: the bucketed sampler's lengths (--lengths overrides)
+    options.sampler.lengths = std::make_shared<const std::vector<std::int64_t>>(reader->lengths());
 }
 
 // Everything after parsing: the plan (or histogram, or stats) as text.
@@ -225,9 +227,10 @@ std::string plan_text(const cli::Parsed& parsed, PlanOptions& options) {
     options.sampler.lengths = std::make_shared<const std::vector<std::int64_t>>(
         synthetic_lengths(options.lengths_spec, options.samples, options.sampler.seed));
   if (options.sampler.mode == "bucketed" && !options.sampler.lengths)
-    STRIDER_THROW(UsageError, "--sampler bucketed needs per-sample lengths: --lengths SPEC");
+    STRIDER_THROW(UsageError, "--sampler bucketed needs per-sample lengths: --lengths SPEC or --data with sequences");
   if (options.stats) {
-    if (!options.sampler.lengths) STRIDER_THROW(UsageError, "--stats needs per-sample lengths: --lengths SPEC");
+    if (!options.sampler.lengths)
+      STRIDER_THROW(UsageError, "--stats needs per-sample lengths: --lengths SPEC or --data with sequences");
     std::ostringstream out;
     write_stats(out, options);
     return out.str();

@@ -12,6 +12,12 @@ value() { grep -o "\"$1\":[0-9.e+-]*" <<<"$stats" | cut -d: -f2; }
 expect_equal "padding efficiency >= 0.9" "$(awk -v x="$(value padding_efficiency)" 'BEGIN{print (x >= 0.9)}')" "1"
 expect_equal "step imbalance <= 1.1" "$(awk -v x="$(value step_imbalance)" 'BEGIN{print (x <= 1.1)}')" "1"
 expect_equal "random batches <= 0.5" "$(awk -v x="$(value random_padding_efficiency)" 'BEGIN{print (x <= 0.5)}')" "1"
+# Lengths from a sequence dataset (--data: the reader's offsets).
+"$STRIDER_BIN/strider-gen" --kind sequences --samples 2000 --min-len 8 --max-len 512 --out "$work/seq.h5" >/dev/null
+stats=$($inspect plan --data "$work/seq.h5" --sampler bucketed --max-tokens 4096 --world 4 --stats 2>/dev/null)
+expect_equal "--data lengths: padding efficiency >= 0.9" "$(awk -v x="$(value padding_efficiency)" 'BEGIN{print (x >= 0.9)}')" "1"
+expect_equal "--data lengths: 2000 samples" "$($inspect plan --data "$work/seq.h5" --sampler bucketed --max-tokens 4096 \
+  --world 1 2>/dev/null | tr ' ' '\n' | sort -n | uniq | wc -l)" "2000"
 # Every rank runs the same number of steps; all ranks together cover every sample.
 plan=$($inspect plan --sampler bucketed --max-tokens 2048 --samples 500 --lengths "$lognormal" --world 3 --all-ranks --seed 4)
 expect_equal "bucketed covers every sample" "$(cut -d: -f2 <<<"$plan" | tr ' ' '\n' | grep -v '^$' | sort -n | uniq | wc -l)" "500"
