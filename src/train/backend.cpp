@@ -4,6 +4,10 @@
 #include "strider/config.hpp"
 #include "strider/core/error.hpp"
 #include "strider/device/gpu_probe.hpp"
+#if STRIDER_HAS_CUDA
+#include "strider/device/cuda_backend.hpp"
+#include "strider/device/gpu_binding.hpp"
+#endif
 #include "strider/train/cpu_backend.hpp"
 
 namespace strider {
@@ -22,21 +26,18 @@ std::unique_ptr<Backend> make_backend(const std::string& choice, const Communica
       if (probe.device_count == 0) STRIDER_THROW(UsageError, "--backend cuda: no usable GPU (" + probe.reason + ")");
     }
     // ---- CUDA backend hook (issue 8) ------------------------------------------------------------
-    // When the CUDA backend exists (src/device/cuda/, declared in a private header), return it here:
-    //   if (STRIDER_HAS_CUDA && probe.device_count > 0) {
-    //     if (why) *why = "cuda backend: " + std::to_string(probe.device_count) + " device(s), ...";
-    //     return make_cuda_backend(comm);
-    //   }
-    // Until then a CUDA build with a working device still has no CUDA backend to run.
+#if STRIDER_HAS_CUDA
     if (probe.device_count > 0) {
-      if (choice == "cuda") {
-        STRIDER_THROW(UsageError, "--backend cuda: this build has no CUDA training backend yet (issue 8); use "
-                                  "--backend cpu or auto");
+      const CudaBackendFlags flags = cuda_backend_flags_from_environment();
+      if (why != nullptr) {
+        *why = "cuda backend: " + std::to_string(probe.device_count) + " visible device(s), node-local rank " +
+               std::to_string(comm.local_rank()) + " binds device " +
+               std::to_string(choose_device(comm.local_rank(), probe.device_count));
       }
-      reason = "cpu backend: a GPU works, but this build has no CUDA training backend yet";
-    } else {
-      reason = "cpu backend: no usable GPU (" + probe.reason + ")";
+      return make_cuda_backend(comm, flags.allow_shared_device);
     }
+#endif
+    reason = "cpu backend: no usable GPU (" + probe.reason + ")";
   }
   if (why != nullptr) *why = reason;
   return std::make_unique<CpuBackend>();

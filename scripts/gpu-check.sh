@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# The GPU check, for a machine with an NVIDIA GPU (e.g. a session lent a GPU machine): builds strider
+# with the CUDA backend (Release, sm_90 only to save time), runs the gpu-labelled tests and a short
+# training benchmark (host-to-device GB/s, utilization = kernel time / wall time), in under 5 minutes.
+#
+#   scripts/gpu-check.sh [build-dir]        (default: build-gpu-check in the repository)
+#   STRIDER_CUDA_ARCHS=80 scripts/gpu-check.sh   (another architecture: A100 is 80, H100/H200 90)
+#
+# Needs no network: it uses what is installed. When something is missing it says what, with the
+# Debian package that provides it (scripts/setup.sh installs those where the Debian archive is
+# reachable; CUDA and NCCL come from NVIDIA's installers under /usr/local/cuda), and exits 2.
+# Exit codes: 0 all passed, 1 a build, test or benchmark failure, 2 missing prerequisites,
+# 77 no working GPU (the tests then report themselves as skipped).
+set -uo pipefail
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=${1:-$repo/build-gpu-check}
+archs=${STRIDER_CUDA_ARCHS:-90}
+cuda_root=${CUDA_HOME:-/usr/local/cuda}
+jobs=$(nproc 2>/dev/null || echo 4)
+started=$SECONDS
+
+say() { printf 'gpu-check: %s\n' "$*"; }
+
+# ---- Prerequisites ----------------------------------------------------------------------------
+missing=()
+need_command() {  # command, what provides it
+  command -v "$1" >/dev/null 2>&1 || missing+=("$1 ($2)")
+}
+need_file() {  # description, what provides it, candidate paths...
+  local what=$1 provider=$2
+  shift 2
+  for path in "$@"; do
+    [[ -e $path ]] && return 0
+  done
+  missing+=("$what ($provider)")
+}
+export PATH="$cuda_root/bin:$PATH"
+need_command cmake "Debian: cmake >= 3.25"
+need_command g++ "Debian: g++"
+need_command mpicxx "Debian: libopenmpi-dev"
+need_command mpirun "Debian: openmpi-bin"
+need_command nvcc "CUDA Toolkit under $cuda_root"
+need_file "parallel HDF5 headers" "Debian: libhdf5-openmpi-dev" /usr/include/hdf5/openmpi/hdf5.h
+need_file "Catch2 2.x headers" "Debian: catch2" /usr/include/catch2/catch.hpp
+need_file "nccl.h" "NCCL, e.g. under $cuda_root/include" "$cuda_root/include/nccl.h" /usr/include/nccl.h
+need_file "libnccl.so" "NCCL" "$cuda_root/lib64/libnccl.so" "$cuda_root/lib/libnccl.so" \
+  /usr/lib/x86_64-linux-gnu/libnccl.so
+generator="Unix Makefiles"
+command -v ninja >/dev/null 2>&1 && generator=Ninja
+if ((${#missing[@]} > 0)); then
+  say "missing prerequisites:"
+  for item in "${missing[@]}"; do say "  - $item"; done
+  say "install them (scripts/setup.sh needs the Debian archive; this script never downloads anything) and rerun"
+  exit 2
+fi
+if command -v nvidia-smi >/dev/null 2>&1; then
+  nvidia-smi --query-gpu=index,name,uuid,driver_version,memory.total --format=csv,noheader 2>&1 | sed 's/^/gpu-check: gpu /'
+else
+  say "nvidia-smi not found (the driver may still work; the tests probe the CUDA runtime themselves)"
+fi
+
+# ---- Build ------------------------------------------------------------------------------------
+say "configuring $build (Release, CUDA architectures $archs, $generator)"
+if ! timeout 120 cmake -S "$repo" -B "$build" -G "$generator" -DCMAKE_BUILD_TYPE=Release -DSTRIDER_ENABLE_CUDA=ON \
+  -DCMAKE_CUDA_ARCHITECTURES="$archs" -DSTRIDER_BUILD_APPS=OFF -DSTRIDER_BUILD_TESTS=ON >"$build.configure.log" 2>&1; then
+  tail -n 30 "$build.configure.log"
+  say "FAILED: configure (log: $build.configure.log)"
+  exit 1
+fi
+say "building the library, the gpu tests and the benchmark with $jobs jobs"
+if ! timeout 180 cmake --build "$build" -j "$jobs" --target strider_gpu_tests strider_gpu_benchmark \
+  >"$build.build.log" 2>&1; then
+  grep -E 'error|FAILED' "$build.build.log" | head -n 30
+  say "FAILED: build (log: $build.build.log)"
+  exit 1
+fi
+say "built in $((SECONDS - started)) s"
+
+# ---- Tests ------------------------------------------------------------------------------------
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 \
+  OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none
+say "ctest -L gpu"
+ctest --test-dir "$build" -L gpu --output-on-failure --timeout 120 2>&1 | tee "$build.ctest.log"
+ctest_status=${PIPESTATUS[0]}
+skipped=$(grep -c '\*\*\*Skipped\|(Skipped)' "$build.ctest.log" || true)
+
+# ---- Benchmark --------------------------------------------------------------------------------
+say "training benchmark (mlp, 8192 x 1024 float32 batches from pinned memory)"
+timeout 90 "$build/tests/gpu/strider_gpu_benchmark" --steps 100 --batch 8192 --features 1024 --hidden 512
+bench_status=$?
+
+say "finished in $((SECONDS - started)) s"
+if ((bench_status == 77)); then
+  say "no working GPU here: the gpu tests were skipped, nothing was measured"
+  exit 77
+fi
+if ((ctest_status != 0 || bench_status != 0)); then
+  say "FAILED: ctest exit $ctest_status, benchmark exit $bench_status"
+  exit 1
+fi
+((skipped > 0)) && say "note: some gpu tests reported themselves skipped"
+say "all gpu tests passed"
+exit 0

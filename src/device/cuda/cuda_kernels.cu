@@ -1,0 +1,265 @@
+// The CUDA backend's fp32 kernels: plain grid-stride loops, one thread per output element, sums in
+// index order like the CPU models (so results agree within float rounding). Deterministic except
+// the bag model's embedding gradients (atomicAdd: summation order varies between runs).
+#include <cstdint>
+#include <type_traits>
+
+#include "device/cuda/cuda_check.hpp"
+#include "device/cuda/cuda_kernels.cuh"
+#include "train/element_values.hpp"
+
+namespace strider::detail::kernels {
+namespace {
+
+constexpr int threads_per_block = 256;
+
+// Enough blocks for `elements` threads, at most 2^20 blocks (the loops stride over the rest).
+unsigned int blocks_for(std::int64_t elements) {
+  const std::int64_t blocks = (elements + threads_per_block - 1) / threads_per_block;
+  return static_cast<unsigned int>(blocks < 1 ? 1 : (blocks > (1 << 20) ? (1 << 20) : blocks));
+}
+
+__device__ inline std::int64_t first_index() {
+  return static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+}
+__device__ inline std::int64_t index_stride() { return static_cast<std::int64_t>(gridDim.x) * blockDim.x; }
+
+void check_launch(const char* what) { STRIDER_CUDA_CHECK(cudaGetLastError(), what); }
+
+template <typename T>
+__global__ void convert_kernel(const T* in, std::int64_t count, float* out) {
+  for (std::int64_t i = first_index(); i < count; i += index_stride()) out[i] = static_cast<float>(in[i]);
+}
+
+template <typename T>
+__global__ void bucket_kernel(const T* in, std::int64_t count, std::int64_t vocab, std::int64_t* buckets) {
+  for (std::int64_t i = first_index(); i < count; i += index_stride()) {
+    if constexpr (std::is_signed_v<T>) {
+      std::int64_t bucket = static_cast<std::int64_t>(in[i]) % vocab;
+      buckets[i] = bucket < 0 ? bucket + vocab : bucket;
+    } else {
+      buckets[i] = static_cast<std::int64_t>(static_cast<std::uint64_t>(in[i]) % static_cast<std::uint64_t>(vocab));
+    }
+  }
+}
+
+__global__ void affine_forward_kernel(const float* in, std::int64_t n, std::int64_t rows, const float* weights,
+                                      const float* bias, std::int64_t cols, bool relu, float* out) {
+  for (std::int64_t index = first_index(); index < n * cols; index += index_stride()) {
+    const std::int64_t i = index / cols;
+    const std::int64_t c = index % cols;
+    const float* row = in + i * rows;
+    float sum = bias[c];
+    for (std::int64_t r = 0; r < rows; ++r) sum += row[r] * weights[r * cols + c];
+    out[index] = relu ? fmaxf(sum, 0.0f) : sum;
+  }
+}
+
+// Threads [0, rows*cols) compute weight gradients, [rows*cols, rows*cols + cols) bias gradients.
+__global__ void affine_parameter_gradients_kernel(const float* in, std::int64_t n, std::int64_t rows,
+                                                  const float* out_gradients, std::int64_t cols,
+                                                  float* weight_gradients, float* bias_gradients) {
+  const std::int64_t weights = rows * cols;
+  for (std::int64_t index = first_index(); index < weights + cols; index += index_stride()) {
+    float sum = 0.0f;
+    if (index < weights) {
+      const std::int64_t r = index / cols;
+      const std::int64_t c = index % cols;
+      for (std::int64_t i = 0; i < n; ++i) sum += in[i * rows + r] * out_gradients[i * cols + c];
+      weight_gradients[index] += sum;
+    } else {
+      const std::int64_t c = index - weights;
+      for (std::int64_t i = 0; i < n; ++i) sum += out_gradients[i * cols + c];
+      bias_gradients[c] += sum;
+    }
+  }
+}
+
+__global__ void affine_input_gradients_kernel(const float* weights, std::int64_t n, std::int64_t rows,
+                                              const float* out_gradients, std::int64_t cols, const float* mask,
+                                              float* in_gradients) {
+  for (std::int64_t index = first_index(); index < n * rows; index += index_stride()) {
+    const std::int64_t i = index / rows;
+    const std::int64_t r = index % rows;
+    float sum = 0.0f;
+    if (mask == nullptr || mask[index] > 0.0f) {
+      const float* gradient_row = out_gradients + i * cols;
+      const float* weight_row = weights + r * cols;
+      for (std::int64_t c = 0; c < cols; ++c) sum += weight_row[c] * gradient_row[c];
+    }
+    in_gradients[index] = sum;
+  }
+}
+
+__device__ int row_argmax(const float* logits, int classes) {
+  int best = 0;
+  for (int c = 1; c < classes; ++c) {
+    if (logits[c] > logits[best]) best = c;
+  }
+  return best;
+}
+
+__global__ void cross_entropy_kernel(const float* logits, std::int64_t n, int classes, const std::int32_t* labels,
+                                     double* losses, std::int32_t* correct, float* logit_gradients) {
+  for (std::int64_t i = first_index(); i < n; i += index_stride()) {
+    const float* row = logits + i * classes;
+    float* gradient_row = logit_gradients + i * classes;
+    const int label = labels[i];
+    const int best = row_argmax(row, classes);
+    const double largest = row[best];
+    double total = 0.0;
+    for (int c = 0; c < classes; ++c) total += exp(static_cast<double>(row[c]) - largest);
+    const double log_total = log(total);
+    for (int c = 0; c < classes; ++c) {
+      const double probability = exp(static_cast<double>(row[c]) - largest - log_total);
+      gradient_row[c] = static_cast<float>(probability - (c == label ? 1.0 : 0.0));
+    }
+    correct[i] = best == label ? 1 : 0;
+    losses[i] = largest + log_total - static_cast<double>(row[label]);
+  }
+}
+
+__global__ void argmax_kernel(const float* logits, std::int64_t n, int classes, std::int32_t* predictions) {
+  for (std::int64_t i = first_index(); i < n; i += index_stride()) predictions[i] = row_argmax(logits + i * classes, classes);
+}
+
+__global__ void bag_mean_kernel(const float* embeddings, std::int64_t width, const std::int64_t* buckets,
+                                const std::int64_t* offsets, std::int64_t n, float* means) {
+  for (std::int64_t index = first_index(); index < n * width; index += index_stride()) {
+    const std::int64_t i = index / width;
+    const std::int64_t d = index % width;
+    const std::int64_t first = offsets[i] - offsets[0];
+    const std::int64_t end = offsets[i + 1] - offsets[0];
+    float sum = 0.0f;
+    for (std::int64_t t = first; t < end; ++t) sum += embeddings[buckets[t] * width + d];
+    if (end > first) sum *= 1.0f / static_cast<float>(end - first);
+    means[index] = sum;
+  }
+}
+
+__global__ void bag_embedding_gradients_kernel(const float* mean_gradients, std::int64_t width,
+                                               const std::int64_t* buckets, const std::int64_t* offsets,
+                                               std::int64_t n, float* embedding_gradients) {
+  for (std::int64_t index = first_index(); index < n * width; index += index_stride()) {
+    const std::int64_t i = index / width;
+    const std::int64_t d = index % width;
+    const std::int64_t first = offsets[i] - offsets[0];
+    const std::int64_t end = offsets[i + 1] - offsets[0];
+    if (end == first) continue;
+    const float gradient = mean_gradients[index] * (1.0f / static_cast<float>(end - first));
+    for (std::int64_t t = first; t < end; ++t) atomicAdd(embedding_gradients + buckets[t] * width + d, gradient);
+  }
+}
+
+__global__ void scale_kernel(float* values, std::int64_t count, float factor) {
+  for (std::int64_t i = first_index(); i < count; i += index_stride()) values[i] *= factor;
+}
+
+__global__ void sgd_kernel(float* parameters, float* gradients, float* velocity, std::int64_t count,
+                           float learning_rate, float momentum) {
+  for (std::int64_t i = first_index(); i < count; i += index_stride()) {
+    const float v = momentum * velocity[i] + gradients[i];
+    velocity[i] = v;
+    parameters[i] -= learning_rate * v;
+    gradients[i] = 0.0f;
+  }
+}
+
+}  // namespace
+
+void convert_to_float(cudaStream_t stream, const std::byte* in, ElementType type, std::int64_t count, float* out) {
+  if (count == 0) return;
+  strider::detail::with_element_type(type, [&](auto tag) {
+    using T = decltype(tag);
+    convert_kernel<T><<<blocks_for(count), threads_per_block, 0, stream>>>(reinterpret_cast<const T*>(in), count, out);
+  });
+  check_launch("launching the conversion of samples to float");
+}
+
+void tokens_to_buckets(cudaStream_t stream, const std::byte* in, ElementType type, std::int64_t count,
+                       std::int64_t vocab, std::int64_t* buckets) {
+  if (count == 0) return;
+  strider::detail::with_element_type(type, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_integral_v<T>) {
+      bucket_kernel<T><<<blocks_for(count), threads_per_block, 0, stream>>>(reinterpret_cast<const T*>(in), count,
+                                                                            vocab, buckets);
+    } else {
+      STRIDER_THROW(UsageError, std::string("the bag model needs integer token ids, got ") + element_name(type));
+    }
+  });
+  check_launch("launching the token hashing");
+}
+
+void affine_forward(cudaStream_t stream, const float* in, std::int64_t n, std::int64_t rows, const float* weights,
+                    const float* bias, std::int64_t cols, bool relu, float* out) {
+  if (n == 0) return;
+  affine_forward_kernel<<<blocks_for(n * cols), threads_per_block, 0, stream>>>(in, n, rows, weights, bias, cols, relu,
+                                                                                out);
+  check_launch("launching an affine layer");
+}
+
+void affine_parameter_gradients(cudaStream_t stream, const float* in, std::int64_t n, std::int64_t rows,
+                                const float* out_gradients, std::int64_t cols, float* weight_gradients,
+                                float* bias_gradients) {
+  if (n == 0) return;
+  affine_parameter_gradients_kernel<<<blocks_for(rows * cols + cols), threads_per_block, 0, stream>>>(
+      in, n, rows, out_gradients, cols, weight_gradients, bias_gradients);
+  check_launch("launching the weight gradients of an affine layer");
+}
+
+void affine_input_gradients(cudaStream_t stream, const float* weights, std::int64_t n, std::int64_t rows,
+                            const float* out_gradients, std::int64_t cols, const float* mask, float* in_gradients) {
+  if (n == 0) return;
+  affine_input_gradients_kernel<<<blocks_for(n * rows), threads_per_block, 0, stream>>>(weights, n, rows,
+                                                                                        out_gradients, cols, mask,
+                                                                                        in_gradients);
+  check_launch("launching the input gradients of an affine layer");
+}
+
+void cross_entropy(cudaStream_t stream, const float* logits, std::int64_t n, int classes, const std::int32_t* labels,
+                   double* losses, std::int32_t* correct, float* logit_gradients) {
+  if (n == 0) return;
+  cross_entropy_kernel<<<blocks_for(n), threads_per_block, 0, stream>>>(logits, n, classes, labels, losses, correct,
+                                                                        logit_gradients);
+  check_launch("launching the cross-entropy");
+}
+
+void argmax_rows(cudaStream_t stream, const float* logits, std::int64_t n, int classes, std::int32_t* predictions) {
+  if (n == 0) return;
+  argmax_kernel<<<blocks_for(n), threads_per_block, 0, stream>>>(logits, n, classes, predictions);
+  check_launch("launching the argmax");
+}
+
+void bag_mean(cudaStream_t stream, const float* embeddings, std::int64_t width, const std::int64_t* buckets,
+              const std::int64_t* offsets, std::int64_t n, float* means) {
+  if (n == 0) return;
+  bag_mean_kernel<<<blocks_for(n * width), threads_per_block, 0, stream>>>(embeddings, width, buckets, offsets, n,
+                                                                           means);
+  check_launch("launching the mean embedding");
+}
+
+void bag_embedding_gradients(cudaStream_t stream, const float* mean_gradients, std::int64_t width,
+                             const std::int64_t* buckets, const std::int64_t* offsets, std::int64_t n,
+                             float* embedding_gradients) {
+  if (n == 0) return;
+  bag_embedding_gradients_kernel<<<blocks_for(n * width), threads_per_block, 0, stream>>>(
+      mean_gradients, width, buckets, offsets, n, embedding_gradients);
+  check_launch("launching the embedding gradients");
+}
+
+void scale(cudaStream_t stream, float* values, std::int64_t count, float factor) {
+  if (count == 0) return;
+  scale_kernel<<<blocks_for(count), threads_per_block, 0, stream>>>(values, count, factor);
+  check_launch("launching the gradient scaling");
+}
+
+void sgd_momentum(cudaStream_t stream, float* parameters, float* gradients, float* velocity, std::int64_t count,
+                  float learning_rate, float momentum) {
+  if (count == 0) return;
+  sgd_kernel<<<blocks_for(count), threads_per_block, 0, stream>>>(parameters, gradients, velocity, count,
+                                                                  learning_rate, momentum);
+  check_launch("launching the SGD update");
+}
+
+}  // namespace strider::detail::kernels

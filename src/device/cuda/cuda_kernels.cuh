@@ -1,0 +1,61 @@
+#pragma once
+// Launchers of the CUDA backend's fp32 kernels (private). Each enqueues on `stream` and checks the
+// launch (cudaGetLastError); none synchronizes. Shapes follow the CPU models (src/train/cpu_models.cpp):
+// row-major matrices, one sample per row, sums over the input dimension in index order.
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "strider/io/batch_reader.hpp"
+
+namespace strider::detail::kernels {
+
+/// out[i] = float(element i of `type` at `in`), i < count (`in` may be unaligned).
+void convert_to_float(cudaStream_t stream, const std::byte* in, ElementType type, std::int64_t count, float* out);
+
+/// Integer token ids -> embedding rows (id mod vocab, non-negative): the hashing trick.
+void tokens_to_buckets(cudaStream_t stream, const std::byte* in, ElementType type, std::int64_t count,
+                       std::int64_t vocab, std::int64_t* buckets);
+
+/// out[n, cols] = in[n, rows] * weights[rows, cols] + bias[cols]; relu clamps at 0.
+void affine_forward(cudaStream_t stream, const float* in, std::int64_t n, std::int64_t rows, const float* weights,
+                    const float* bias, std::int64_t cols, bool relu, float* out);
+
+/// weight_gradients[rows, cols] += in^T * out_gradients; bias_gradients[cols] += column sums.
+void affine_parameter_gradients(cudaStream_t stream, const float* in, std::int64_t n, std::int64_t rows,
+                                const float* out_gradients, std::int64_t cols, float* weight_gradients,
+                                float* bias_gradients);
+
+/// in_gradients[n, rows] = out_gradients[n, cols] * weights^T; where `mask` (the ReLU output) is
+/// not null, entries whose mask value is <= 0 become 0.
+void affine_input_gradients(cudaStream_t stream, const float* weights, std::int64_t n, std::int64_t rows,
+                            const float* out_gradients, std::int64_t cols, const float* mask, float* in_gradients);
+
+/// Per row: loss (double), 1 when the argmax (lowest index on ties) equals the label, and
+/// d loss / d logits = softmax - one_hot.
+void cross_entropy(cudaStream_t stream, const float* logits, std::int64_t n, int classes, const std::int32_t* labels,
+                   double* losses, std::int32_t* correct, float* logit_gradients);
+
+/// predictions[i] = argmax of row i (lowest index on ties).
+void argmax_rows(cudaStream_t stream, const float* logits, std::int64_t n, int classes, std::int32_t* predictions);
+
+/// means[n, width]: the mean embedding of each row's tokens (zero for an empty row). Row i holds
+/// buckets [offsets[i] - offsets[0], offsets[i+1] - offsets[0]).
+void bag_mean(cudaStream_t stream, const float* embeddings, std::int64_t width, const std::int64_t* buckets,
+              const std::int64_t* offsets, std::int64_t n, float* means);
+
+/// embedding_gradients[bucket, :] += mean_gradients[i, :] / length(i) for every token of row i.
+void bag_embedding_gradients(cudaStream_t stream, const float* mean_gradients, std::int64_t width,
+                             const std::int64_t* buckets, const std::int64_t* offsets, std::int64_t n,
+                             float* embedding_gradients);
+
+/// values[i] *= factor.
+void scale(cudaStream_t stream, float* values, std::int64_t count, float factor);
+
+/// velocity = momentum * velocity + gradient; parameter -= learning_rate * velocity; gradient = 0.
+void sgd_momentum(cudaStream_t stream, float* parameters, float* gradients, float* velocity, std::int64_t count,
+                  float learning_rate, float momentum);
+
+}  // namespace strider::detail::kernels

@@ -1,0 +1,170 @@
+// The CUDA backend against the CPU backend (the reference math) on the same batches: losses,
+// correct counts, gradients, parameters and momentum after SGD steps, predictions, for softmax, mlp
+// and bag with several element types; bad batches are refused before the gradients change.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdlib>
+#include <string>
+
+#include "gpu_test_support.hpp"
+#include "strider/core/error.hpp"
+#include "strider/device/cuda_backend.hpp"
+#include "strider/train/cpu_backend.hpp"
+
+using namespace strider;
+using namespace strider::gpu_testing;
+
+namespace {
+
+// fp32 sums in another order: differences of a few ulps per term, relative to the values' size.
+constexpr double relative_tolerance = 2e-4;
+
+void check_close(const std::vector<float>& cuda, const std::vector<float>& cpu, const std::string& what) {
+  INFO(what << ": max |cuda - cpu| = " << max_abs_difference(cuda, cpu) << ", max |cpu| = " << max_abs(cpu));
+  CHECK(max_abs_difference(cuda, cpu) <= relative_tolerance * (1.0 + max_abs(cpu)));
+}
+
+struct Case {
+  std::string name;
+  ModelConfig config;
+  std::vector<PinnedBatch> batches;
+};
+
+std::vector<Case> cases() {
+  std::vector<Case> all;
+  auto features_case = [&](const std::string& kind, ElementType type, std::int64_t features, int classes) {
+    Case c;
+    c.name = kind + " on " + element_name(type) + " features";
+    c.config.kind = kind;
+    c.config.features = features;
+    c.config.hidden = 48;
+    c.config.num_classes = classes;
+    c.config.seed = 11;
+    for (int b = 0; b < 4; ++b) c.batches.push_back(make_feature_batch(64 + 7 * b, features, type, classes, 100 + b));
+    all.push_back(std::move(c));
+  };
+  features_case("softmax", ElementType::float32, 37, 5);
+  features_case("softmax", ElementType::uint8, 16, 3);
+  features_case("mlp", ElementType::float32, 37, 5);
+  features_case("mlp", ElementType::int16, 20, 4);
+  features_case("mlp", ElementType::float64, 9, 2);
+  auto bag_case = [&](ElementType type, std::int64_t vocab) {
+    Case c;
+    c.name = std::string("bag on ") + element_name(type) + " tokens";
+    c.config.kind = "bag";
+    c.config.vocab = vocab;
+    c.config.embed_dim = 24;
+    c.config.num_classes = 4;
+    c.config.seed = 5;
+    for (int b = 0; b < 4; ++b) c.batches.push_back(make_token_batch(50 + 3 * b, type, 4, vocab, 12, 1000 * b, 200 + b));
+    all.push_back(std::move(c));
+  };
+  bag_case(ElementType::uint8, 64);
+  bag_case(ElementType::int32, 97);
+  bag_case(ElementType::int64, 50);
+  return all;
+}
+
+}  // namespace
+
+TEST_CASE("the CUDA backend computes what the CPU backend computes", "[cuda-vs-cpu]") {
+  for (Case& c : cases()) {
+    SECTION(c.name) {
+      CpuBackend cpu;
+      const auto cuda = make_cuda_backend(world(), true);
+      cpu.initialize(c.config);
+      cuda->initialize(c.config);
+      CHECK(cuda->name() == "cuda");
+      CHECK(cuda->parameter_count() == cpu.parameter_count());
+      CHECK(cuda->parameters() == initial_parameters(c.config));  // exact: the same initial vector
+
+      for (std::size_t k = 0; k < c.batches.size(); ++k) {
+        const BatchInput& input = c.batches[k].input;
+        if (k + 1 < c.batches.size()) cuda->stage(c.batches[k + 1].input);
+        const StepResult on_gpu = cuda->forward_backward(input);
+        const StepResult on_cpu = cpu.forward_backward(input);
+        INFO(c.name << ", batch " << k);
+        CHECK(on_gpu.count == on_cpu.count);
+        CHECK(on_gpu.loss_sum == Approx(on_cpu.loss_sum).epsilon(1e-5).margin(1e-4));
+        CHECK(std::llabs(on_gpu.correct - on_cpu.correct) <= 1);  // a near-tie may round either way
+        check_close(cuda->gradients(), cpu.gradients(), "summed gradients");
+        cuda->scale_gradients(input.count);
+        cpu.scale_gradients(input.count);
+        check_close(cuda->gradients(), cpu.gradients(), "mean gradients");
+        cuda->apply_sgd(0.1f, 0.9f);
+        cpu.apply_sgd(0.1f, 0.9f);
+        CHECK(max_abs(cuda->gradients()) == 0.0);  // apply_sgd leaves them zero
+      }
+      check_close(cuda->parameters(), cpu.parameters(), "parameters after SGD");
+      check_close(cuda->optimizer_state(), cpu.optimizer_state(), "momentum after SGD");
+
+      const BatchInput& last = c.batches.back().input;
+      std::vector<std::int32_t> gpu_predictions(static_cast<std::size_t>(last.count));
+      std::vector<std::int32_t> cpu_predictions(static_cast<std::size_t>(last.count));
+      cuda->predict(last, gpu_predictions.data());
+      cpu.predict(last, cpu_predictions.data());
+      std::int64_t differ = 0;
+      for (std::size_t i = 0; i < gpu_predictions.size(); ++i) differ += gpu_predictions[i] != cpu_predictions[i];
+      CHECK(differ <= 1);
+
+      // Parameters and momentum move between backends (checkpoints).
+      cuda->set_parameters(cpu.parameters());
+      cuda->set_optimizer_state(cpu.optimizer_state());
+      CHECK(cuda->parameters() == cpu.parameters());
+      CHECK(cuda->optimizer_state() == cpu.optimizer_state());
+    }
+  }
+}
+
+TEST_CASE("the CUDA backend refuses bad batches before the gradients change", "[cuda-vs-cpu]") {
+  const auto cuda = make_cuda_backend(world(), true);
+  ModelConfig config;
+  config.kind = "softmax";
+  config.features = 8;
+  config.num_classes = 3;
+  cuda->initialize(config);
+  PinnedBatch batch = make_feature_batch(16, 8, ElementType::float32, 3, 1);
+  cuda->forward_backward(batch.input);
+  const std::vector<float> before = cuda->gradients();
+
+  reinterpret_cast<std::int32_t*>(batch.labels.data())[5] = 3;
+  CHECK_THROWS_AS(cuda->forward_backward(batch.input), DataError);
+  BatchInput wrong_width = batch.input;
+  wrong_width.features = 9;
+  CHECK_THROWS_AS(cuda->forward_backward(wrong_width), UsageError);
+  BatchInput no_labels = batch.input;
+  no_labels.labels = nullptr;
+  CHECK_THROWS_AS(cuda->forward_backward(no_labels), UsageError);
+  CHECK(cuda->gradients() == before);
+
+  BatchInput empty = batch.input;
+  empty.count = 0;
+  const StepResult nothing = cuda->forward_backward(empty);
+  CHECK(nothing.count == 0);
+  CHECK(nothing.loss_sum == 0.0);
+  CHECK(cuda->gradients() == before);
+
+  ModelConfig bag;
+  bag.kind = "bag";
+  bag.vocab = 16;
+  bag.num_classes = 3;
+  cuda->initialize(bag);
+  PinnedBatch tokens = make_token_batch(8, ElementType::uint16, 3, 16, 4, 0, 3);
+  reinterpret_cast<std::int64_t*>(tokens.offsets.data())[4] = -1;
+  CHECK_THROWS_AS(cuda->forward_backward(tokens.input), DataError);
+}
+
+TEST_CASE("make_backend: cuda and auto pick the CUDA backend where a device works", "[cuda-vs-cpu]") {
+  std::string why;
+  const auto chosen = make_backend("auto", world(), &why);
+  CHECK(chosen->name() == "cuda");
+  CHECK(why.find("cuda") != std::string::npos);
+  CHECK(make_backend("cuda", world(), nullptr)->name() == "cuda");
+  CHECK(make_backend("cpu", world(), nullptr)->name() == "cpu");
+  const CudaBackendStats stats = cuda_backend_stats(*chosen);
+  CHECK(stats.device >= 0);
+  CHECK(stats.device_uuid.rfind("GPU-", 0) == 0);
+  CpuBackend cpu;
+  CHECK_THROWS_AS(cuda_backend_stats(cpu), UsageError);
+}
