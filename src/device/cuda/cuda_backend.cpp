@@ -165,6 +165,13 @@ class CudaBackend final : public Backend {
 
   CudaBackendStats stats() const;
   void reset_stats();
+  /// Collective over comm: connects now unless already connected to comm.
+  void connect_if_needed(const Communicator& comm) {
+    activate();
+    if (reduce_mode_ == ReduceMode::none || connected_comm_ != comm.native() || connected_size_ != comm.size()) {
+      connect(comm);
+    }
+  }
 
  private:
   void activate() const;
@@ -756,9 +763,7 @@ void CudaBackend::connect(const Communicator& comm) {
 void CudaBackend::all_reduce_gradients(const Communicator& comm, std::int64_t global_count) {
   require_initialized("all_reduce_gradients");
   STRIDER_REQUIRE(global_count >= 0, "all_reduce_gradients: negative sample count " + std::to_string(global_count));
-  if (reduce_mode_ == ReduceMode::none || connected_comm_ != comm.native() || connected_size_ != comm.size()) {
-    connect(comm);
-  }
+  connect_if_needed(comm);
   synchronize_compute("finishing the gradients");
   cudaStream_t stream = compute_stream_.get();
   const auto count = static_cast<std::size_t>(parameter_count_);
@@ -834,7 +839,7 @@ void CudaBackend::reset_stats() {
 namespace {
 const CudaBackend& as_cuda(const Backend& backend) {
   const auto* cuda = dynamic_cast<const CudaBackend*>(&backend);
-  if (cuda == nullptr) STRIDER_THROW(UsageError, "the " + backend.name() + " backend has no CUDA statistics");
+  if (cuda == nullptr) STRIDER_THROW(UsageError, "the " + backend.name() + " backend is not the CUDA backend");
   return *cuda;
 }
 }  // namespace
@@ -850,6 +855,10 @@ std::unique_ptr<Backend> make_cuda_backend(const Communicator& comm, bool allow_
 }
 
 CudaBackendStats cuda_backend_stats(const Backend& backend) { return detail::as_cuda(backend).stats(); }
+
+void connect_cuda_backend(Backend& backend, const Communicator& comm) {
+  const_cast<detail::CudaBackend&>(detail::as_cuda(backend)).connect_if_needed(comm);
+}
 
 void reset_cuda_backend_stats(Backend& backend) {
   const_cast<detail::CudaBackend&>(detail::as_cuda(backend)).reset_stats();
