@@ -20,7 +20,8 @@ expect_error() {
   local name=$1 pattern=$2 seconds=$3
   shift 3
   local status=0
-  timeout -k 5 "$seconds" "$@" >"$work/out" 2>"$work/err" || status=$?
+  # Through bash so that the command may be a helper function such as mpirun_n.
+  timeout -k 5 "$seconds" bash -c "$(declare -f mpirun_n); \"\$@\"" _ "$@" >"$work/out" 2>"$work/err" || status=$?
   local first
   first=$(head -n 1 "$work/err")
   if ((status == 0)); then
@@ -50,4 +51,16 @@ finish() {
     exit 1
   fi
   echo "all passed"
+}
+
+# json_number FILE KEY: the first number after "KEY": in a JSON file.
+json_number() { grep -o "\"$2\":[-0-9.eE+]*" "$1" | head -n 1 | cut -d: -f2; }
+# json_array FILE KEY: the numbers of the first array "KEY":[...] in a JSON file, space-separated.
+json_array() { grep -o "\"$2\":\[[^]]*\]" "$1" | head -n 1 | sed 's/.*\[//; s/\]//; s/,/ /g'; }
+# expect_at_least NAME VALUE MINIMUM (floating point)
+expect_at_least() {
+  if awk -v v="$2" -v m="$3" 'BEGIN { exit !(v != "" && v + 0 >= m + 0) }'; then pass "$1: $2 >= $3"; else fail "$1: $2 < $3"; fi
+}
+expect_at_most() {
+  if awk -v v="$2" -v m="$3" 'BEGIN { exit !(v != "" && v + 0 <= m + 0) }'; then pass "$1: $2 <= $3"; else fail "$1: $2 > $3"; fi
 }

@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# strider-train at 2 ranks on generated data: learning, minority recall by sampler, exact evaluation,
+# checkpoints, preemption by signal with a trace-identical resume, and resume at another world size.
+source "$(dirname "$0")/common.sh"
+gen=$STRIDER_BIN/strider-gen
+train=$STRIDER_BIN/strider-train
+export STRIDER_LOG_LEVEL=warn
+
+# 1. A balanced features set is learned.
+mpirun_n 2 "$gen" --kind features --classes 4 --samples 4000 --dim 16 --seed 1 --out "$work/balanced.h5" --no-progress >/dev/null
+mpirun_n 2 "$train" --data "$work/balanced.h5" --epochs 3 --batch-size 32 --seed 3 --stats-json "$work/balanced.json" >"$work/balanced.out"
+expect_at_least "balanced features: evaluation accuracy" "$(json_number "$work/balanced.json" eval_accuracy)" 0.9
+expect_equal "evaluation counts every sample once" "$(json_number "$work/balanced.json" eval_samples)" 4000
+grep -q "^strider: epoch 3/3: loss" "$work/balanced.out" && pass "a progress line per epoch" || fail "no progress line"
+expect_equal "stats: three epochs" "$(grep -o '"samples_per_s"' "$work/balanced.json" | wc -l | tr -d ' ')" 3
+# An evaluation set whose size does not divide by the ranks is still counted exactly.
+mpirun_n 2 "$gen" --kind features --classes 4 --samples 1001 --dim 16 --seed 2 --out "$work/eval.h5" --no-progress >/dev/null
+mpirun_n 3 "$train" --data "$work/balanced.h5" --eval-data "$work/eval.h5" --epochs 1 --batch-size 32 --seed 3 \
+  --eval-batch-size 7 --stats-json "$work/eval.json" >/dev/null
+expect_equal "exact evaluation at 3 ranks (1001 samples)" "$(json_number "$work/eval.json" eval_samples)" 1001
+
+# 2. Rare classes: balanced and stratified (uniform target) raise recall over distributed.
+mpirun_n 2 "$gen" --kind features --class-counts 10000,200,50 --dim 16 --noise 3 --seed 1 --out "$work/imbalanced.h5" --no-progress >/dev/null
+for mode in distributed balanced stratified; do
+  extra=()
+  [[ $mode == stratified ]] && extra=(--stratify-target uniform)
+  mpirun_n 2 "$train" --data "$work/imbalanced.h5" --epochs 3 --batch-size 32 --seed 3 --lr 0.05 --sampler $mode "${extra[@]}" \
+    --stats-json "$work/$mode.json" >/dev/null
+  read -r -a recall <<<"$(json_array "$work/$mode.json" per_class_recall)"
+  echo "recall with $mode: ${recall[*]}"
+  declare "rare1_$mode=${recall[1]}" "rare2_$mode=${recall[2]}"
+done
+for mode in balanced stratified; do
+  for rare in 1 2; do
+    base_var=rare${rare}_distributed mode_var=rare${rare}_$mode
+    expect_at_least "$mode raises recall of class $rare by 0.2 over distributed (${!base_var})" "${!mode_var}" \
+      "$(awk -v b="${!base_var}" 'BEGIN { print b + 0.2 }')"
+  done
+done
+
+# 3. Preemption: SIGUSR1 mid-run -> checkpoint, exit 75; --resume finishes with the same sample trace.
+args=(--data "$work/imbalanced.h5" --epochs 2 --batch-size 16 --seed 5 --sampler balanced)
+mpirun_n 2 "$train" "${args[@]}" --trace-samples "$work/full" >/dev/null
+# The launcher itself runs in the background (not a shell function), so that the signal reaches mpirun.
+STRIDER_TEST_STEP_DELAY_US=3000 "$STRIDER_MPIEXEC" --bind-to none -np 2 "$train" "${args[@]}" --trace-samples "$work/cut" --checkpoint "$work/ckpt" \
+  >"$work/cut.out" 2>"$work/cut.err" &
+launcher=$!
+for _ in $(seq 1 300); do  # wait until some steps ran
+  [[ -f $work/cut.rank0 ]] && (($(wc -l <"$work/cut.rank0") >= 20)) && break
+  sleep 0.1
+done
+kill -USR1 $launcher
+wait $launcher
+status=$?
+expect_equal "SIGUSR1: exit status 75" "$status" 75
+[[ -f $work/ckpt ]] && pass "checkpoint written on preemption" || fail "no checkpoint after preemption"
+stopped_at=$(wc -l <"$work/cut.rank0")
+mpirun_n 2 "$train" "${args[@]}" --trace-samples "$work/cut" --checkpoint "$work/ckpt" --resume >"$work/resume.out"
+for rank in 0 1; do
+  if cmp -s "$work/full.rank$rank" "$work/cut.rank$rank"; then
+    pass "rank $rank: resumed trace equals the uninterrupted one (stopped after $stopped_at steps)"
+  else
+    fail "rank $rank: resumed trace differs"; diff "$work/full.rank$rank" "$work/cut.rank$rank" | head -5
+  fi
+done
+[[ $stopped_at -lt $(wc -l <"$work/full.rank0") ]] && pass "the stop was mid-run" || fail "the signal came after the run ended"
+
+# 4. Resume at another world size with the same global batch (2 x 16 = 4 x 8).
+STRIDER_TEST_STEP_DELAY_US=3000 "$STRIDER_MPIEXEC" --bind-to none -np 2 "$train" "${args[@]}" --trace-samples "$work/w2" --checkpoint "$work/ckpt2" \
+  >/dev/null 2>&1 &
+launcher=$!
+for _ in $(seq 1 300); do
+  [[ -f $work/w2.rank0 ]] && (($(wc -l <"$work/w2.rank0") >= 30)) && break
+  sleep 0.1
+done
+kill -USR1 $launcher
+wait $launcher
+expect_equal "preempted at 2 ranks" "$?" 75
+elastic=(--data "$work/imbalanced.h5" --epochs 2 --batch-size 8 --seed 5 --sampler balanced)
+mpirun_n 4 "$train" "${elastic[@]}" --trace-samples "$work/w4" --checkpoint "$work/ckpt2" --resume >/dev/null
+# Global step sets: every (epoch, step) of the resumed 4-rank run holds the same samples as the
+# uninterrupted 2-rank run (the padded last step of an epoch may differ).
+global_steps() { cat "$@" | awk '{ key = $1 " " $2; $1 = $2 = ""; n = split($0, ids, " "); for (i = 1; i <= n; i++) print key, ids[i] }' | sort -k1,1n -k2,2n -k3,3n; }
+global_steps "$work"/full.rank* >"$work/full.global"
+global_steps "$work"/w4.rank* >"$work/w4.global"
+last_steps=$(awk '{ if ($2 > max[$1]) max[$1] = $2 } END { for (e in max) print e, max[e] }' "$work/full.global")
+resumed_from=$(head -n 1 "$work/w4.global" | cut -d' ' -f1,2)
+compare() { grep -v -F -f <(echo "$last_steps" | sed 's/$/ /') "$1" | awk -v from="$resumed_from" 'BEGIN { split(from, f, " ") } ($1 > f[1]) || ($1 == f[1] && $2 >= f[2])'; }
+if [[ $resumed_from == "0 0" ]]; then
+  fail "elastic resume started from the beginning, not from the checkpoint"
+elif [[ -s $work/w4.global ]] && diff <(compare "$work/full.global") <(compare "$work/w4.global") >/dev/null; then
+  pass "resumed at 4 ranks from a 2-rank checkpoint: same global batches from epoch/step $resumed_from"
+else
+  fail "elastic resume: global batches differ"
+fi
+
+# 5. Bad input ends every rank with one line.
+expect_error "missing data file" "no-such.h5" 30 mpirun_n 2 "$train" --data "$work/no-such.h5"
+expect_error "resume with a checkpoint of another dataset" "another dataset" 30 \
+  mpirun_n 2 "$train" --data "$work/balanced.h5" --epochs 1 --batch-size 16 --seed 5 --checkpoint "$work/ckpt" --resume
+expect_error "resume with another sampler" "sampler" 30 \
+  mpirun_n 2 "$train" --data "$work/imbalanced.h5" --epochs 2 --batch-size 16 --seed 5 --sampler distributed \
+  --checkpoint "$work/ckpt" --resume
+expect_error "no epochs" "--epochs" 30 mpirun_n 2 "$train" --data "$work/balanced.h5" --epochs 0
+expect_error "resume without a checkpoint path" "--checkpoint" 30 mpirun_n 2 "$train" --data "$work/balanced.h5" --resume
+finish
