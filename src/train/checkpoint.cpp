@@ -27,7 +27,9 @@ constexpr std::size_t trailer_bytes = sizeof(std::uint64_t);
 }
 #define STRIDER_THROW_ERRNO(call, hint) throw_system(call, hint, errno, __FILE__, __LINE__)
 
-void append_u64(std::string& out, std::uint64_t value) { out.append(reinterpret_cast<const char*>(&value), sizeof value); }
+void append_u64(std::string& out, std::uint64_t value) {
+  out.append(reinterpret_cast<const char*>(&value), sizeof value);
+}
 void append_text(std::string& out, const std::string& text) {
   append_u64(out, text.size());
   out.append(text);
@@ -53,7 +55,8 @@ std::string serialize_payload(const Checkpoint& checkpoint) {
 // different program) is a DataError, never a crash.
 class PayloadReader {
  public:
-  PayloadReader(const std::string& path, const char* data, std::size_t bytes) : path_(path), data_(data), bytes_(bytes) {}
+  PayloadReader(const std::string& path, const char* data, std::size_t bytes)
+      : path_(path), data_(data), bytes_(bytes) {}
   std::uint64_t u64() {
     std::uint64_t value = 0;
     std::memcpy(&value, take(sizeof value), sizeof value);
@@ -160,7 +163,8 @@ void write_checkpoint(const std::string& path, const Checkpoint& checkpoint) {
   // The rename is durable once the directory entry is: fsync the directory.
   const std::string directory = directory_of(path);
   const int directory_descriptor = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (directory_descriptor < 0) STRIDER_THROW_ERRNO("open(" + directory + ")", "syncing directory of checkpoint " + path);
+  if (directory_descriptor < 0)
+    STRIDER_THROW_ERRNO("open(" + directory + ")", "syncing directory of checkpoint " + path);
   const int synced = ::fsync(directory_descriptor);
   const int error_number = errno;
   ::close(directory_descriptor);

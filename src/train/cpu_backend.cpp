@@ -25,13 +25,15 @@ void CpuBackend::initialize(const ModelConfig& config) {
 
 void CpuBackend::set_parameters(const std::vector<float>& parameters) {
   require_initialized("set_parameters");
-  STRIDER_REQUIRE(parameters.size() == parameters_.size(),
-                  "set_parameters: expected " + std::to_string(parameters_.size()) + " parameters, got " +
-                      std::to_string(parameters.size()));
+  STRIDER_REQUIRE(parameters.size() == parameters_.size(), "set_parameters: expected " +
+                                                               std::to_string(parameters_.size()) +
+                                                               " parameters, got " + std::to_string(parameters.size()));
   parameters_ = parameters;
 }
 
-void CpuBackend::zero_gradients() { std::fill(gradients_.begin(), gradients_.end(), 0.0f); }
+void CpuBackend::zero_gradients() {
+  std::fill(gradients_.begin(), gradients_.end(), 0.0f);
+}
 
 StepResult CpuBackend::forward_backward(const BatchInput& input) {
   require_initialized("forward_backward");

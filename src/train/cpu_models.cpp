@@ -40,7 +40,8 @@ int argmax(const float* logits, int classes) {
 }
 
 // out[cols] = bias + in[rows] * weights[rows, cols]
-void affine(const float* in, std::int64_t rows, const float* weights, const float* bias, std::int64_t cols, float* out) {
+void affine(const float* in, std::int64_t rows, const float* weights, const float* bias, std::int64_t cols,
+            float* out) {
   std::copy(bias, bias + cols, out);
   for (std::int64_t r = 0; r < rows; ++r) {
     const float value = in[r];
@@ -89,7 +90,9 @@ void check_labels(const BatchInput& input, int classes) {
 class RowModel : public CpuModel {
  public:
   explicit RowModel(int classes)
-      : classes_(classes), logits_(static_cast<std::size_t>(classes)), logit_gradients_(static_cast<std::size_t>(classes)) {}
+      : classes_(classes),
+        logits_(static_cast<std::size_t>(classes)),
+        logit_gradients_(static_cast<std::size_t>(classes)) {}
 
   StepResult forward_backward(const float* parameters, float* gradients, const BatchInput& input) override {
     check_input(input);
@@ -135,10 +138,10 @@ class FeatureModel : public RowModel {
 
  protected:
   void check_input(const BatchInput& input) const override {
-    STRIDER_REQUIRE(input.offsets == nullptr && input.features == features_,
-                    "the model expects fixed-size samples of " + std::to_string(features_) + " features, got " +
-                        (input.offsets != nullptr ? std::string("token sequences")
-                                                  : std::to_string(input.features) + " features"));
+    STRIDER_REQUIRE(
+        input.offsets == nullptr && input.features == features_,
+        "the model expects fixed-size samples of " + std::to_string(features_) + " features, got " +
+            (input.offsets != nullptr ? std::string("token sequences") : std::to_string(input.features) + " features"));
     STRIDER_REQUIRE(input.count >= 0, "negative batch size " + std::to_string(input.count));
     STRIDER_REQUIRE(input.count == 0 || input.samples != nullptr, "a batch of samples without data");
   }
@@ -168,7 +171,9 @@ class SoftmaxModel final : public FeatureModel {
 class MlpModel final : public FeatureModel {
  public:
   explicit MlpModel(const ModelConfig& config)
-      : FeatureModel(config), hidden_(config.hidden), activations_(static_cast<std::size_t>(hidden_)),
+      : FeatureModel(config),
+        hidden_(config.hidden),
+        activations_(static_cast<std::size_t>(hidden_)),
         hidden_gradients_(static_cast<std::size_t>(hidden_)) {}
 
  private:
@@ -205,8 +210,11 @@ class MlpModel final : public FeatureModel {
 class BagModel final : public RowModel {
  public:
   explicit BagModel(const ModelConfig& config)
-      : RowModel(config.num_classes), vocab_(config.vocab), width_(config.embed_dim),
-        mean_(static_cast<std::size_t>(width_)), mean_gradients_(static_cast<std::size_t>(width_)) {}
+      : RowModel(config.num_classes),
+        vocab_(config.vocab),
+        width_(config.embed_dim),
+        mean_(static_cast<std::size_t>(width_)),
+        mean_gradients_(static_cast<std::size_t>(width_)) {}
 
  private:
   std::int64_t w() const { return vocab_ * width_; }
@@ -261,8 +269,8 @@ class BagModel final : public RowModel {
     for (std::int64_t i = 0; i < input.count; ++i) {
       if (input.offsets[i + 1] < input.offsets[i]) {
         STRIDER_THROW(DataError, "token offsets decrease at batch row " + std::to_string(i) + " (" +
-                                     std::to_string(input.offsets[i]) + " then " + std::to_string(input.offsets[i + 1]) +
-                                     ")");
+                                     std::to_string(input.offsets[i]) + " then " +
+                                     std::to_string(input.offsets[i + 1]) + ")");
       }
     }
     STRIDER_REQUIRE(input.count == 0 || input.offsets[input.count] == input.offsets[0] || input.samples != nullptr,

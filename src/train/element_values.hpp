@@ -15,16 +15,26 @@ namespace strider::detail {
 template <typename Body>
 decltype(auto) with_element_type(ElementType type, Body&& body) {
   switch (type) {
-    case ElementType::int8: return body(std::int8_t{});
-    case ElementType::uint8: return body(std::uint8_t{});
-    case ElementType::int16: return body(std::int16_t{});
-    case ElementType::uint16: return body(std::uint16_t{});
-    case ElementType::int32: return body(std::int32_t{});
-    case ElementType::uint32: return body(std::uint32_t{});
-    case ElementType::int64: return body(std::int64_t{});
-    case ElementType::uint64: return body(std::uint64_t{});
-    case ElementType::float32: return body(float{});
-    case ElementType::float64: return body(double{});
+    case ElementType::int8:
+      return body(std::int8_t{});
+    case ElementType::uint8:
+      return body(std::uint8_t{});
+    case ElementType::int16:
+      return body(std::int16_t{});
+    case ElementType::uint16:
+      return body(std::uint16_t{});
+    case ElementType::int32:
+      return body(std::int32_t{});
+    case ElementType::uint32:
+      return body(std::uint32_t{});
+    case ElementType::int64:
+      return body(std::int64_t{});
+    case ElementType::uint64:
+      return body(std::uint64_t{});
+    case ElementType::float32:
+      return body(float{});
+    case ElementType::float64:
+      return body(double{});
   }
   STRIDER_THROW(UsageError, "unknown element type " + std::to_string(static_cast<int>(type)));
 }
@@ -38,8 +48,7 @@ T load_element(const std::byte* base, std::int64_t index) noexcept {
 }
 
 /// Converts count elements of `type` starting at element `first` of `base` to float.
-inline void load_as_float(const std::byte* base, ElementType type, std::int64_t first, std::int64_t count,
-                          float* out) {
+inline void load_as_float(const std::byte* base, ElementType type, std::int64_t first, std::int64_t count, float* out) {
   with_element_type(type, [&](auto tag) {
     using T = decltype(tag);
     for (std::int64_t i = 0; i < count; ++i) out[i] = static_cast<float>(load_element<T>(base, first + i));

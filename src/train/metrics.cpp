@@ -34,9 +34,13 @@ void ClassCounts::all_reduce(const Communicator& comm) {
   comm.all_reduce(counts_.data(), static_cast<std::int64_t>(counts_.size()), ReduceOp::sum);
 }
 
-void ClassCounts::clear() { std::fill(counts_.begin(), counts_.end(), 0); }
+void ClassCounts::clear() {
+  std::fill(counts_.begin(), counts_.end(), 0);
+}
 
-std::int64_t ClassCounts::total() const noexcept { return std::accumulate(counts_.begin(), counts_.end(), std::int64_t{0}); }
+std::int64_t ClassCounts::total() const noexcept {
+  return std::accumulate(counts_.begin(), counts_.end(), std::int64_t{0});
+}
 
 std::int64_t ClassCounts::count(int label, int prediction) const {
   STRIDER_REQUIRE(label >= 0 && label < num_classes_ && prediction >= 0 && prediction < num_classes_,

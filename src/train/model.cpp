@@ -12,7 +12,9 @@
 namespace strider {
 namespace {
 
-bool is_integer_type(ElementType type) noexcept { return type != ElementType::float32 && type != ElementType::float64; }
+bool is_integer_type(ElementType type) noexcept {
+  return type != ElementType::float32 && type != ElementType::float64;
+}
 
 // A uniform float in [-limit, limit) for element `index` of block `block`: a pure function of the
 // seed, so every rank and backend computes the same value without sharing a generator state.
@@ -28,12 +30,15 @@ void validate_model_config(const ModelConfig& config) {
   const std::string& kind = config.kind;
   STRIDER_REQUIRE(kind == "softmax" || kind == "mlp" || kind == "bag",
                   "model kind must be softmax, mlp or bag (after auto is resolved), got '" + kind + "'");
-  STRIDER_REQUIRE(config.num_classes >= 2, "the model needs at least 2 classes, got " + std::to_string(config.num_classes));
+  STRIDER_REQUIRE(config.num_classes >= 2,
+                  "the model needs at least 2 classes, got " + std::to_string(config.num_classes));
   if (kind == "bag") {
     STRIDER_REQUIRE(config.vocab > 0, "bag model: vocab must be positive, got " + std::to_string(config.vocab));
-    STRIDER_REQUIRE(config.embed_dim > 0, "bag model: embed_dim must be positive, got " + std::to_string(config.embed_dim));
+    STRIDER_REQUIRE(config.embed_dim > 0,
+                    "bag model: embed_dim must be positive, got " + std::to_string(config.embed_dim));
   } else {
-    STRIDER_REQUIRE(config.features > 0, kind + " model: features must be positive, got " + std::to_string(config.features));
+    STRIDER_REQUIRE(config.features > 0,
+                    kind + " model: features must be positive, got " + std::to_string(config.features));
   }
   if (kind == "mlp") {
     STRIDER_REQUIRE(config.hidden > 0, "mlp model: hidden must be positive, got " + std::to_string(config.hidden));
@@ -97,8 +102,8 @@ std::vector<float> initial_parameters(const ModelConfig& config) {
   std::vector<float> parameters(static_cast<std::size_t>(parameter_count(config)), 0.0f);
   for (std::size_t block = 0; block < blocks.size(); ++block) {
     const ParameterBlock& b = blocks[block];
-    if (b.rows == 1) continue;  // biases start at zero
-    double limit = std::sqrt(6.0 / static_cast<double>(b.rows + b.cols));  // Glorot uniform
+    if (b.rows == 1) continue;                                                 // biases start at zero
+    double limit = std::sqrt(6.0 / static_cast<double>(b.rows + b.cols));      // Glorot uniform
     if (b.name == "W1") limit = std::sqrt(6.0 / static_cast<double>(b.rows));  // He uniform before ReLU
     if (b.name == "E") limit = 0.5;
     for (std::int64_t i = 0; i < b.rows * b.cols; ++i) {
@@ -121,7 +126,9 @@ ModelConfig parse_model_config_text(const std::string& text) {
   std::istringstream stream(text);
   std::string item;
   int seen = 0;
-  auto fail = [&](const std::string& why) { STRIDER_THROW(DataError, "malformed model config '" + text + "': " + why); };
+  auto fail = [&](const std::string& why) {
+    STRIDER_THROW(DataError, "malformed model config '" + text + "': " + why);
+  };
   while (stream >> item) {
     const std::size_t equals = item.find('=');
     if (equals == std::string::npos) fail("'" + item + "' is not key=value");
@@ -138,13 +145,20 @@ ModelConfig parse_model_config_text(const std::string& text) {
         used = 0;
       }
       if (used == 0 || used != value.size()) fail("'" + value + "' is not an integer");
-      if (key == "features") config.features = number;
-      else if (key == "hidden") config.hidden = number;
-      else if (key == "num_classes") config.num_classes = static_cast<int>(number);
-      else if (key == "vocab") config.vocab = number;
-      else if (key == "embed_dim") config.embed_dim = number;
-      else if (key == "seed") config.seed = number;
-      else fail("unknown key '" + key + "'");
+      if (key == "features")
+        config.features = number;
+      else if (key == "hidden")
+        config.hidden = number;
+      else if (key == "num_classes")
+        config.num_classes = static_cast<int>(number);
+      else if (key == "vocab")
+        config.vocab = number;
+      else if (key == "embed_dim")
+        config.embed_dim = number;
+      else if (key == "seed")
+        config.seed = number;
+      else
+        fail("unknown key '" + key + "'");
     }
     ++seen;
   }

@@ -3,7 +3,6 @@
 // every rank; class counts sum across ranks; make_backend picks the CPU in a CPU-only build.
 // Collective-safe: compute locally, agree with an all-reduce, then REQUIRE on every rank.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 
 #include "mpi_test_support.hpp"
@@ -58,7 +57,8 @@ UnionBatch make_union(int ranks, std::int64_t features, std::uint64_t seed) {
     for (std::int64_t i = 0; i < count; ++i) {
       batch.labels.push_back(static_cast<std::int32_t>(mix64(++draw) % 3));
       if (features > 0) {
-        for (std::int64_t f = 0; f < features; ++f) batch.samples.push_back(static_cast<std::int16_t>(mix64(++draw) % 9) - 4);
+        for (std::int64_t f = 0; f < features; ++f)
+          batch.samples.push_back(static_cast<std::int16_t>(mix64(++draw) % 9) - 4);
       } else {
         const auto length = static_cast<std::int64_t>(mix64(++draw) % 7);
         for (std::int64_t t = 0; t < length; ++t) batch.tokens.push_back(static_cast<std::uint8_t>(mix64(++draw) % 20));

@@ -1,8 +1,8 @@
 // Checkpoint files (round trip, truncation, corruption, interrupted writes, a missing file), saving
 // and restoring a model, and the dataset fingerprint.
-#include <catch2/catch.hpp>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -95,8 +95,8 @@ TEST_CASE("truncated, corrupted and foreign checkpoints are refused with one cle
 
   for (std::size_t keep : {good.size() - 1, good.size() - 8, std::size_t{40}, std::size_t{20}}) {
     write_bytes(path, good.substr(0, keep));
-    REQUIRE(error_reason(path) ==
-            "checkpoint " + path + " is truncated (expected " + expected + " bytes, found " + std::to_string(keep) + ")");
+    REQUIRE(error_reason(path) == "checkpoint " + path + " is truncated (expected " + expected + " bytes, found " +
+                                      std::to_string(keep) + ")");
   }
   write_bytes(path, good.substr(0, 5));
   REQUIRE(error_reason(path) == "checkpoint " + path + " is truncated (expected at least 28 bytes, found 5)");

@@ -1,6 +1,5 @@
 // ClassCounts: confusion counts, per-class recall, accuracy, refusal of out-of-range classes.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 
 #include "strider/core/error.hpp"

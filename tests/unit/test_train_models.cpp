@@ -2,7 +2,6 @@
 // each model learns a small separable problem; the bag model's padding never counts; configs,
 // deterministic initialisation, element types, SGD with momentum.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <cstring>
 
@@ -89,7 +88,8 @@ SequenceData make_sequences(std::int64_t count, std::int64_t vocab, std::int64_t
     const auto length = 1 + static_cast<std::int64_t>(unit(seed, draw++) * static_cast<double>(max_length));
     for (std::int64_t t = 0; t < length; ++t) {
       const bool own_half = unit(seed, draw++) < 0.8;
-      const auto pick = static_cast<std::int64_t>(unit(seed, draw++) * static_cast<double>(own_half ? vocab / 2 : vocab));
+      const auto pick =
+          static_cast<std::int64_t>(unit(seed, draw++) * static_cast<double>(own_half ? vocab / 2 : vocab));
       data.tokens.push_back(static_cast<std::uint16_t>(own_half ? label * (vocab / 2) + pick : pick));
     }
     data.offsets.push_back(static_cast<std::int64_t>(data.tokens.size()));
@@ -303,7 +303,8 @@ TEST_CASE("bad batches are refused before the gradients change", "[train][model]
   backend.initialize(feature_config("softmax", 3, 2));
   const std::vector<float> samples = {1, 2, 3, 4, 5, 6};
   std::vector<std::int32_t> labels = {0, 2};
-  BatchInput input{reinterpret_cast<const std::byte*>(samples.data()), ElementType::float32, 2, 3, labels.data(), nullptr};
+  BatchInput input{
+      reinterpret_cast<const std::byte*>(samples.data()), ElementType::float32, 2, 3, labels.data(), nullptr};
   try {
     backend.forward_backward(input);
     FAIL("no error");
@@ -381,7 +382,8 @@ TEST_CASE("SGD with momentum follows PyTorch's update and exposes its state", "[
   backend.initialize(feature_config("softmax", 2, 2));
   const std::vector<float> samples = {1.0f, -2.0f};
   const std::vector<std::int32_t> labels = {1};
-  const BatchInput input{reinterpret_cast<const std::byte*>(samples.data()), ElementType::float32, 1, 2, labels.data(), nullptr};
+  const BatchInput input{
+      reinterpret_cast<const std::byte*>(samples.data()), ElementType::float32, 1, 2, labels.data(), nullptr};
   const std::vector<float> start = backend.parameters();
   backend.forward_backward(input);
   const std::vector<float> gradient = backend.gradients();

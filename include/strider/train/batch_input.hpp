@@ -24,9 +24,9 @@ struct BatchInput {
   const std::byte* samples = nullptr;
   ElementType type = ElementType::float32;
   std::int64_t count = 0;
-  std::int64_t features = 0;             ///< elements per fixed-size sample; 0 for sequences
-  const std::int32_t* labels = nullptr;  ///< count labels in 0..num_classes-1 (required for training)
-  const std::int64_t* offsets = nullptr; ///< sequences: count+1 token offsets, else nullptr
+  std::int64_t features = 0;              ///< elements per fixed-size sample; 0 for sequences
+  const std::int32_t* labels = nullptr;   ///< count labels in 0..num_classes-1 (required for training)
+  const std::int64_t* offsets = nullptr;  ///< sequences: count+1 token offsets, else nullptr
 };
 
 /// The view of a prefetched batch: samples, labels and offsets of `batch`, with the element type and

@@ -25,28 +25,28 @@ namespace strider {
 
 /// What model to train. resolve_model_config() fills the fields that depend on the data.
 struct ModelConfig {
-  std::string kind = "auto";   ///< auto | softmax | mlp | bag (auto: mlp for features, bag for sequences)
-  std::int64_t features = 0;   ///< inputs per fixed-size sample (0: from the dataset)
-  std::int64_t hidden = 64;    ///< mlp: hidden units
-  int num_classes = 2;         ///< labels are 0..num_classes-1
-  std::int64_t vocab = 0;      ///< bag: embedding rows (0: 256 for 8-bit tokens, 65536 otherwise)
-  std::int64_t embed_dim = 32; ///< bag: embedding width
-  std::int64_t seed = 0;       ///< initial parameters are a pure function of (config, seed)
+  std::string kind = "auto";    ///< auto | softmax | mlp | bag (auto: mlp for features, bag for sequences)
+  std::int64_t features = 0;    ///< inputs per fixed-size sample (0: from the dataset)
+  std::int64_t hidden = 64;     ///< mlp: hidden units
+  int num_classes = 2;          ///< labels are 0..num_classes-1
+  std::int64_t vocab = 0;       ///< bag: embedding rows (0: 256 for 8-bit tokens, 65536 otherwise)
+  std::int64_t embed_dim = 32;  ///< bag: embedding width
+  std::int64_t seed = 0;        ///< initial parameters are a pure function of (config, seed)
 };
 
 /// What one forward/backward pass over a batch measured (sums, so that they add across ranks).
 struct StepResult {
-  double loss_sum = 0.0;      ///< sum over the batch of the cross-entropy (natural log)
-  std::int64_t correct = 0;   ///< samples whose argmax prediction (before the update) equals the label
-  std::int64_t count = 0;     ///< samples in the batch
+  double loss_sum = 0.0;     ///< sum over the batch of the cross-entropy (natural log)
+  std::int64_t correct = 0;  ///< samples whose argmax prediction (before the update) equals the label
+  std::int64_t count = 0;    ///< samples in the batch
 };
 
 /// One named block of the flat parameter vector.
 struct ParameterBlock {
-  std::string name;          ///< "W", "b", "W1", "b1", "W2", "b2", "E"
-  std::int64_t offset = 0;   ///< first element in the flat vector
-  std::int64_t rows = 0;     ///< rows (1 for a bias)
-  std::int64_t cols = 0;     ///< columns
+  std::string name;         ///< "W", "b", "W1", "b1", "W2", "b2", "E"
+  std::int64_t offset = 0;  ///< first element in the flat vector
+  std::int64_t rows = 0;    ///< rows (1 for a bias)
+  std::int64_t cols = 0;    ///< columns
 };
 
 /// Checks `config` against the dataset and fills what is left open: kind "auto" (mlp for fixed-size
