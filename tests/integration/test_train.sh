@@ -94,7 +94,38 @@ else
   fail "elastic resume: global batches differ"
 fi
 
-# 5. Bad input ends every rank with one line.
+# 5. Sequences: token-budget batches waste little on padding where fixed-size batches waste most.
+mpirun_n 2 "$gen" --kind sequences --classes 4 --samples 3000 --min-len 8 --max-len 2048 --median-len 128 --seed 1 \
+  --out "$work/sequences.h5" --no-progress >/dev/null
+mpirun_n 2 "$train" --data "$work/sequences.h5" --sampler bucketed --max-tokens 16384 --epochs 2 --seed 2 \
+  --stats-json "$work/bucketed.json" >/dev/null
+mpirun_n 2 "$train" --data "$work/sequences.h5" --batch-size 32 --epochs 2 --seed 2 --stats-json "$work/fixed.json" >/dev/null
+expect_at_least "bucketed: padding efficiency" "$(json_number "$work/bucketed.json" padding_efficiency)" 0.85
+expect_at_most "fixed batches of 32: padding efficiency" "$(json_number "$work/fixed.json" padding_efficiency)" 0.5
+expect_at_least "bucketed: the bag-of-embeddings model learns" "$(json_number "$work/bucketed.json" eval_accuracy)" 0.6
+
+# 6. Weighted sampling re-weighted from per-class recall every epoch: weights change, are recorded,
+#    and a run resumed after a re-weighting continues with the same samples.
+weighted=(--data "$work/imbalanced.h5" --sampler weighted --epochs 3 --batch-size 32 --seed 4 --reweight-every 1 --lr 0.05)
+mpirun_n 2 "$train" "${weighted[@]}" --stats-json "$work/weighted.json" --trace-samples "$work/wfull" >"$work/weighted.out"
+weights=$(grep -o '"class_weights":\[[^]]*\]' "$work/weighted.json" | sort -u | wc -l | tr -d ' ')
+expect_at_least "class weights changed between epochs (distinct weight vectors)" "$weights" 2
+grep -q "class weights now" "$work/weighted.out" && pass "re-weighting announced" || fail "no re-weighting line"
+STRIDER_TEST_STEP_DELAY_US=3000 "$STRIDER_MPIEXEC" --bind-to none -np 2 "$train" "${weighted[@]}" --trace-samples "$work/wcut" \
+  --checkpoint "$work/wckpt" >/dev/null 2>&1 &
+launcher=$!
+steps_per_epoch=$(awk '$1 == 0' "$work/wfull.rank0" | wc -l)
+for _ in $(seq 1 600); do  # stop in the second epoch, after a re-weighting
+  [[ -f $work/wcut.rank0 ]] && (($(wc -l <"$work/wcut.rank0") >= steps_per_epoch + 10)) && break
+  sleep 0.1
+done
+kill -USR1 $launcher
+wait $launcher
+expect_equal "weighted run preempted after a re-weighting" "$?" 75
+mpirun_n 2 "$train" "${weighted[@]}" --trace-samples "$work/wcut" --checkpoint "$work/wckpt" --resume >/dev/null
+cmp -s "$work/wfull.rank1" "$work/wcut.rank1" && pass "re-weighted run resumes trace-identical" || fail "re-weighted resume differs"
+
+# 7. Bad input ends every rank with one line.
 expect_error "missing data file" "no-such.h5" 30 mpirun_n 2 "$train" --data "$work/no-such.h5"
 expect_error "resume with a checkpoint of another dataset" "another dataset" 30 \
   mpirun_n 2 "$train" --data "$work/balanced.h5" --epochs 1 --batch-size 16 --seed 5 --checkpoint "$work/ckpt" --resume
