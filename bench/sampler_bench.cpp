@@ -27,7 +27,8 @@ strider::SamplerOptions options_for(const std::string& mode) {
   options.batch_size = batch_size;
   options.seed = 1;
   auto labels = std::make_shared<std::vector<std::int32_t>>(dataset_size);
-  for (std::int64_t i = 0; i < dataset_size; ++i) (*labels)[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(i % 10);
+  for (std::int64_t i = 0; i < dataset_size; ++i)
+    (*labels)[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(i % 10);
   options.labels = labels;
   options.lengths = std::make_shared<const std::vector<std::int64_t>>(
       strider::synthetic_lengths("lognormal:median=128,min=8,max=2048", dataset_size, 1));
@@ -89,7 +90,8 @@ void feistel_single_index(benchmark::State& state) {
     if (++position == size) position = 0;
   }
   benchmark::DoNotOptimize(sum);
-  state.counters["indices_per_s"] = benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+  state.counters["indices_per_s"] =
+      benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
 }
 
 int register_modes() {

@@ -34,13 +34,14 @@ BlockSampler::BlockSampler(const BlockSamplerConfig& config, int world_size, int
 
 void BlockSampler::on_epoch() {
   if (!config_.shuffle) return;
-  block_order_ = FeistelPermutation(static_cast<std::uint64_t>(full_blocks_), derive_seed(seed(), epoch(), block_stream));
+  block_order_ =
+      FeistelPermutation(static_cast<std::uint64_t>(full_blocks_), derive_seed(seed(), epoch(), block_stream));
   const std::int64_t per_rank = partition().samples_per_rank();
   const std::int64_t windows = per_rank / window_size_ + (per_rank % window_size_ != 0 ? 1 : 0);
   const std::uint64_t window_key = derive_seed(seed(), epoch(), window_stream);
   window_order_ = FeistelPermutation(static_cast<std::uint64_t>(window_size_), window_key);
-  last_window_order_ = FeistelPermutation(static_cast<std::uint64_t>(per_rank - std::max<std::int64_t>(windows - 1, 0) * window_size_),
-                                          window_key);
+  last_window_order_ = FeistelPermutation(
+      static_cast<std::uint64_t>(per_rank - std::max<std::int64_t>(windows - 1, 0) * window_size_), window_key);
 }
 
 void BlockSampler::order_positions(std::int64_t first, std::int64_t count, std::int64_t* out) const {

@@ -27,7 +27,8 @@ BucketedSampler::BucketedSampler(const BucketedSamplerConfig& config, int world_
   if (config.max_batch_size < 0)
     STRIDER_THROW(UsageError, "bucketed: max_batch_size must be >= 0, got " + std::to_string(config.max_batch_size));
   if (config.batch_size_multiple < 1)
-    STRIDER_THROW(UsageError, "bucketed: batch_size_multiple must be >= 1, got " + std::to_string(config.batch_size_multiple));
+    STRIDER_THROW(UsageError,
+                  "bucketed: batch_size_multiple must be >= 1, got " + std::to_string(config.batch_size_multiple));
   if (config.max_batch_size > 0 && config.max_batch_size < config.batch_size_multiple)
     STRIDER_THROW(UsageError, "bucketed: max_batch_size " + std::to_string(config.max_batch_size) +
                                   " is below batch_size_multiple " + std::to_string(config.batch_size_multiple));
@@ -65,15 +66,16 @@ void BucketedSampler::pack_window(std::vector<std::int64_t>& window, bool last_w
   });
   const auto size = static_cast<std::int64_t>(window.size());
   const std::int64_t multiple = config_.batch_size_multiple;
-  const std::int64_t count_limit = config_.max_batch_size > 0 ? config_.max_batch_size : std::numeric_limits<std::int64_t>::max();
+  const std::int64_t count_limit =
+      config_.max_batch_size > 0 ? config_.max_batch_size : std::numeric_limits<std::int64_t>::max();
   std::int64_t start = 0;
   while (start < size) {
     // Ascending lengths: the sample being added is the batch's longest.
     std::int64_t count = 0;
     while (start + count < size && count < count_limit &&
            count + 1 <= config_.max_tokens / length_of(window[static_cast<std::size_t>(start + count)]))
-      ++count;  // >= 1: no sample is longer than max_tokens
-    if (start + count == size && !last_window) break;  // partial: carried into the next window
+      ++count;                                            // >= 1: no sample is longer than max_tokens
+    if (start + count == size && !last_window) break;     // partial: carried into the next window
     if (start + count < size) count -= count % multiple;  // >= multiple: validated against the longest sample
     samples_.insert(samples_.end(), window.begin() + start, window.begin() + start + count);
     sequence_.push_back(Span{static_cast<std::int64_t>(samples_.size()) - count, count,
@@ -176,7 +178,8 @@ std::int64_t BucketedSampler::consumed_after(std::int64_t steps) const {
 std::int64_t BucketedSampler::step_for_consumed(std::int64_t consumed) const {
   if (consumed < 0 || consumed % world_size() != 0 || consumed / world_size() > num_steps())
     STRIDER_THROW(UsageError, "no step boundary after " + std::to_string(consumed) + " global batches at " +
-                                  std::to_string(world_size()) + " ranks and " + std::to_string(num_steps()) + " steps");
+                                  std::to_string(world_size()) + " ranks and " + std::to_string(num_steps()) +
+                                  " steps");
   return consumed / world_size();
 }
 
@@ -185,8 +188,8 @@ std::uint64_t BucketedSampler::config_hash() const {
   hash.add(mode());
   hash.add(static_cast<std::int64_t>(config_.lengths->size()));
   hash.add(lengths_hash_);
-  for (std::int64_t value : {config_.max_tokens, config_.max_batch_size, config_.batch_size_multiple, config_.megabatch,
-                             config_.step_group})
+  for (std::int64_t value :
+       {config_.max_tokens, config_.max_batch_size, config_.batch_size_multiple, config_.megabatch, config_.step_group})
     hash.add(value);
   hash.add(static_cast<std::uint8_t>(config_.most_expensive_first));
   hash.add(static_cast<std::uint8_t>(config_.shuffle));

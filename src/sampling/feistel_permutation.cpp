@@ -46,6 +46,8 @@ void FeistelPermutation::permute(std::int64_t* values, std::size_t count, std::u
   }
 }
 
-std::uint64_t FeistelPermutation::tweak_key(std::uint64_t tweak) noexcept { return mix64(tweak ^ 0x5bd1e9955bd1e995ULL); }
+std::uint64_t FeistelPermutation::tweak_key(std::uint64_t tweak) noexcept {
+  return mix64(tweak ^ 0x5bd1e9955bd1e995ULL);
+}
 
 }  // namespace strider

@@ -56,9 +56,9 @@ std::vector<std::int64_t> synthetic_lengths(const std::string& spec, std::int64_
   const std::string kind = spec.substr(0, colon);
   const auto parameters = parse_parameters(spec, colon == std::string::npos ? "" : spec.substr(colon + 1));
   const double low = parameter(parameters, spec, "min"), high = parameter(parameters, spec, "max");
-  if (!(low >= 1 && low <= high))
-    STRIDER_THROW(UsageError, "lengths '" + spec + "': need 1 <= min <= max");
-  const auto min_length = static_cast<std::int64_t>(std::ceil(low)), max_length = static_cast<std::int64_t>(std::floor(high));
+  if (!(low >= 1 && low <= high)) STRIDER_THROW(UsageError, "lengths '" + spec + "': need 1 <= min <= max");
+  const auto min_length = static_cast<std::int64_t>(std::ceil(low)),
+             max_length = static_cast<std::int64_t>(std::floor(high));
 
   std::mt19937_64 engine(derive_seed(seed, 0, lengths_stream));
   std::vector<std::int64_t> lengths(static_cast<std::size_t>(count));
@@ -69,8 +69,8 @@ std::vector<std::int64_t> synthetic_lengths(const std::string& spec, std::int64_
     const double log_median = std::log(median);
     for (std::int64_t& length : lengths) {
       // Box-Muller, one normal per pair of uniforms (simple, portable).
-      const double normal = std::sqrt(-2.0 * std::log(unit_open_below(engine))) *
-                            std::cos(6.283185307179586 * unit_open_below(engine));
+      const double normal =
+          std::sqrt(-2.0 * std::log(unit_open_below(engine))) * std::cos(6.283185307179586 * unit_open_below(engine));
       const double value = std::exp(log_median + sigma * normal);
       length = std::clamp(static_cast<std::int64_t>(std::llround(std::min(value, 9.0e18))), min_length, max_length);
     }
@@ -78,7 +78,8 @@ std::vector<std::int64_t> synthetic_lengths(const std::string& spec, std::int64_
     const auto span = static_cast<std::uint64_t>(max_length - min_length + 1);
     for (std::int64_t& length : lengths) length = min_length + static_cast<std::int64_t>(uniform_below(engine, span));
   } else {
-    STRIDER_THROW(UsageError, "lengths '" + spec + "': unknown distribution '" + kind + "' (known: lognormal, uniform)");
+    STRIDER_THROW(UsageError,
+                  "lengths '" + spec + "': unknown distribution '" + kind + "' (known: lognormal, uniform)");
   }
   return lengths;
 }

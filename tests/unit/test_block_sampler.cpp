@@ -1,6 +1,5 @@
 // The block sampler: invariants, exact coverage, locality of reads, 64-bit sizes, errors.
 #include <catch2/catch.hpp>
-
 #include <set>
 #include <tuple>
 
@@ -37,13 +36,17 @@ std::vector<std::int64_t> rank_epoch(const Sampler& sampler) {
 TEST_CASE("block sampler: invariants of every mode", "[block]") {
   for (const auto& [n, batch, block_size, window, drop_last, world] :
        {std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, bool, int>{1000, 16, 32, 2, false, 3},
-        {1001, 7, 10, 1, true, 4}, {50, 4, 100, 8, false, 3}, {9, 0, 2, 2, false, 4}, {640, 32, 64, 4, false, 2}}) {
+        {1001, 7, 10, 1, true, 4},
+        {50, 4, 100, 8, false, 3},
+        {9, 0, 2, 2, false, 4},
+        {640, 32, 64, 4, false, 2}}) {
     CAPTURE(n, batch, block_size, window, drop_last, world);
     testing::InvariantOptions options;
     options.world_size = world;
     check_sampler_invariants(
         [&](int world_size, int rank) {
-          return std::make_unique<BlockSampler>(block_config(n, batch, block_size, window, drop_last), world_size, rank);
+          return std::make_unique<BlockSampler>(block_config(n, batch, block_size, window, drop_last), world_size,
+                                                rank);
         },
         options);
   }

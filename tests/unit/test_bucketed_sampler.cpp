@@ -1,7 +1,6 @@
 // The bucketed sampler: token budget, multiples, errors, world-size independence, elastic resume,
 // and the padding/balance targets on a log-normal length distribution.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 
 #include "sampler_properties.hpp"
@@ -114,7 +113,8 @@ TEST_CASE("bucketed sampler: clear errors for impossible options", "[bucketed][e
   REQUIRE_THROWS_WITH(make_sampler(options, 1, 0), Catch::Contains("100 lengths for a dataset of 99 samples"));
 }
 
-TEST_CASE("bucketed sampler: the batch sequence does not depend on the world size; elastic resume", "[bucketed][elastic]") {
+TEST_CASE("bucketed sampler: the batch sequence does not depend on the world size; elastic resume",
+          "[bucketed][elastic]") {
   const auto lengths = lognormal_lengths(2000, 3);
   BucketedSampler single(bucketed_config(lengths, 4096), 1, 0);
   single.set_epoch(1);
@@ -168,7 +168,8 @@ TEST_CASE("bucketed sampler: padding and balance targets (log-normal, 16384 toke
   options.max_tokens = 16384;
   options.megabatch = 64;
   const PlanStats bucketed = plan_stats(options, 4, 0);
-  CAPTURE(bucketed.padding_efficiency, bucketed.step_imbalance, bucketed.worst_step_imbalance, bucketed.mean_batch_size);
+  CAPTURE(bucketed.padding_efficiency, bucketed.step_imbalance, bucketed.worst_step_imbalance,
+          bucketed.mean_batch_size);
   REQUIRE(bucketed.padding_efficiency >= 0.9);
   REQUIRE(bucketed.step_imbalance <= 1.1);
 
@@ -179,8 +180,8 @@ TEST_CASE("bucketed sampler: padding and balance targets (log-normal, 16384 toke
   CAPTURE(fixed.padding_efficiency, fixed.step_imbalance);
   REQUIRE(fixed.padding_efficiency <= 0.5);
   REQUIRE(fixed.step_imbalance > bucketed.step_imbalance);
-  INFO("bucketed: efficiency " << bucketed.padding_efficiency << ", imbalance " << bucketed.step_imbalance
-                               << " (worst " << bucketed.worst_step_imbalance << "); fixed batches of "
-                               << options.batch_size << ": efficiency " << fixed.padding_efficiency << ", imbalance "
+  INFO("bucketed: efficiency " << bucketed.padding_efficiency << ", imbalance " << bucketed.step_imbalance << " (worst "
+                               << bucketed.worst_step_imbalance << "); fixed batches of " << options.batch_size
+                               << ": efficiency " << fixed.padding_efficiency << ", imbalance "
                                << fixed.step_imbalance);
 }

@@ -1,6 +1,5 @@
 // The streaming sampler and its Feistel permutation: exact coverage, invariants, 64-bit sizes.
 #include <catch2/catch.hpp>
-
 #include <limits>
 #include <random>
 #include <set>
@@ -93,7 +92,8 @@ TEST_CASE("Feistel permutation: tweaks give other bijections, keys other orders"
   REQUIRE(moved > 900);
   const FeistelPermutation other(1000, 43);
   int same = 0;
-  for (std::uint64_t position = 0; position < 1000; ++position) same += permutation(position) == other(position) ? 1 : 0;
+  for (std::uint64_t position = 0; position < 1000; ++position)
+    same += permutation(position) == other(position) ? 1 : 0;
   REQUIRE(same < 20);
 }
 
@@ -159,9 +159,11 @@ TEST_CASE("streaming permutation: exact coverage for 300 random N up to 1e7", "[
 }
 
 TEST_CASE("streaming sampler: distributed invariants", "[streaming]") {
-  for (const auto& [n, batch, drop_last, world] :
-       {std::tuple<std::int64_t, std::int64_t, bool, int>{100, 8, false, 3}, {101, 5, true, 4}, {7, 2, false, 3},
-        {5, 0, false, 8}, {1000, 16, false, 2}}) {
+  for (const auto& [n, batch, drop_last, world] : {std::tuple<std::int64_t, std::int64_t, bool, int>{100, 8, false, 3},
+                                                   {101, 5, true, 4},
+                                                   {7, 2, false, 3},
+                                                   {5, 0, false, 8},
+                                                   {1000, 16, false, 2}}) {
     CAPTURE(n, batch, drop_last, world);
     testing::InvariantOptions options;
     options.world_size = world;
@@ -198,8 +200,8 @@ TEST_CASE("streaming sampler: without shuffle it is the distributed sampler's un
 }
 
 TEST_CASE("streaming sampler: no 32-bit truncation for N > 2^32, up to 2^63 - 1", "[streaming]") {
-  for (const std::int64_t n : {(std::int64_t{1} << 40) + 3, std::int64_t{10'000'000'000},
-                               std::numeric_limits<std::int64_t>::max()}) {
+  for (const std::int64_t n :
+       {(std::int64_t{1} << 40) + 3, std::int64_t{10'000'000'000}, std::numeric_limits<std::int64_t>::max()}) {
     CAPTURE(n);
     const int world = 8;
     StreamingSampler sampler(streaming_config(n, 4, 9), world, 3);
@@ -222,12 +224,13 @@ TEST_CASE("streaming sampler: no 32-bit truncation for N > 2^32, up to 2^63 - 1"
       }
     }
     REQUIRE(distinct.size() == 403);  // positions 0..200, 200 from the middle, the last two
-    REQUIRE(above_32_bits > 150);  // N >= 1e10: more than half of [0, N) lies above 2^32
+    REQUIRE(above_32_bits > 150);     // N >= 1e10: more than half of [0, N) lies above 2^32
     // Resume in O(1) at a step far beyond 2^32 samples.
     const std::int64_t far_step = sampler.num_steps() - 3;
     const SamplerState saved = sampler.state(far_step);
     REQUIRE(static_cast<std::uint64_t>(saved.consumed) ==
-            std::min<std::uint64_t>(static_cast<std::uint64_t>(far_step) * 4 * world, std::numeric_limits<std::int64_t>::max()));
+            std::min<std::uint64_t>(static_cast<std::uint64_t>(far_step) * 4 * world,
+                                    std::numeric_limits<std::int64_t>::max()));
     StreamingSampler resumed(streaming_config(n, 4, 9), world, 3);
     REQUIRE(resumed.resume(saved) == far_step);
     std::vector<std::int64_t> again;

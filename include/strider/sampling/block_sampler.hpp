@@ -57,9 +57,9 @@ class BlockSampler final : public PartitionedSampler {
   void samples_at(std::int64_t* positions, std::size_t count) const;
 
   BlockSamplerConfig config_;
-  std::int64_t full_blocks_ = 0;   // N / S
-  std::int64_t window_size_ = 0;   // W * S positions (saturated)
-  FeistelPermutation block_order_;  // over the full blocks
+  std::int64_t full_blocks_ = 0;          // N / S
+  std::int64_t window_size_ = 0;          // W * S positions (saturated)
+  FeistelPermutation block_order_;        // over the full blocks
   FeistelPermutation window_order_;       // within a full window
   FeistelPermutation last_window_order_;  // within the rank's last, shorter window
 };

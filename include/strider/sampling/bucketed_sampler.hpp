@@ -63,7 +63,7 @@ class BucketedSampler final : public Sampler {
 
  private:
   struct Span {
-    std::int64_t first = 0;    // into samples_
+    std::int64_t first = 0;  // into samples_
     std::int64_t count = 0;
     std::int64_t longest = 0;  // tokens
     std::int64_t cost() const noexcept { return count * longest; }

@@ -67,9 +67,9 @@ class FeistelPermutation {
   }
 
   std::uint64_t size_ = 0;
-  int low_bits_ = 1;        // ceil(k/2)
-  int high_shift_ = 63;     // 64 - floor(k/2): keeps floor(k/2) bits of a mix
-  int low_shift_ = 63;      // 64 - ceil(k/2)
+  int low_bits_ = 1;     // ceil(k/2)
+  int high_shift_ = 63;  // 64 - floor(k/2): keeps floor(k/2) bits of a mix
+  int low_shift_ = 63;   // 64 - ceil(k/2)
   std::uint64_t low_mask_ = 1;
   std::array<std::uint64_t, rounds> keys_{};
 };

@@ -18,7 +18,9 @@ class PartitionedSampler : public Sampler {
   std::int64_t num_steps() const override { return partition_.num_steps(); }
   std::int64_t max_batch_size() const override { return partition_.max_batch_size(); }
   std::int64_t consumed_after(std::int64_t steps) const override { return partition_.consumed_after(steps); }
-  std::int64_t step_for_consumed(std::int64_t consumed) const override { return partition_.step_for_consumed(consumed); }
+  std::int64_t step_for_consumed(std::int64_t consumed) const override {
+    return partition_.step_for_consumed(consumed);
+  }
   std::int64_t global_batch_size() const override { return partition_.global_batch_size(); }
 
   /// Samples per rank per epoch: ceil(N/R), or floor(N/R) with drop_last.

@@ -36,7 +36,7 @@ class StreamingSampler final : public PartitionedSampler {
 
   /// The global index at this rank's position (0 <= position < samples_per_rank()). O(1).
   std::int64_t index_at(std::int64_t position) const;
-  /// The epoch's permutation of [0, N) (identity-free only with shuffle).
+  /// The epoch's permutation of [0, N) (empty and unused without shuffle).
   const FeistelPermutation& permutation() const noexcept { return permutation_; }
 
  private:
