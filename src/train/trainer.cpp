@@ -240,7 +240,8 @@ void TrainingRun::save_checkpoint() {
     save_model(*backend_, checkpoint);
     write_checkpoint(config_.checkpoint_path, checkpoint);
   });
-  if (comm_.is_root()) log_info("checkpoint written: epoch ", epoch_, " step ", steps_done_, " -> ", config_.checkpoint_path);
+  if (comm_.is_root())
+    log_info("checkpoint written: epoch ", sampler_->epoch(), " step ", steps_done_, " -> ", config_.checkpoint_path);
 }
 
 bool TrainingRun::train_epoch() {
