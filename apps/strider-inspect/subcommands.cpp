@@ -7,6 +7,7 @@ const std::vector<Subcommand>& subcommands() {
       {"plan", run_plan},
       {"info", run_info},
       {"dump", run_dump},
+      {"read-speed", run_read_speed},
   };
   return all;
 }

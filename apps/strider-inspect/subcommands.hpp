@@ -14,6 +14,7 @@ struct Subcommand {
 int run_plan(int argc, char** argv);
 int run_info(int argc, char** argv);
 int run_dump(int argc, char** argv);
+int run_read_speed(int argc, char** argv);
 
 /// Every subcommand, in the order --help lists them.
 const std::vector<Subcommand>& subcommands();
