@@ -5,6 +5,7 @@
 #
 #   scripts/gpu-check.sh [build-dir]        (default: build-gpu-check in the repository)
 #   STRIDER_CUDA_ARCHS=80 scripts/gpu-check.sh   (another architecture: A100 is 80, H100/H200 90)
+#   STRIDER_GPU_CHECK_BUILD_TIMEOUT_S=900 ...    (a slower machine; default 240 s, fine with 16 cores)
 #
 # Needs no network: it uses what is installed. When something is missing it says what, with the
 # Debian package that provides it (scripts/setup.sh installs those where the Debian archive is
@@ -18,6 +19,7 @@ build=${1:-$repo/build-gpu-check}
 archs=${STRIDER_CUDA_ARCHS:-90}
 cuda_root=${CUDA_HOME:-/usr/local/cuda}
 jobs=$(nproc 2>/dev/null || echo 4)
+build_timeout_s=${STRIDER_GPU_CHECK_BUILD_TIMEOUT_S:-240}
 started=$SECONDS
 
 say() { printf 'gpu-check: %s\n' "$*"; }
@@ -61,18 +63,22 @@ else
 fi
 
 # ---- Build ------------------------------------------------------------------------------------
+mkdir -p "$build"
 say "configuring $build (Release, CUDA architectures $archs, $generator)"
 if ! timeout 120 cmake -S "$repo" -B "$build" -G "$generator" -DCMAKE_BUILD_TYPE=Release -DSTRIDER_ENABLE_CUDA=ON \
-  -DCMAKE_CUDA_ARCHITECTURES="$archs" -DSTRIDER_BUILD_APPS=OFF -DSTRIDER_BUILD_TESTS=ON >"$build.configure.log" 2>&1; then
-  tail -n 30 "$build.configure.log"
-  say "FAILED: configure (log: $build.configure.log)"
+  -DCMAKE_CUDA_ARCHITECTURES="$archs" -DSTRIDER_BUILD_APPS=OFF -DSTRIDER_BUILD_TESTS=ON >"$build/gpu-check.configure.log" 2>&1; then
+  tail -n 30 "$build/gpu-check.configure.log"
+  say "FAILED: configure (log: $build/gpu-check.configure.log)"
   exit 1
 fi
 say "building the library, the gpu tests and the benchmark with $jobs jobs"
-if ! timeout 180 cmake --build "$build" -j "$jobs" --target strider_gpu_tests strider_gpu_benchmark \
-  >"$build.build.log" 2>&1; then
-  grep -E 'error|FAILED' "$build.build.log" | head -n 30
-  say "FAILED: build (log: $build.build.log)"
+timeout "$build_timeout_s" cmake --build "$build" -j "$jobs" --target strider_gpu_tests strider_gpu_benchmark \
+  >"$build/gpu-check.build.log" 2>&1
+build_status=$?
+if ((build_status != 0)); then
+  grep -E 'error|FAILED' "$build/gpu-check.build.log" | head -n 30
+  ((build_status == 124)) && say "the build took longer than $build_timeout_s s (STRIDER_GPU_CHECK_BUILD_TIMEOUT_S)"
+  say "FAILED: build (log: $build/gpu-check.build.log)"
   exit 1
 fi
 say "built in $((SECONDS - started)) s"
@@ -81,9 +87,9 @@ say "built in $((SECONDS - started)) s"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 \
   OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none
 say "ctest -L gpu"
-ctest --test-dir "$build" -L gpu --output-on-failure --timeout 120 2>&1 | tee "$build.ctest.log"
+ctest --test-dir "$build" -L gpu --output-on-failure --timeout 120 2>&1 | tee "$build/gpu-check.ctest.log"
 ctest_status=${PIPESTATUS[0]}
-skipped=$(grep -c '\*\*\*Skipped\|(Skipped)' "$build.ctest.log" || true)
+skipped=$(grep -c '\*\*\*Skipped\|(Skipped)' "$build/gpu-check.ctest.log" || true)
 
 # ---- Benchmark --------------------------------------------------------------------------------
 say "training benchmark (mlp, 8192 x 1024 float32 batches from pinned memory)"
