@@ -13,7 +13,8 @@
 namespace {
 
 constexpr const char* usage =
-    "usage: [mpirun -np R] strider-gen --out FILE [--kind features|images|sequences] [--samples N | --class-counts A,B,...]\n"
+    "usage: [mpirun -np R] strider-gen --out FILE [--kind features|images|sequences] [--samples N | --class-counts "
+    "A,B,...]\n"
     "Writes a synthetic dataset: features (Gaussian class clusters of --dim float32), images (uint8 [N, C, H, W]) or\n"
     "sequences (int32 tokens + int64 offsets, log-normal lengths, tokens that predict the label), with int32 labels\n"
     "written in class blocks. Deterministic from --seed whatever the number of ranks.";
@@ -25,29 +26,34 @@ int gen_main(strider::Communicator& world, int argc, char** argv) {
   std::string out, class_counts;
   const cli::Parsed parsed = world.collective_try([&] {
     po::options_description description("strider-gen options");
-    description.add_options()
-        ("out", po::value<std::string>(&out)->required(), "the file to write (truncated if it exists)")
-        ("kind", po::value<std::string>(&options.kind)->default_value(options.kind), "features | images | sequences")
-        ("samples", po::value<std::int64_t>(&options.samples)->default_value(options.samples), "N, with --classes")
-        ("classes", po::value<std::int64_t>(&options.classes)->default_value(options.classes), "K classes")
-        ("imbalance", po::value<double>(&options.imbalance)->default_value(options.imbalance),
-         "largest / smallest class count (1: balanced); counts fall geometrically from class 0")
-        ("class-counts", po::value<std::string>(&class_counts), "rows per class, e.g. 10000,200,50 (overrides --samples/--classes)")
-        ("seed", po::value<std::int64_t>(&options.seed)->default_value(options.seed), "the seed")
-        ("dim", po::value<std::int64_t>(&options.dim)->default_value(options.dim), "features: floats per sample")
-        ("noise", po::value<double>(&options.noise)->default_value(options.noise), "features: noise around the class centres")
-        ("channels", po::value<std::int64_t>(&options.channels)->default_value(options.channels), "images: C")
-        ("height", po::value<std::int64_t>(&options.height)->default_value(options.height), "images: H")
-        ("width", po::value<std::int64_t>(&options.width)->default_value(options.width), "images: W")
-        ("min-len", po::value<std::int64_t>(&options.min_length)->default_value(options.min_length), "sequences: shortest")
-        ("max-len", po::value<std::int64_t>(&options.max_length)->default_value(options.max_length), "sequences: longest")
-        ("median-len", po::value<std::int64_t>(&options.median_length)->default_value(options.median_length), "sequences: median length")
-        ("vocab", po::value<std::int64_t>(&options.vocab)->default_value(options.vocab), "sequences: tokens in [0, vocab)")
-        ("layout", po::value<std::string>(&options.layout)->default_value(options.layout), "contiguous | chunked")
-        ("chunk-rows", po::value<std::int64_t>(&options.chunk_rows)->default_value(0),
-         "chunked: rows (sequences: tokens) per chunk; 0: about 64 KiB")
-        ("compress", po::value<int>(&options.compression)->default_value(0), "deflate level 1..9 (implies chunked); 0: none")
-        ("no-progress", po::bool_switch(), "no progress lines");
+    description.add_options()("out", po::value<std::string>(&out)->required(),
+                              "the file to write (truncated if it exists)")(
+        "kind", po::value<std::string>(&options.kind)->default_value(options.kind), "features | images | sequences")(
+        "samples", po::value<std::int64_t>(&options.samples)->default_value(options.samples), "N, with --classes")(
+        "classes", po::value<std::int64_t>(&options.classes)->default_value(options.classes), "K classes")(
+        "imbalance", po::value<double>(&options.imbalance)->default_value(options.imbalance),
+        "largest / smallest class count (1: balanced); counts fall geometrically from class 0")(
+        "class-counts", po::value<std::string>(&class_counts),
+        "rows per class, e.g. 10000,200,50 (overrides --samples/--classes)")(
+        "seed", po::value<std::int64_t>(&options.seed)->default_value(options.seed), "the seed")(
+        "dim", po::value<std::int64_t>(&options.dim)->default_value(options.dim), "features: floats per sample")(
+        "noise", po::value<double>(&options.noise)->default_value(options.noise),
+        "features: noise around the class centres")(
+        "channels", po::value<std::int64_t>(&options.channels)->default_value(options.channels), "images: C")(
+        "height", po::value<std::int64_t>(&options.height)->default_value(options.height), "images: H")(
+        "width", po::value<std::int64_t>(&options.width)->default_value(options.width), "images: W")(
+        "min-len", po::value<std::int64_t>(&options.min_length)->default_value(options.min_length),
+        "sequences: shortest")("max-len",
+                               po::value<std::int64_t>(&options.max_length)->default_value(options.max_length),
+                               "sequences: longest")(
+        "median-len", po::value<std::int64_t>(&options.median_length)->default_value(options.median_length),
+        "sequences: median length")("vocab", po::value<std::int64_t>(&options.vocab)->default_value(options.vocab),
+                                    "sequences: tokens in [0, vocab)")(
+        "layout", po::value<std::string>(&options.layout)->default_value(options.layout), "contiguous | chunked")(
+        "chunk-rows", po::value<std::int64_t>(&options.chunk_rows)->default_value(0),
+        "chunked: rows (sequences: tokens) per chunk; 0: about 64 KiB")(
+        "compress", po::value<int>(&options.compression)->default_value(0),
+        "deflate level 1..9 (implies chunked); 0: none")("no-progress", po::bool_switch(), "no progress lines");
     cli::add_dataset_options(description, options.keys);
     cli::Parsed result = cli::parse(cli::arguments(argc, argv, 1), description, usage);
     if (!result.help && !class_counts.empty()) options.class_counts = cli::parse_int_list(class_counts, "class-counts");
@@ -62,9 +68,10 @@ int gen_main(strider::Communicator& world, int argc, char** argv) {
   std::ostringstream line;
   line << "wrote " << out << ": " << summary.samples << " " << options.kind << " samples";
   if (options.kind == "sequences") line << " (" << summary.tokens << " tokens)";
-  line << ", " << summary.class_counts.size() << " classes, " << (options.compression > 0 ? "chunked+deflate" : options.layout)
-       << ", " << std::fixed << std::setprecision(1) << static_cast<double>(summary.bytes) / 1e6 << " MB in "
-       << std::setprecision(2) << seconds << " s on " << world.size() << " rank" << (world.size() > 1 ? "s" : "");
+  line << ", " << summary.class_counts.size() << " classes, "
+       << (options.compression > 0 ? "chunked+deflate" : options.layout) << ", " << std::fixed << std::setprecision(1)
+       << static_cast<double>(summary.bytes) / 1e6 << " MB in " << std::setprecision(2) << seconds << " s on "
+       << world.size() << " rank" << (world.size() > 1 ? "s" : "");
   print_on_root(line.str());
   return 0;
 }

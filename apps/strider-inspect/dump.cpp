@@ -6,7 +6,7 @@
 #include <limits>
 #include <sstream>
 
-#include "common/cli.hpp"
+#include "file_options.hpp"
 #include "strider/comm/mpi_runtime.hpp"
 #include "subcommands.hpp"
 
@@ -29,13 +29,20 @@ void print_values(std::ostream& out, const std::byte* bytes, std::int64_t count)
 
 void print_row(std::ostream& out, ElementType type, const std::byte* bytes, std::int64_t count) {
   switch (type) {
-    case ElementType::int8: return print_values<std::int8_t>(out, bytes, count);
-    case ElementType::uint8: return print_values<std::uint8_t>(out, bytes, count);
-    case ElementType::int16: return print_values<std::int16_t>(out, bytes, count);
-    case ElementType::uint16: return print_values<std::uint16_t>(out, bytes, count);
-    case ElementType::int32: return print_values<std::int32_t>(out, bytes, count);
-    case ElementType::uint32: return print_values<std::uint32_t>(out, bytes, count);
-    case ElementType::int64: return print_values<std::int64_t>(out, bytes, count);
+    case ElementType::int8:
+      return print_values<std::int8_t>(out, bytes, count);
+    case ElementType::uint8:
+      return print_values<std::uint8_t>(out, bytes, count);
+    case ElementType::int16:
+      return print_values<std::int16_t>(out, bytes, count);
+    case ElementType::uint16:
+      return print_values<std::uint16_t>(out, bytes, count);
+    case ElementType::int32:
+      return print_values<std::int32_t>(out, bytes, count);
+    case ElementType::uint32:
+      return print_values<std::uint32_t>(out, bytes, count);
+    case ElementType::int64:
+      return print_values<std::int64_t>(out, bytes, count);
     case ElementType::uint64:
       for (std::int64_t i = 0; i < count; ++i) {
         std::uint64_t value;
@@ -43,8 +50,10 @@ void print_row(std::ostream& out, ElementType type, const std::byte* bytes, std:
         out << ' ' << value;
       }
       return;
-    case ElementType::float32: return print_values<float>(out, bytes, count);
-    case ElementType::float64: return print_values<double>(out, bytes, count);
+    case ElementType::float32:
+      return print_values<float>(out, bytes, count);
+    case ElementType::float64:
+      return print_values<double>(out, bytes, count);
   }
 }
 
@@ -52,20 +61,14 @@ int dump_main(Communicator& world, int argc, char** argv) {
   ReaderOptions reader_options;
   std::string path, indices_text;
   std::vector<std::int64_t> indices;
-  const cli::Parsed parsed = world.collective_try([&] {
-    cli::po::options_description description("dump options");
-    description.add_options()("file", cli::po::value<std::string>(&path)->required(), "the dataset file")(
-        "indices", cli::po::value<std::string>(&indices_text)->required(), "rows to print, in this order: 5,3,9");
-    cli::add_dataset_options(description, reader_options.keys, &reader_options.engine);
-    cli::po::positional_options_description positional;
-    positional.add("file", 1);
-    cli::Parsed result = cli::parse(cli::arguments(argc, argv, 2), description,
-                                    "usage: strider-inspect dump FILE --indices 5,3,9 [--engine auto|hdf5|direct|mmap]\n"
-                                    "Prints the rows through the pipeline's reader, one line each: index label v0 v1 ...",
-                                    &positional);
-    if (!result.help) indices = cli::parse_int_list(indices_text, "indices");
-    return result;
-  });
+  cli::po::options_description description("dump options");
+  description.add_options()("indices", cli::po::value<std::string>(&indices_text)->required(),
+                            "rows to print, in this order: 5,3,9");
+  const cli::Parsed parsed = parse_file_command(
+      world, argc, argv, description,
+      "usage: strider-inspect dump FILE --indices 5,3,9 [--engine auto|hdf5|direct|mmap]\n"
+      "Prints the rows through the pipeline's reader, one line each: index label v0 v1 ...",
+      path, reader_options, [&](const cli::Parsed&) { indices = cli::parse_int_list(indices_text, "indices"); });
   if (parsed.help) return 0;
 
   std::unique_ptr<BatchReader> reader = open_reader(world, path, reader_options);
@@ -74,7 +77,8 @@ int dump_main(Communicator& world, int argc, char** argv) {
   world.collective_try([&] {
     for (std::int64_t index : indices)
       if (index < 0 || index >= rows)
-        STRIDER_THROW(UsageError, "--indices: " + std::to_string(index) + " is outside [0, " + std::to_string(rows) + ") of " + path);
+        STRIDER_THROW(UsageError, "--indices: " + std::to_string(index) + " is outside [0, " + std::to_string(rows) +
+                                      ") of " + path);
   });
   if (!world.is_root()) return 0;
   const auto count = static_cast<std::int64_t>(indices.size());

@@ -9,7 +9,7 @@
 #include <map>
 #include <sstream>
 
-#include "common/cli.hpp"
+#include "file_options.hpp"
 #include "strider/comm/mpi_runtime.hpp"
 #include "strider/core/json_writer.hpp"
 #include "subcommands.hpp"
@@ -34,24 +34,21 @@ std::vector<std::int64_t> length_buckets(const std::vector<std::int64_t>& length
   }
   return buckets;
 }
-std::int64_t bucket_low(std::size_t bucket) { return bucket == 0 ? 0 : std::int64_t{1} << (bucket - 1); }
+std::int64_t bucket_low(std::size_t bucket) {
+  return bucket == 0 ? 0 : std::int64_t{1} << (bucket - 1);
+}
 
 int info_main(Communicator& world, int argc, char** argv) {
   ReaderOptions reader_options;
   std::string path;
   bool json = false;
-  const cli::Parsed parsed = world.collective_try([&] {
-    cli::po::options_description description("info options");
-    description.add_options()("file", cli::po::value<std::string>(&path)->required(), "the dataset file")(
-        "json", cli::po::bool_switch(&json), "print one JSON object");
-    cli::add_dataset_options(description, reader_options.keys, &reader_options.engine);
-    cli::po::positional_options_description positional;
-    positional.add("file", 1);
-    return cli::parse(cli::arguments(argc, argv, 2), description,
-                      "usage: strider-inspect info FILE [--json] [--data-key K ...]\n"
-                      "Shape, type, layout, chunking, size, engine, class and length histograms of a dataset file.",
-                      &positional);
-  });
+  cli::po::options_description description("info options");
+  description.add_options()("json", cli::po::bool_switch(&json), "print one JSON object");
+  const cli::Parsed parsed =
+      parse_file_command(world, argc, argv, description,
+                         "usage: strider-inspect info FILE [--json] [--data-key K ...]\n"
+                         "Shape, type, layout, chunking, size, engine, class and length histograms of a dataset file.",
+                         path, reader_options);
   if (parsed.help) return 0;
 
   std::unique_ptr<BatchReader> reader = open_reader(world, path, reader_options);
@@ -95,7 +92,8 @@ int info_main(Communicator& world, int argc, char** argv) {
     writer.key("length_histogram");
     writer.begin_array();
     for (std::size_t b = 0; b < buckets.size(); ++b)
-      if (buckets[b] > 0) writer.array(std::vector<std::int64_t>{bucket_low(b), b == 0 ? 1 : bucket_low(b) * 2, buckets[b]});
+      if (buckets[b] > 0)
+        writer.array(std::vector<std::int64_t>{bucket_low(b), b == 0 ? 1 : bucket_low(b) * 2, buckets[b]});
     writer.end_array();
     if (info.variable_length) {
       writer.field("min_length", min_length);
@@ -106,10 +104,12 @@ int info_main(Communicator& world, int argc, char** argv) {
   } else {
     out << "file:     " << path << " (" << file_bytes << " bytes)\n";
     if (info.variable_length) {
-      out << "kind:     sequences: " << info.num_samples << " rows, " << info.num_tokens << " " << element_name(info.element_type)
-          << " tokens (" << reader_options.keys.tokens << " + " << reader_options.keys.offsets << ")\n";
+      out << "kind:     sequences: " << info.num_samples << " rows, " << info.num_tokens << " "
+          << element_name(info.element_type) << " tokens (" << reader_options.keys.tokens << " + "
+          << reader_options.keys.offsets << ")\n";
       out << "lengths:  min " << min_length << ", max " << max_length << ", mean "
-          << static_cast<double>(info.num_tokens == 0 ? 0 : info.num_tokens) / static_cast<double>(info.num_samples) << "\n";
+          << static_cast<double>(info.num_tokens == 0 ? 0 : info.num_tokens) / static_cast<double>(info.num_samples)
+          << "\n";
     } else {
       std::vector<std::int64_t> shape{info.num_samples};
       shape.insert(shape.end(), info.sample_shape.begin(), info.sample_shape.end());
@@ -137,7 +137,8 @@ int info_main(Communicator& world, int argc, char** argv) {
     if (info.variable_length) {
       out << "length histogram:";
       for (std::size_t b = 0; b < buckets.size(); ++b)
-        if (buckets[b] > 0) out << " [" << bucket_low(b) << "," << (b == 0 ? 1 : bucket_low(b) * 2) << "):" << buckets[b];
+        if (buckets[b] > 0)
+          out << " [" << bucket_low(b) << "," << (b == 0 ? 1 : bucket_low(b) * 2) << "):" << buckets[b];
       out << "\n";
     }
   }

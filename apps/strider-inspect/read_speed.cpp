@@ -11,7 +11,7 @@
 #include <iostream>
 #include <sstream>
 
-#include "common/cli.hpp"
+#include "file_options.hpp"
 #include "strider/comm/mpi_runtime.hpp"
 #include "strider/core/log.hpp"
 #include "subcommands.hpp"
@@ -33,29 +33,24 @@ int read_speed_main(Communicator& world, int argc, char** argv) {
   std::string path;
   std::int64_t steps = 1000;
   bool per_row = false;
-  const cli::Parsed parsed = world.collective_try([&] {
-    cli::po::options_description description("read-speed options");
-    description.add_options()("file", cli::po::value<std::string>(&path)->required(), "the dataset file")(
-        "steps", cli::po::value<std::int64_t>(&steps)->default_value(steps), "batches per rank (at most one epoch)")(
-        "seed", cli::po::value<std::int64_t>(&sampler.seed)->default_value(0), "the sampler's seed")(
-        "copy-threads", cli::po::value<int>(&reader_options.copy_threads)->default_value(1), "direct/mmap copy threads")(
-        "per-row", cli::po::bool_switch(&per_row), "one read() per row instead of one per batch");
-    cli::add_dataset_options(description, reader_options.keys, &reader_options.engine);
-    cli::add_sampler_options(description, sampler);
-    cli::po::positional_options_description positional;
-    positional.add("file", 1);
-    cli::Parsed result = cli::parse(cli::arguments(argc, argv, 2), description,
-                                    "usage: [mpirun -np R] strider-inspect read-speed FILE [--engine E] [--batch-size 256] [--steps 1000]\n"
-                                    "Reads shuffled batches with one engine and prints samples/s over all ranks.",
-                                    &positional);
-    if (!result.help) cli::finish_sampler_options(result.values, sampler);
-    return result;
-  });
+  cli::po::options_description description("read-speed options");
+  description.add_options()("steps", cli::po::value<std::int64_t>(&steps)->default_value(steps),
+                            "batches per rank (at most one epoch)")(
+      "seed", cli::po::value<std::int64_t>(&sampler.seed)->default_value(0), "the sampler's seed")(
+      "copy-threads", cli::po::value<int>(&reader_options.copy_threads)->default_value(1), "direct/mmap copy threads")(
+      "per-row", cli::po::bool_switch(&per_row), "one read() per row instead of one per batch");
+  cli::add_sampler_options(description, sampler);
+  const cli::Parsed parsed = parse_file_command(
+      world, argc, argv, description,
+      "usage: [mpirun -np R] strider-inspect read-speed FILE [--engine E] [--batch-size 256] [--steps 1000]\n"
+      "Reads shuffled batches with one engine and prints samples/s over all ranks.",
+      path, reader_options, [&](const cli::Parsed& result) { cli::finish_sampler_options(result.values, sampler); });
   if (parsed.help) return 0;
 
   std::unique_ptr<BatchReader> reader = open_reader(world, path, reader_options);
   sampler.dataset_size = reader->info().num_samples;
-  std::unique_ptr<Sampler> plan = world.collective_try([&] { return make_sampler(sampler, world.size(), world.rank()); });
+  std::unique_ptr<Sampler> plan =
+      world.collective_try([&] { return make_sampler(sampler, world.size(), world.rank()); });
   plan->set_epoch(0);
   steps = std::min(steps, plan->num_steps());
   std::vector<std::vector<std::int64_t>> batches(static_cast<std::size_t>(steps));
@@ -97,11 +92,13 @@ int read_speed_main(Communicator& world, int argc, char** argv) {
   const std::int64_t calls = world.all_reduce(stats.read_calls, ReduceOp::sum);
   std::ostringstream line;
   line << std::fixed << std::setprecision(0) << "read-speed " << reader->engine() << (per_row ? " per-row" : "") << ": "
-       << world.size() << " ranks, " << all_rows << " samples in " << std::setprecision(3) << slowest << " s = "
-       << std::setprecision(0) << static_cast<double>(all_rows) / slowest << " samples/s, " << std::setprecision(1)
-       << static_cast<double>(useful) / slowest / 1e6 << " MB/s useful, read/useful " << std::setprecision(2)
-       << (useful > 0 ? static_cast<double>(read) / static_cast<double>(useful) : 0.0) << ", " << std::setprecision(1)
-       << static_cast<double>(calls) / static_cast<double>(std::max<std::int64_t>(1, steps * world.size())) << " read calls per batch, " << std::setprecision(0) << static_cast<double>(all_rows) / cpu_seconds
+       << world.size() << " ranks, " << all_rows << " samples in " << std::setprecision(3) << slowest
+       << " s = " << std::setprecision(0) << static_cast<double>(all_rows) / slowest << " samples/s, "
+       << std::setprecision(1) << static_cast<double>(useful) / slowest / 1e6 << " MB/s useful, read/useful "
+       << std::setprecision(2) << (useful > 0 ? static_cast<double>(read) / static_cast<double>(useful) : 0.0) << ", "
+       << std::setprecision(1)
+       << static_cast<double>(calls) / static_cast<double>(std::max<std::int64_t>(1, steps * world.size()))
+       << " read calls per batch, " << std::setprecision(0) << static_cast<double>(all_rows) / cpu_seconds
        << " samples per CPU-second";
   print_on_root(line.str());
   return 0;

@@ -64,10 +64,12 @@ class Hdf5Reader final : public ReaderBase {
       }
       if (blocks == 0) continue;
       const hsize_t memory_elements = static_cast<hsize_t>(group_elements);
-      H5Dataspace memory_space(STRIDER_H5_CHECK(H5Screate_simple(1, &memory_elements, nullptr), "creating a memory space"));
-      STRIDER_H5_CHECK(H5Dread(data_.get(), memory_type_, memory_space.get(), file_space_.get(), transfer_.get(),
-                               scratch_.data() + done_elements * size),
-                       "reading " + dataset_.data_key + " rows " + describe_rows(group_first_run, run) + " of " + dataset_.path);
+      H5Dataspace memory_space(
+          STRIDER_H5_CHECK(H5Screate_simple(1, &memory_elements, nullptr), "creating a memory space"));
+      STRIDER_H5_CHECK(
+          H5Dread(data_.get(), memory_type_, memory_space.get(), file_space_.get(), transfer_.get(),
+                  scratch_.data() + done_elements * size),
+          "reading " + dataset_.data_key + " rows " + describe_rows(group_first_run, run) + " of " + dataset_.path);
       done_elements += group_elements;
       stats_.read_calls += 1;
     }
@@ -84,7 +86,8 @@ class Hdf5Reader final : public ReaderBase {
   std::pair<std::int64_t, std::int64_t> run_extent(const BatchPlan::Run& run) const {
     const std::int64_t first_row = plan_.unique_rows[run.first_slot];
     const std::int64_t last_row = plan_.unique_rows[run.first_slot + run.slots - 1];
-    if (dataset_.info.variable_length) return {dataset_.offsets[first_row], dataset_.offsets[last_row + 1] - dataset_.offsets[first_row]};
+    if (dataset_.info.variable_length)
+      return {dataset_.offsets[first_row], dataset_.offsets[last_row + 1] - dataset_.offsets[first_row]};
     return {first_row, run.slots * dataset_.row_elements};
   }
   /// Extent along dimension 0 of a block of `elements` elements.

@@ -24,7 +24,8 @@ namespace {
 void check_local_file(const std::string& path) {
   struct stat status {};
   if (::stat(path.c_str(), &status) != 0)
-    throw DataError("cannot open " + path + ": " + std::strerror(errno), detail::relative_source_path(__FILE__), __LINE__);
+    throw DataError("cannot open " + path + ": " + std::strerror(errno), detail::relative_source_path(__FILE__),
+                    __LINE__);
   if (!S_ISREG(status.st_mode))
     throw DataError("cannot open " + path + ": not a regular file", detail::relative_source_path(__FILE__), __LINE__);
   const htri_t is_hdf5 = H5Fis_hdf5(path.c_str());
@@ -57,17 +58,23 @@ ElementType element_type_of(const OpenedDataset& dataset, hid_t type, const std:
   if (type_class == H5T_INTEGER) {
     const bool is_signed = STRIDER_H5_CHECK(H5Tget_sign(type), "reading the sign of " + key) == H5T_SGN_2;
     switch (bytes) {
-      case 1: return is_signed ? ElementType::int8 : ElementType::uint8;
-      case 2: return is_signed ? ElementType::int16 : ElementType::uint16;
-      case 4: return is_signed ? ElementType::int32 : ElementType::uint32;
-      case 8: return is_signed ? ElementType::int64 : ElementType::uint64;
-      default: break;
+      case 1:
+        return is_signed ? ElementType::int8 : ElementType::uint8;
+      case 2:
+        return is_signed ? ElementType::int16 : ElementType::uint16;
+      case 4:
+        return is_signed ? ElementType::int32 : ElementType::uint32;
+      case 8:
+        return is_signed ? ElementType::int64 : ElementType::uint64;
+      default:
+        break;
     }
   } else if (type_class == H5T_FLOAT) {
     if (bytes == 4) return ElementType::float32;
     if (bytes == 8) return ElementType::float64;
   }
-  const char* names[] = {"integer", "float", "time", "string", "bitfield", "opaque", "compound", "reference", "enum", "vlen", "array"};
+  const char* names[] = {"integer",  "float",     "time", "string", "bitfield", "opaque",
+                         "compound", "reference", "enum", "vlen",   "array"};
   const std::string name = type_class >= 0 && type_class < 11 ? names[type_class] : "unknown";
   STRIDER_DATA_FAIL(key + " has an unsupported type (" + std::to_string(bytes) + "-byte " + name +
                     "); strider reads 1, 2, 4 or 8-byte integers and 4 or 8-byte floats");
@@ -82,11 +89,13 @@ struct DatasetHandles {
 
 DatasetHandles open_dataset(const OpenedDataset& dataset, hid_t file, const std::string& key) {
   DatasetHandles handles;
-  handles.dataset.reset(STRIDER_H5_CHECK(H5Dopen2(file, key.c_str(), H5P_DEFAULT), "opening " + key + " (is it a dataset?)"));
+  handles.dataset.reset(
+      STRIDER_H5_CHECK(H5Dopen2(file, key.c_str(), H5P_DEFAULT), "opening " + key + " (is it a dataset?)"));
   H5Dataspace space(STRIDER_H5_CHECK(H5Dget_space(handles.dataset.get()), "reading the shape of " + key));
   const int rank = STRIDER_H5_CHECK(H5Sget_simple_extent_ndims(space.get()), "reading the rank of " + key);
   std::vector<hsize_t> dims(static_cast<std::size_t>(rank));
-  if (rank > 0) STRIDER_H5_CHECK(H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr), "reading the shape of " + key);
+  if (rank > 0)
+    STRIDER_H5_CHECK(H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr), "reading the shape of " + key);
   handles.dims.assign(dims.begin(), dims.end());
   H5Datatype type(STRIDER_H5_CHECK(H5Dget_type(handles.dataset.get()), "reading the type of " + key));
   handles.type = element_type_of(dataset, type.get(), key);
@@ -102,24 +111,30 @@ std::string shape_text(const std::vector<std::int64_t>& dims) {
 
 /// Layout, chunking, filters and (for contiguous data) the file offset of the data dataset.
 void inspect_layout(OpenedDataset& dataset, hid_t data, bool native) {
-  H5PropertyList create(STRIDER_H5_CHECK(H5Dget_create_plist(data), "reading the creation properties of " + dataset.data_key));
+  H5PropertyList create(
+      STRIDER_H5_CHECK(H5Dget_create_plist(data), "reading the creation properties of " + dataset.data_key));
   const H5D_layout_t layout = H5Pget_layout(create.get());
   DatasetInfo& info = dataset.info;
-  info.layout = layout == H5D_CHUNKED ? "chunked" : layout == H5D_COMPACT ? "compact" : layout == H5D_CONTIGUOUS ? "contiguous" : "other";
+  info.layout = layout == H5D_CHUNKED      ? "chunked"
+                : layout == H5D_COMPACT    ? "compact"
+                : layout == H5D_CONTIGUOUS ? "contiguous"
+                                           : "other";
   const int filters = STRIDER_H5_CHECK(H5Pget_nfilters(create.get()), "reading the filters of " + dataset.data_key);
   info.compressed = filters > 0;
   for (int i = 0; i < filters; ++i) {
     unsigned flags = 0;
     std::size_t values = 0;
     char name[64] = {0};
-    const H5Z_filter_t filter = H5Pget_filter2(create.get(), static_cast<unsigned>(i), &flags, &values, nullptr, sizeof name, name, nullptr);
+    const H5Z_filter_t filter =
+        H5Pget_filter2(create.get(), static_cast<unsigned>(i), &flags, &values, nullptr, sizeof name, name, nullptr);
     if (filter < 0 || H5Zfilter_avail(filter) <= 0)
       STRIDER_DATA_FAIL(dataset.data_key + " is compressed with filter " + std::to_string(filter) + " (" + name +
                         ") that this HDF5 library does not have");
   }
   if (layout == H5D_CHUNKED) {
     std::vector<hsize_t> chunk(dataset.dims.size());
-    STRIDER_H5_CHECK(H5Pget_chunk(create.get(), static_cast<int>(chunk.size()), chunk.data()), "reading the chunk shape of " + dataset.data_key);
+    STRIDER_H5_CHECK(H5Pget_chunk(create.get(), static_cast<int>(chunk.size()), chunk.data()),
+                     "reading the chunk shape of " + dataset.data_key);
     info.chunk_shape.assign(chunk.begin(), chunk.end());
     for (std::size_t d = 1; d < chunk.size(); ++d)
       dataset.chunks_across_row *= (dataset.dims[d] + info.chunk_shape[d] - 1) / info.chunk_shape[d];
@@ -160,7 +175,8 @@ OpenedFile open_and_validate(const Communicator& comm, OpenedDataset& dataset, c
   H5PropertyList access(STRIDER_H5_CHECK(H5Pcreate(H5P_FILE_ACCESS), "creating a file access property list"));
   STRIDER_H5_CHECK(H5Pset_fapl_mpio(access.get(), comm.native(), MPI_INFO_NULL), "selecting the MPI-IO driver");
   STRIDER_H5_CHECK(H5Pset_all_coll_metadata_ops(access.get(), true), "making metadata reads collective");
-  opened.file.reset(STRIDER_H5_CHECK(H5Fopen(dataset.path.c_str(), H5F_ACC_RDONLY, access.get()), "opening " + dataset.path));
+  opened.file.reset(
+      STRIDER_H5_CHECK(H5Fopen(dataset.path.c_str(), H5F_ACC_RDONLY, access.get()), "opening " + dataset.path));
   const hid_t file = opened.file.get();
   const DatasetKeys& keys = options.keys;
   DatasetInfo& info = dataset.info;
@@ -174,19 +190,24 @@ OpenedFile open_and_validate(const Communicator& comm, OpenedDataset& dataset, c
     info.sample_shape.assign(data.dims.begin() + 1, data.dims.end());
     dataset.row_elements = 1;
     for (std::int64_t extent : info.sample_shape) dataset.row_elements *= extent;
-    if (info.num_samples == 0 || dataset.row_elements == 0) STRIDER_DATA_FAIL(keys.data + " is empty (shape " + shape_text(data.dims) + ")");
+    if (info.num_samples == 0 || dataset.row_elements == 0)
+      STRIDER_DATA_FAIL(keys.data + " is empty (shape " + shape_text(data.dims) + ")");
   } else if (link_exists(file, keys.tokens)) {
     if (!link_exists(file, keys.offsets))
       STRIDER_DATA_FAIL("it has " + keys.tokens + " but no " + keys.offsets + " (sequences need both)");
     info.variable_length = true;
     dataset.data_key = keys.tokens;
     data = open_dataset(dataset, file, keys.tokens);
-    if (data.dims.size() != 1) STRIDER_DATA_FAIL(keys.tokens + " must be one-dimensional, has shape " + shape_text(data.dims));
+    if (data.dims.size() != 1)
+      STRIDER_DATA_FAIL(keys.tokens + " must be one-dimensional, has shape " + shape_text(data.dims));
     info.num_tokens = data.dims[0];
     DatasetHandles offsets = open_dataset(dataset, file, keys.offsets);
-    if (offsets.dims.size() != 1) STRIDER_DATA_FAIL(keys.offsets + " must be one-dimensional, has shape " + shape_text(offsets.dims));
-    if (element_name(offsets.type)[0] == 'f') STRIDER_DATA_FAIL(keys.offsets + " must hold integers, has " + element_name(offsets.type));
-    if (offsets.dims[0] < 2) STRIDER_DATA_FAIL(keys.offsets + " has " + std::to_string(offsets.dims[0]) + " entries: the dataset is empty");
+    if (offsets.dims.size() != 1)
+      STRIDER_DATA_FAIL(keys.offsets + " must be one-dimensional, has shape " + shape_text(offsets.dims));
+    if (element_name(offsets.type)[0] == 'f')
+      STRIDER_DATA_FAIL(keys.offsets + " must hold integers, has " + element_name(offsets.type));
+    if (offsets.dims[0] < 2)
+      STRIDER_DATA_FAIL(keys.offsets + " has " + std::to_string(offsets.dims[0]) + " entries: the dataset is empty");
     info.num_samples = offsets.dims[0] - 1;
     opened.offsets = std::move(offsets.dataset);
   } else {
@@ -194,30 +215,39 @@ OpenedFile open_and_validate(const Communicator& comm, OpenedDataset& dataset, c
                       " (sequences); name yours with --data-key or --tokens-key/--offsets-key");
   }
   info.element_type = data.type;
-  info.sample_bytes = info.variable_length ? 0 : dataset.row_elements * static_cast<std::int64_t>(element_bytes(data.type));
+  info.sample_bytes =
+      info.variable_length ? 0 : dataset.row_elements * static_cast<std::int64_t>(element_bytes(data.type));
   dataset.dims = data.dims;
 
   if (link_exists(file, keys.labels)) {
     DatasetHandles labels = open_dataset(dataset, file, keys.labels);
-    if (labels.dims.size() != 1) STRIDER_DATA_FAIL(keys.labels + " must be one-dimensional, has shape " + shape_text(labels.dims));
-    if (element_name(labels.type)[0] == 'f') STRIDER_DATA_FAIL(keys.labels + " must hold integers, has " + element_name(labels.type));
+    if (labels.dims.size() != 1)
+      STRIDER_DATA_FAIL(keys.labels + " must be one-dimensional, has shape " + shape_text(labels.dims));
+    if (element_name(labels.type)[0] == 'f')
+      STRIDER_DATA_FAIL(keys.labels + " must hold integers, has " + element_name(labels.type));
     if (labels.dims[0] != info.num_samples)
       STRIDER_DATA_FAIL("labels " + keys.labels + " has " + std::to_string(labels.dims[0]) + " entries but there are " +
                         std::to_string(info.num_samples) + " samples" +
-                        (info.variable_length ? " (offsets " + keys.offsets + " has " + std::to_string(info.num_samples + 1) + " entries)" : ""));
+                        (info.variable_length ? " (offsets " + keys.offsets + " has " +
+                                                    std::to_string(info.num_samples + 1) + " entries)"
+                                              : ""));
     info.has_labels = true;
     opened.labels = std::move(labels.dataset);
   } else if (options.require_labels) {
-    STRIDER_DATA_FAIL("no labels dataset " + options.keys.labels + ", which a class-aware sampler needs (name it with --label-key)");
+    STRIDER_DATA_FAIL("no labels dataset " + options.keys.labels +
+                      ", which a class-aware sampler needs (name it with --label-key)");
   }
   inspect_layout(dataset, data.dataset.get(), data.native);
   if (info.layout == "chunked" && !info.compressed) {
     // Without a chunk cache HDF5 reads only the selected rows of an unfiltered chunk; with one it
     // reads whole chunks (a 64 KiB chunk for one 256-byte row).
-    H5PropertyList access_data(STRIDER_H5_CHECK(H5Pcreate(H5P_DATASET_ACCESS), "creating a dataset access property list"));
-    STRIDER_H5_CHECK(H5Pset_chunk_cache(access_data.get(), 0, 0, H5D_CHUNK_CACHE_W0_DEFAULT), "switching the chunk cache off");
+    H5PropertyList access_data(
+        STRIDER_H5_CHECK(H5Pcreate(H5P_DATASET_ACCESS), "creating a dataset access property list"));
+    STRIDER_H5_CHECK(H5Pset_chunk_cache(access_data.get(), 0, 0, H5D_CHUNK_CACHE_W0_DEFAULT),
+                     "switching the chunk cache off");
     data.dataset.reset();
-    data.dataset.reset(STRIDER_H5_CHECK(H5Dopen2(file, dataset.data_key.c_str(), access_data.get()), "opening " + dataset.data_key));
+    data.dataset.reset(
+        STRIDER_H5_CHECK(H5Dopen2(file, dataset.data_key.c_str(), access_data.get()), "opening " + dataset.data_key));
   }
   opened.data = std::move(data.dataset);
   return opened;
@@ -228,7 +258,8 @@ std::vector<std::int64_t> read_int64(hid_t dataset_id, std::int64_t count, const
   std::vector<std::int64_t> values(static_cast<std::size_t>(count));
   H5PropertyList transfer(STRIDER_H5_CHECK(H5Pcreate(H5P_DATASET_XFER), "creating a transfer property list"));
   STRIDER_H5_CHECK(H5Pset_dxpl_mpio(transfer.get(), H5FD_MPIO_INDEPENDENT), "selecting independent transfer");
-  STRIDER_H5_CHECK(H5Dread(dataset_id, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, transfer.get(), values.data()), "reading " + what);
+  STRIDER_H5_CHECK(H5Dread(dataset_id, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, transfer.get(), values.data()),
+                   "reading " + what);
   return values;
 }
 
@@ -240,36 +271,42 @@ void read_labels_and_offsets(OpenedDataset& dataset, const OpenedFile& opened, c
     dataset.labels.resize(labels.size());
     for (std::size_t i = 0; i < labels.size(); ++i) {
       if (labels[i] < std::numeric_limits<std::int32_t>::min() || labels[i] > std::numeric_limits<std::int32_t>::max())
-        STRIDER_DATA_FAIL(options.keys.labels + "[" + std::to_string(i) + "] = " + std::to_string(labels[i]) + " does not fit int32");
+        STRIDER_DATA_FAIL(options.keys.labels + "[" + std::to_string(i) + "] = " + std::to_string(labels[i]) +
+                          " does not fit int32");
       dataset.labels[i] = static_cast<std::int32_t>(labels[i]);
     }
   }
   if (opened.offsets) {
     dataset.offsets = read_int64(opened.offsets.get(), rows + 1, options.keys.offsets);
     const auto& offsets = dataset.offsets;
-    if (offsets[0] < 0) STRIDER_DATA_FAIL(options.keys.offsets + "[0] = " + std::to_string(offsets[0]) + " is negative");
+    if (offsets[0] < 0)
+      STRIDER_DATA_FAIL(options.keys.offsets + "[0] = " + std::to_string(offsets[0]) + " is negative");
     for (std::int64_t i = 0; i < rows; ++i) {
       if (offsets[i + 1] < offsets[i])
-        STRIDER_DATA_FAIL(options.keys.offsets + " is not non-decreasing: [" + std::to_string(i) + "] = " + std::to_string(offsets[i]) +
-                          ", [" + std::to_string(i + 1) + "] = " + std::to_string(offsets[i + 1]));
+        STRIDER_DATA_FAIL(options.keys.offsets + " is not non-decreasing: [" + std::to_string(i) +
+                          "] = " + std::to_string(offsets[i]) + ", [" + std::to_string(i + 1) +
+                          "] = " + std::to_string(offsets[i + 1]));
     }
     if (offsets[rows] > dataset.info.num_tokens)
       STRIDER_DATA_FAIL(options.keys.offsets + "[" + std::to_string(rows) + "] = " + std::to_string(offsets[rows]) +
-                        " is past the end of " + options.keys.tokens + " (" + std::to_string(dataset.info.num_tokens) + " tokens)");
+                        " is past the end of " + options.keys.tokens + " (" + std::to_string(dataset.info.num_tokens) +
+                        " tokens)");
   }
 }
 
 }  // namespace
 }  // namespace io_detail
 
-std::unique_ptr<BatchReader> open_reader(const Communicator& comm, const std::string& path, const ReaderOptions& options) {
+std::unique_ptr<BatchReader> open_reader(const Communicator& comm, const std::string& path,
+                                         const ReaderOptions& options) {
   using namespace io_detail;
   silence_hdf5_errors();
   comm.collective_try([&] {
     if (options.engine != "auto" && options.engine != "hdf5" && options.engine != "direct" && options.engine != "mmap")
       STRIDER_THROW(UsageError, "unknown engine '" + options.engine + "' (auto, hdf5, direct or mmap)");
     if (options.copy_threads < 1) STRIDER_THROW(UsageError, "copy_threads must be >= 1");
-    for (const std::string* key : {&options.keys.data, &options.keys.labels, &options.keys.tokens, &options.keys.offsets})
+    for (const std::string* key :
+         {&options.keys.data, &options.keys.labels, &options.keys.tokens, &options.keys.offsets})
       if (key->empty()) STRIDER_THROW(UsageError, "a dataset key is empty");
     check_local_file(path);
   });
@@ -286,7 +323,8 @@ std::unique_ptr<BatchReader> open_reader(const Communicator& comm, const std::st
   if (dataset.info.variable_length) {
     comm.broadcast(dataset.offsets);
     dataset.lengths.resize(static_cast<std::size_t>(dataset.info.num_samples));
-    for (std::int64_t i = 0; i < dataset.info.num_samples; ++i) dataset.lengths[i] = dataset.offsets[i + 1] - dataset.offsets[i];
+    for (std::int64_t i = 0; i < dataset.info.num_samples; ++i)
+      dataset.lengths[i] = dataset.offsets[i + 1] - dataset.offsets[i];
   }
   opened.offsets.reset();
   opened.labels.reset();

@@ -18,7 +18,8 @@ namespace {
   const int code = errno;
   throw SystemError(ErrorContext{call, file, line, -1, code, hint + ": " + std::strerror(code)});
 }
-#define STRIDER_THROW_ERRNO(call, hint) throw_system_error(call, hint, ::strider::detail::relative_source_path(__FILE__), __LINE__)
+#define STRIDER_THROW_ERRNO(call, hint) \
+  throw_system_error(call, hint, ::strider::detail::relative_source_path(__FILE__), __LINE__)
 
 /// A read-only file descriptor.
 class FileDescriptor {
@@ -39,8 +40,8 @@ class FileDescriptor {
 
 /// Bytes of the whole data dataset, and a check that the file really holds them.
 std::int64_t data_bytes_checked(const OpenedDataset& dataset, int descriptor) {
-  const std::int64_t elements = dataset.info.variable_length ? dataset.info.num_tokens
-                                                             : dataset.info.num_samples * dataset.row_elements;
+  const std::int64_t elements =
+      dataset.info.variable_length ? dataset.info.num_tokens : dataset.info.num_samples * dataset.row_elements;
   const std::int64_t bytes = elements * static_cast<std::int64_t>(element_bytes(dataset.info.element_type));
   struct stat status {};
   if (::fstat(descriptor, &status) != 0) STRIDER_THROW_ERRNO("fstat()", "checking the size of " + dataset.path);
@@ -53,7 +54,9 @@ std::int64_t data_bytes_checked(const OpenedDataset& dataset, int descriptor) {
 }
 
 /// Splits [0, count) into `parts` nearly equal ranges; part p is [begin(p), begin(p+1)).
-std::int64_t part_begin(std::int64_t count, int parts, int part) { return count * part / parts; }
+std::int64_t part_begin(std::int64_t count, int parts, int part) {
+  return count * part / parts;
+}
 
 /// Parts worth using for `bytes` of copying: a thread per 256 KiB at most.
 int parts_for(std::int64_t bytes, int threads) {
@@ -132,11 +135,13 @@ class DirectReader final : public ReaderBase {
     for (const BatchPlan::Run& run : plan_.runs) {
       if (run.slots > 1) {
         const std::int64_t last_row = plan_.unique_rows[run.first_slot + run.slots - 1];
-        scratch_bytes += (first_element(last_row) + row_elements(last_row) -
-                          first_element(plan_.unique_rows[run.first_slot])) * size;
+        scratch_bytes +=
+            (first_element(last_row) + row_elements(last_row) - first_element(plan_.unique_rows[run.first_slot])) *
+            size;
       }
     }
-    if (static_cast<std::int64_t>(scratch_.size()) < scratch_bytes) scratch_.resize(static_cast<std::size_t>(scratch_bytes));
+    if (static_cast<std::int64_t>(scratch_.size()) < scratch_bytes)
+      scratch_.resize(static_cast<std::size_t>(scratch_bytes));
     std::vector<std::byte*>& targets = run_targets_;
     targets.resize(plan_.runs.size());
     std::int64_t scratch_offset = 0;
@@ -170,19 +175,22 @@ class DirectReader final : public ReaderBase {
     std::int64_t bytes_read = 0;
     for (const BatchPlan::Run& run : plan_.runs) {
       const std::int64_t last_row = plan_.unique_rows[run.first_slot + run.slots - 1];
-      bytes_read += (first_element(last_row) + row_elements(last_row) - first_element(plan_.unique_rows[run.first_slot])) * size;
+      bytes_read +=
+          (first_element(last_row) + row_elements(last_row) - first_element(plan_.unique_rows[run.first_slot])) * size;
     }
     for (std::int64_t k = 0; k < count; ++k) {
       const std::byte* from = source_[plan_.slot_of_position[k]];
       const std::int64_t bytes = out_offsets[k + 1] - out_offsets[k];
-      if (from != out + out_offsets[k] && bytes > 0) std::memcpy(out + out_offsets[k], from, static_cast<std::size_t>(bytes));
+      if (from != out + out_offsets[k] && bytes > 0)
+        std::memcpy(out + out_offsets[k], from, static_cast<std::size_t>(bytes));
     }
     stats_.bytes_read += bytes_read;
     stats_.read_calls += runs;
   }
 
  private:
-  void read_fully(std::byte* target, std::int64_t bytes, std::int64_t offset, std::int64_t first_row, std::int64_t last_row) {
+  void read_fully(std::byte* target, std::int64_t bytes, std::int64_t offset, std::int64_t first_row,
+                  std::int64_t last_row) {
     while (bytes > 0) {
       const ssize_t got = ::pread(file_.get(), target, static_cast<std::size_t>(bytes), offset);
       if (got < 0) {

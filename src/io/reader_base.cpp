@@ -10,31 +10,45 @@ namespace strider {
 std::size_t element_bytes(ElementType type) noexcept {
   switch (type) {
     case ElementType::int8:
-    case ElementType::uint8: return 1;
+    case ElementType::uint8:
+      return 1;
     case ElementType::int16:
-    case ElementType::uint16: return 2;
+    case ElementType::uint16:
+      return 2;
     case ElementType::int32:
     case ElementType::uint32:
-    case ElementType::float32: return 4;
+    case ElementType::float32:
+      return 4;
     case ElementType::int64:
     case ElementType::uint64:
-    case ElementType::float64: return 8;
+    case ElementType::float64:
+      return 8;
   }
   return 0;
 }
 
 const char* element_name(ElementType type) noexcept {
   switch (type) {
-    case ElementType::int8: return "int8";
-    case ElementType::uint8: return "uint8";
-    case ElementType::int16: return "int16";
-    case ElementType::uint16: return "uint16";
-    case ElementType::int32: return "int32";
-    case ElementType::uint32: return "uint32";
-    case ElementType::int64: return "int64";
-    case ElementType::uint64: return "uint64";
-    case ElementType::float32: return "float32";
-    case ElementType::float64: return "float64";
+    case ElementType::int8:
+      return "int8";
+    case ElementType::uint8:
+      return "uint8";
+    case ElementType::int16:
+      return "int16";
+    case ElementType::uint16:
+      return "uint16";
+    case ElementType::int32:
+      return "int32";
+    case ElementType::uint32:
+      return "uint32";
+    case ElementType::int64:
+      return "int64";
+    case ElementType::uint64:
+      return "uint64";
+    case ElementType::float32:
+      return "float32";
+    case ElementType::float64:
+      return "float64";
   }
   return "?";
 }
@@ -43,16 +57,26 @@ namespace io_detail {
 
 hid_t native_hdf5_type(ElementType type) {
   switch (type) {
-    case ElementType::int8: return H5T_NATIVE_INT8;
-    case ElementType::uint8: return H5T_NATIVE_UINT8;
-    case ElementType::int16: return H5T_NATIVE_INT16;
-    case ElementType::uint16: return H5T_NATIVE_UINT16;
-    case ElementType::int32: return H5T_NATIVE_INT32;
-    case ElementType::uint32: return H5T_NATIVE_UINT32;
-    case ElementType::int64: return H5T_NATIVE_INT64;
-    case ElementType::uint64: return H5T_NATIVE_UINT64;
-    case ElementType::float32: return H5T_NATIVE_FLOAT;
-    case ElementType::float64: return H5T_NATIVE_DOUBLE;
+    case ElementType::int8:
+      return H5T_NATIVE_INT8;
+    case ElementType::uint8:
+      return H5T_NATIVE_UINT8;
+    case ElementType::int16:
+      return H5T_NATIVE_INT16;
+    case ElementType::uint16:
+      return H5T_NATIVE_UINT16;
+    case ElementType::int32:
+      return H5T_NATIVE_INT32;
+    case ElementType::uint32:
+      return H5T_NATIVE_UINT32;
+    case ElementType::int64:
+      return H5T_NATIVE_INT64;
+    case ElementType::uint64:
+      return H5T_NATIVE_UINT64;
+    case ElementType::float32:
+      return H5T_NATIVE_FLOAT;
+    case ElementType::float64:
+      return H5T_NATIVE_DOUBLE;
   }
   return H5I_INVALID_HID;
 }
@@ -162,8 +186,9 @@ void ReaderBase::read(const std::int64_t* indices, std::int64_t count, const Bat
   }
   const std::int64_t bytes = out_offsets_[count];
   if (bytes > destination.samples_capacity_bytes || (bytes > 0 && destination.samples == nullptr))
-    STRIDER_THROW(UsageError, "read: the batch of " + std::to_string(count) + " samples needs " + std::to_string(bytes) +
-                                  " bytes, the destination holds " + std::to_string(destination.samples_capacity_bytes));
+    STRIDER_THROW(UsageError, "read: the batch of " + std::to_string(count) + " samples needs " +
+                                  std::to_string(bytes) + " bytes, the destination holds " +
+                                  std::to_string(destination.samples_capacity_bytes));
   if (destination.labels != nullptr && !dataset_.labels.empty()) {
     for (std::int64_t k = 0; k < count; ++k) destination.labels[k] = dataset_.labels[indices[k]];
   }

@@ -32,7 +32,7 @@ struct OpenedDataset {
   std::string raw_refusal;              ///< why not, when !raw_readable
   std::int64_t file_offset_bytes = -1;  ///< H5Dget_offset of the data, when contiguous and allocated
   std::int64_t average_chunk_storage_bytes = 0;  ///< chunked: stored bytes of one chunk on average
-  std::int64_t chunks_across_row = 1;   ///< chunked fixed-size: chunks one row's elements span
+  std::int64_t chunks_across_row = 1;            ///< chunked fixed-size: chunks one row's elements span
 };
 
 /// One batch's rows in file order. Positions are batch positions; slots index unique_rows.
@@ -43,7 +43,7 @@ struct BatchPlan {
     std::int64_t first_slot;
     std::int64_t slots;
   };
-  std::vector<Run> runs;                       ///< consecutive rows (row i+1 follows row i in the file)
+  std::vector<Run> runs;  ///< consecutive rows (row i+1 follows row i in the file)
   void build(const std::int64_t* indices, std::int64_t count);
 };
 

@@ -38,8 +38,8 @@ enum Purpose : std::uint64_t { kRow = 1, kCentre = 2, kLength = 3, kPattern = 4 
 
 /// One collective H5Dwrite: this rank's block [first, first + count) along dimension 0 (count may
 /// be 0: the rank takes part with an empty selection).
-void write_block(hid_t dataset, hid_t memory_type, const std::vector<hsize_t>& dims, std::int64_t first, std::int64_t count,
-                 const void* values, hid_t transfer, const std::string& key) {
+void write_block(hid_t dataset, hid_t memory_type, const std::vector<hsize_t>& dims, std::int64_t first,
+                 std::int64_t count, const void* values, hid_t transfer, const std::string& key) {
   H5Dataspace file_space(STRIDER_H5_CHECK(H5Dget_space(dataset), "getting the dataspace of " + key));
   std::vector<hsize_t> start(dims.size(), 0), extent = dims;
   start[0] = static_cast<hsize_t>(first);
@@ -52,8 +52,9 @@ void write_block(hid_t dataset, hid_t memory_type, const std::vector<hsize_t>& d
     STRIDER_H5_CHECK(H5Sselect_none(file_space.get()), "selecting nothing");
     STRIDER_H5_CHECK(H5Sselect_none(memory_space.get()), "selecting nothing");
   } else {
-    STRIDER_H5_CHECK(H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start.data(), nullptr, extent.data(), nullptr),
-                     "selecting " + key + " rows");
+    STRIDER_H5_CHECK(
+        H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start.data(), nullptr, extent.data(), nullptr),
+        "selecting " + key + " rows");
   }
   STRIDER_H5_CHECK(H5Dwrite(dataset, memory_type, memory_space.get(), file_space.get(), transfer, values),
                    "writing " + key + " rows " + std::to_string(first) + ".." + std::to_string(first + count));
@@ -61,19 +62,21 @@ void write_block(hid_t dataset, hid_t memory_type, const std::vector<hsize_t>& d
 
 H5Dataset create_dataset(hid_t file, const std::string& key, hid_t file_type, const std::vector<hsize_t>& dims,
                          std::int64_t chunk_rows, int compression) {
-  H5Dataspace space(STRIDER_H5_CHECK(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr), "creating the shape of " + key));
+  H5Dataspace space(STRIDER_H5_CHECK(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr),
+                                     "creating the shape of " + key));
   H5PropertyList create(STRIDER_H5_CHECK(H5Pcreate(H5P_DATASET_CREATE), "creating " + key));
   STRIDER_H5_CHECK(H5Pset_fill_time(create.get(), H5D_FILL_TIME_NEVER), "creating " + key);
   if (chunk_rows > 0 && dims[0] > 0) {
     std::vector<hsize_t> chunk = dims;
     chunk[0] = static_cast<hsize_t>(std::min<std::int64_t>(chunk_rows, static_cast<std::int64_t>(dims[0])));
     STRIDER_H5_CHECK(H5Pset_chunk(create.get(), static_cast<int>(chunk.size()), chunk.data()), "chunking " + key);
-    if (compression > 0) STRIDER_H5_CHECK(H5Pset_deflate(create.get(), static_cast<unsigned>(compression)), "compressing " + key);
+    if (compression > 0)
+      STRIDER_H5_CHECK(H5Pset_deflate(create.get(), static_cast<unsigned>(compression)), "compressing " + key);
   }
   H5PropertyList link(STRIDER_H5_CHECK(H5Pcreate(H5P_LINK_CREATE), "creating " + key));
   STRIDER_H5_CHECK(H5Pset_create_intermediate_group(link.get(), 1), "creating the groups of " + key);
-  return H5Dataset(STRIDER_H5_CHECK(H5Dcreate2(file, key.c_str(), file_type, space.get(), link.get(), create.get(), H5P_DEFAULT),
-                                    "creating " + key));
+  return H5Dataset(STRIDER_H5_CHECK(
+      H5Dcreate2(file, key.c_str(), file_type, space.get(), link.get(), create.get(), H5P_DEFAULT), "creating " + key));
 }
 
 /// Rows [begin, end) of this rank: blocks of whole `align` units, as even as possible.
@@ -85,7 +88,8 @@ std::pair<std::int64_t, std::int64_t> rank_rows(const Communicator& comm, std::i
 
 class Generator {
  public:
-  Generator(const SyntheticOptions& options, std::vector<std::int64_t> counts) : options_(options), ends_(std::move(counts)) {
+  Generator(const SyntheticOptions& options, std::vector<std::int64_t> counts)
+      : options_(options), ends_(std::move(counts)) {
     std::partial_sum(ends_.begin(), ends_.end(), ends_.begin());
   }
   std::int64_t rows() const { return ends_.empty() ? 0 : ends_.back(); }
@@ -109,7 +113,8 @@ class Generator {
     for (std::int64_t channel = 0; channel < options_.channels; ++channel)
       for (std::int64_t y = 0; y < options_.height; ++y)
         for (std::int64_t x = 0; x < options_.width; ++x) {
-          const std::uint64_t cell = static_cast<std::uint64_t>(((c * options_.channels + channel) * 4096 + y / 8) * 4096 + x / 8);
+          const std::uint64_t cell =
+              static_cast<std::uint64_t>(((c * options_.channels + channel) * 4096 + y / 8) * 4096 + x / 8);
           const double base = 32 + static_cast<double>(mix64(cell ^ static_cast<std::uint64_t>(options_.seed)) % 192);
           const double value = std::round(base + 16.0 * random.gaussian());
           *out++ = static_cast<std::uint8_t>(std::clamp(value, 0.0, 255.0));
@@ -129,7 +134,8 @@ class Generator {
     const std::int64_t count = length(row);
     for (std::int64_t t = 0; t < count; ++t) {
       const bool informative = bands > 0 && (random.next() & 1) != 0;
-      out[t] = static_cast<std::int32_t>(informative ? static_cast<std::uint64_t>(label(row)) + k * random.below(bands) : random.below(vocab));
+      out[t] = static_cast<std::int32_t>(informative ? static_cast<std::uint64_t>(label(row)) + k * random.below(bands)
+                                                     : random.below(vocab));
     }
   }
 
@@ -149,7 +155,8 @@ void check_options(const SyntheticOptions& options) {
     STRIDER_THROW(UsageError, "--dim, --channels, --height and --width must be positive");
   if (options.min_length < 0 || options.min_length > options.max_length || options.median_length <= 0)
     STRIDER_THROW(UsageError, "sequence lengths need 0 <= --min-len <= --max-len and --median-len > 0");
-  if (options.vocab <= 0 || options.vocab > (std::int64_t{1} << 31)) STRIDER_THROW(UsageError, "--vocab must be in 1..2^31");
+  if (options.vocab <= 0 || options.vocab > (std::int64_t{1} << 31))
+    STRIDER_THROW(UsageError, "--vocab must be in 1..2^31");
   if (!std::isfinite(options.noise) || options.noise < 0) STRIDER_THROW(UsageError, "--noise must be >= 0");
 }
 
@@ -163,12 +170,15 @@ std::vector<std::int64_t> synthetic_class_counts(const SyntheticOptions& options
       STRIDER_THROW(UsageError, "--class-counts must add up to at least 1 sample");
     return options.class_counts;
   }
-  if (options.samples <= 0) STRIDER_THROW(UsageError, "--samples must be positive, got " + std::to_string(options.samples));
-  if (options.classes <= 0) STRIDER_THROW(UsageError, "--classes must be positive, got " + std::to_string(options.classes));
+  if (options.samples <= 0)
+    STRIDER_THROW(UsageError, "--samples must be positive, got " + std::to_string(options.samples));
+  if (options.classes <= 0)
+    STRIDER_THROW(UsageError, "--classes must be positive, got " + std::to_string(options.classes));
   if (!(options.imbalance >= 1.0)) STRIDER_THROW(UsageError, "--imbalance must be >= 1 (largest / smallest class)");
   const std::int64_t k = options.classes;
   std::vector<double> weights(static_cast<std::size_t>(k));
-  for (std::int64_t c = 0; c < k; ++c) weights[c] = k == 1 ? 1.0 : std::pow(options.imbalance, -static_cast<double>(c) / static_cast<double>(k - 1));
+  for (std::int64_t c = 0; c < k; ++c)
+    weights[c] = k == 1 ? 1.0 : std::pow(options.imbalance, -static_cast<double>(c) / static_cast<double>(k - 1));
   const double total = std::accumulate(weights.begin(), weights.end(), 0.0);
   std::vector<std::int64_t> counts(static_cast<std::size_t>(k));
   std::int64_t assigned = 0;
@@ -180,7 +190,8 @@ std::vector<std::int64_t> synthetic_class_counts(const SyntheticOptions& options
   return counts;
 }
 
-SyntheticSummary write_synthetic_dataset(const Communicator& comm, const std::string& path, const SyntheticOptions& options) {
+SyntheticSummary write_synthetic_dataset(const Communicator& comm, const std::string& path,
+                                         const SyntheticOptions& options) {
   silence_hdf5_errors();
   SyntheticSummary summary;
   const bool sequences = options.kind == "sequences";
@@ -188,10 +199,13 @@ SyntheticSummary write_synthetic_dataset(const Communicator& comm, const std::st
   comm.collective_try([&] {
     check_options(options);
     summary.class_counts = synthetic_class_counts(options);
-    sample_elements = options.kind == "features" ? options.dim : options.kind == "images" ? options.channels * options.height * options.width : 1;
+    sample_elements = options.kind == "features" ? options.dim
+                      : options.kind == "images" ? options.channels * options.height * options.width
+                                                 : 1;
     element_size = options.kind == "images" ? 1 : 4;
     if (options.layout == "chunked" || options.compression > 0)
-      chunk_rows = options.chunk_rows > 0 ? options.chunk_rows : std::max<std::int64_t>(1, 65536 / (sample_elements * element_size));
+      chunk_rows = options.chunk_rows > 0 ? options.chunk_rows
+                                          : std::max<std::int64_t>(1, 65536 / (sample_elements * element_size));
   });
   const Generator generator(options, summary.class_counts);
   summary.samples = generator.rows();
@@ -201,7 +215,8 @@ SyntheticSummary write_synthetic_dataset(const Communicator& comm, const std::st
     H5PropertyList access(STRIDER_H5_CHECK(H5Pcreate(H5P_FILE_ACCESS), "creating a file access property list"));
     STRIDER_H5_CHECK(H5Pset_fapl_mpio(access.get(), comm.native(), MPI_INFO_NULL), "selecting the MPI-IO driver");
     STRIDER_H5_CHECK(H5Pset_coll_metadata_write(access.get(), true), "making metadata writes collective");
-    return H5File(STRIDER_H5_CHECK(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, access.get()), "creating " + path));
+    return H5File(
+        STRIDER_H5_CHECK(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, access.get()), "creating " + path));
   });
   H5PropertyList transfer(STRIDER_H5_CHECK(H5Pcreate(H5P_DATASET_XFER), "creating a transfer property list"));
   STRIDER_H5_CHECK(H5Pset_dxpl_mpio(transfer.get(), H5FD_MPIO_COLLECTIVE), "selecting collective transfer");
@@ -224,16 +239,19 @@ SyntheticSummary write_synthetic_dataset(const Communicator& comm, const std::st
   } else if (options.kind == "features") {
     data_dims = {static_cast<hsize_t>(rows), static_cast<hsize_t>(options.dim)};
   } else {
-    data_dims = {static_cast<hsize_t>(rows), static_cast<hsize_t>(options.channels), static_cast<hsize_t>(options.height),
-                 static_cast<hsize_t>(options.width)};
+    data_dims = {static_cast<hsize_t>(rows), static_cast<hsize_t>(options.channels),
+                 static_cast<hsize_t>(options.height), static_cast<hsize_t>(options.width)};
   }
   const hid_t file_type = options.kind == "images" ? H5T_STD_U8LE : sequences ? H5T_STD_I32LE : H5T_IEEE_F32LE;
-  const hid_t memory_type = options.kind == "images" ? H5T_NATIVE_UINT8 : sequences ? H5T_NATIVE_INT32 : H5T_NATIVE_FLOAT;
+  const hid_t memory_type = options.kind == "images" ? H5T_NATIVE_UINT8
+                            : sequences              ? H5T_NATIVE_INT32
+                                                     : H5T_NATIVE_FLOAT;
   H5Dataset data, labels, offsets;
   comm.collective_try([&] {
     data = create_dataset(file.get(), data_key, file_type, data_dims, chunk_rows, options.compression);
     labels = create_dataset(file.get(), options.keys.labels, H5T_STD_I32LE, {static_cast<hsize_t>(rows)}, 0, 0);
-    if (sequences) offsets = create_dataset(file.get(), options.keys.offsets, H5T_STD_I64LE, {static_cast<hsize_t>(rows + 1)}, 0, 0);
+    if (sequences)
+      offsets = create_dataset(file.get(), options.keys.offsets, H5T_STD_I64LE, {static_cast<hsize_t>(rows + 1)}, 0, 0);
   });
 
   // Pieces of at most ~32 MiB; every rank makes the same number of collective calls.
@@ -267,9 +285,11 @@ SyntheticSummary write_synthetic_dataset(const Communicator& comm, const std::st
         generator.tokens(row, out);
         out += generator.length(row);
       }
-      write_block(data.get(), memory_type, data_dims, next_token, piece_tokens, values.data(), transfer.get(), data_key);
+      write_block(data.get(), memory_type, data_dims, next_token, piece_tokens, values.data(), transfer.get(),
+                  data_key);
       write_block(offsets.get(), H5T_NATIVE_INT64, {static_cast<hsize_t>(rows + 1)}, first,
-                  static_cast<std::int64_t>(piece_offsets.size()), piece_offsets.data(), transfer.get(), options.keys.offsets);
+                  static_cast<std::int64_t>(piece_offsets.size()), piece_offsets.data(), transfer.get(),
+                  options.keys.offsets);
       next_token += piece_tokens;
     } else {
       values.resize(static_cast<std::size_t>((last - first) * sample_elements * element_size));

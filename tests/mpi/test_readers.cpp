@@ -2,17 +2,21 @@
 // types and shapes, contiguous / chunked / compressed, fixed and variable length, at 1..4 ranks,
 // with duplicates and empty batches; and the bad inputs open_reader must refuse on every rank.
 // Files are written by rank 0 with the HDF5 C API (no h5py in CI).
-#include <catch2/catch.hpp>
 #include <unistd.h>
 
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cmath>
 #include <cstring>
 #include <fstream>
+#include <numeric>
 #include <random>
 
+#include "io/reader_detail.hpp"
 #include "mpi_test_support.hpp"
 #include "strider/io/batch_reader.hpp"
-#include "io/reader_detail.hpp"
 #include "strider/io/hdf5_handle.hpp"
+#include "strider/io/synthetic_dataset.hpp"
 
 using namespace strider;
 using strider::testing::world;
@@ -34,7 +38,7 @@ const std::string& test_folder() {
 }
 
 struct Layout {
-  std::string name;       // contiguous | chunked | deflate
+  std::string name;        // contiguous | chunked | deflate
   hsize_t chunk_rows = 0;  // along dimension 0
   bool deflate = false;
 };
@@ -45,8 +49,8 @@ const std::vector<Layout>& layouts() {
 }
 
 /// Writes a dataset from native values of type mem_type, stored as file_type.
-void write_dataset(hid_t file, const std::string& key, hid_t file_type, hid_t mem_type, const std::vector<hsize_t>& dims,
-                   const void* values, const Layout& layout) {
+void write_dataset(hid_t file, const std::string& key, hid_t file_type, hid_t mem_type,
+                   const std::vector<hsize_t>& dims, const void* values, const Layout& layout) {
   H5Dataspace space(STRIDER_H5_CHECK(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr), key));
   H5PropertyList create(STRIDER_H5_CHECK(H5Pcreate(H5P_DATASET_CREATE), key));
   if (layout.chunk_rows > 0) {
@@ -95,18 +99,26 @@ void write_fixed(const std::string& path, const FixedCase& test, hid_t mem_type,
   write_dataset(file.get(), "/samples", test.file_type, mem_type, test.dims, values.data(), layout);
   std::vector<std::int64_t> labels(test.dims[0]);
   for (std::size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<std::int64_t>(i % 7);
-  write_dataset(file.get(), "/labels", H5T_STD_I64LE, H5T_NATIVE_INT64, {test.dims[0]}, labels.data(), Layout{"contiguous"});
+  write_dataset(file.get(), "/labels", H5T_STD_I64LE, H5T_NATIVE_INT64, {test.dims[0]}, labels.data(),
+                Layout{"contiguous"});
 }
 
 void write_fixed_any(const std::string& path, const FixedCase& test, const Layout& layout) {
   switch (test.element) {
-    case ElementType::float32: return write_fixed<float>(path, test, H5T_NATIVE_FLOAT, layout);
-    case ElementType::float64: return write_fixed<double>(path, test, H5T_NATIVE_DOUBLE, layout);
-    case ElementType::uint8: return write_fixed<std::uint8_t>(path, test, H5T_NATIVE_UINT8, layout);
-    case ElementType::int16: return write_fixed<std::int16_t>(path, test, H5T_NATIVE_INT16, layout);
-    case ElementType::int64: return write_fixed<std::int64_t>(path, test, H5T_NATIVE_INT64, layout);
-    case ElementType::uint32: return write_fixed<std::uint32_t>(path, test, H5T_NATIVE_UINT32, layout);
-    default: FAIL("no writer for this type");
+    case ElementType::float32:
+      return write_fixed<float>(path, test, H5T_NATIVE_FLOAT, layout);
+    case ElementType::float64:
+      return write_fixed<double>(path, test, H5T_NATIVE_DOUBLE, layout);
+    case ElementType::uint8:
+      return write_fixed<std::uint8_t>(path, test, H5T_NATIVE_UINT8, layout);
+    case ElementType::int16:
+      return write_fixed<std::int16_t>(path, test, H5T_NATIVE_INT16, layout);
+    case ElementType::int64:
+      return write_fixed<std::int64_t>(path, test, H5T_NATIVE_INT64, layout);
+    case ElementType::uint32:
+      return write_fixed<std::uint32_t>(path, test, H5T_NATIVE_UINT32, layout);
+    default:
+      FAIL("no writer for this type");
   }
 }
 
@@ -118,9 +130,12 @@ void write_sequences(const std::string& path, std::int64_t rows, const Layout& l
   std::vector<std::int32_t> labels(static_cast<std::size_t>(rows));
   for (std::int64_t i = 0; i < rows; ++i) labels[i] = static_cast<std::int32_t>(i % 5);
   H5File file = create_file(path);
-  write_dataset(file.get(), "/tokens", H5T_STD_I32LE, H5T_NATIVE_INT32, {static_cast<hsize_t>(tokens.size())}, tokens.data(), layout);
-  write_dataset(file.get(), "/offsets", H5T_STD_I64LE, H5T_NATIVE_INT64, {offsets.size()}, offsets.data(), Layout{"contiguous"});
-  write_dataset(file.get(), "/labels", H5T_STD_I32LE, H5T_NATIVE_INT32, {labels.size()}, labels.data(), Layout{"contiguous"});
+  write_dataset(file.get(), "/tokens", H5T_STD_I32LE, H5T_NATIVE_INT32, {static_cast<hsize_t>(tokens.size())},
+                tokens.data(), layout);
+  write_dataset(file.get(), "/offsets", H5T_STD_I64LE, H5T_NATIVE_INT64, {offsets.size()}, offsets.data(),
+                Layout{"contiguous"});
+  write_dataset(file.get(), "/labels", H5T_STD_I32LE, H5T_NATIVE_INT32, {labels.size()}, labels.data(),
+                Layout{"contiguous"});
 }
 
 /// Rank 0 writes, everyone waits.
@@ -134,8 +149,9 @@ std::string make_file(const std::string& name, Write&& write) {
 }
 
 /// The oracle: one H5Dread per row with the serial driver, bytes in batch order.
-std::vector<std::byte> oracle_rows(const std::string& path, const std::string& key, hid_t mem_type, std::size_t element_size,
-                                   const std::vector<std::int64_t>& rows, const std::vector<std::int64_t>* offsets) {
+std::vector<std::byte> oracle_rows(const std::string& path, const std::string& key, hid_t mem_type,
+                                   std::size_t element_size, const std::vector<std::int64_t>& rows,
+                                   const std::vector<std::int64_t>* offsets) {
   H5File file(STRIDER_H5_CHECK(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), path));
   H5Dataset dataset(STRIDER_H5_CHECK(H5Dopen2(file.get(), key.c_str(), H5P_DEFAULT), key));
   H5Dataspace space(STRIDER_H5_CHECK(H5Dget_space(dataset.get()), key));
@@ -155,7 +171,8 @@ std::vector<std::byte> oracle_rows(const std::string& path, const std::string& k
     hsize_t elements = 1;
     for (hsize_t extent : count) elements *= extent;
     if (elements == 0) continue;
-    STRIDER_H5_CHECK(H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, start.data(), nullptr, count.data(), nullptr), key);
+    STRIDER_H5_CHECK(H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, start.data(), nullptr, count.data(), nullptr),
+                     key);
     H5Dataspace memory(STRIDER_H5_CHECK(H5Screate_simple(1, &elements, nullptr), key));
     const std::size_t at = bytes.size();
     bytes.resize(at + elements * element_size);
@@ -170,7 +187,8 @@ std::vector<std::vector<std::int64_t>> test_batches(std::int64_t rows) {
   std::vector<std::vector<std::int64_t>> batches;
   for (int b = 0; b < 3; ++b) {
     std::vector<std::int64_t> batch;
-    for (int k = 0; k < 40; ++k) batch.push_back(static_cast<std::int64_t>(engine() % static_cast<std::uint64_t>(rows)));
+    for (int k = 0; k < 40; ++k)
+      batch.push_back(static_cast<std::int64_t>(engine() % static_cast<std::uint64_t>(rows)));
     batch.push_back(batch.front());  // a duplicate for sure
     batches.push_back(batch);
   }
@@ -205,9 +223,10 @@ std::int64_t mismatches(const std::string& path, const std::string& engine, hid_
     std::vector<std::int32_t> labels(batch.size() + 1, -1);
     std::vector<std::int64_t> offsets(batch.size() + 1, -1);
     reader->read(batch.data(), count, BatchDestination{samples.data(), bytes, labels.data(), offsets.data()});
-    const std::vector<std::byte> expected = oracle_rows(path, variable_length ? "/tokens" : "/samples", mem_type, size, batch,
-                                                        variable_length ? &all_offsets : nullptr);
-    if (expected.size() != static_cast<std::size_t>(bytes) || std::memcmp(expected.data(), samples.data(), expected.size()) != 0)
+    const std::vector<std::byte> expected = oracle_rows(path, variable_length ? "/tokens" : "/samples", mem_type, size,
+                                                        batch, variable_length ? &all_offsets : nullptr);
+    if (expected.size() != static_cast<std::size_t>(bytes) ||
+        std::memcmp(expected.data(), samples.data(), expected.size()) != 0)
       ++wrong;
     for (std::size_t k = 0; k < batch.size(); ++k) {
       if (labels[k] != reader->labels()[batch[k]] || labels[k] != batch[k] % (variable_length ? 5 : 7)) ++wrong;
@@ -226,7 +245,9 @@ std::int64_t mismatches(const std::string& path, const std::string& engine, hid_
   return wrong;
 }
 
-std::int64_t agreed_sum(std::int64_t value) { return world().all_reduce(value, ReduceOp::sum); }
+std::int64_t agreed_sum(std::int64_t value) {
+  return world().all_reduce(value, ReduceOp::sum);
+}
 
 }  // namespace
 
@@ -241,7 +262,8 @@ TEST_CASE("every engine reads fixed-size samples as the per-row oracle does", "[
   };
   for (const FixedCase& test : cases) {
     for (const Layout& layout : layouts()) {
-      const std::string path = make_file(test.name + "_" + layout.name, [&](const std::string& p) { write_fixed_any(p, test, layout); });
+      const std::string path =
+          make_file(test.name + "_" + layout.name, [&](const std::string& p) { write_fixed_any(p, test, layout); });
       const bool raw = layout.name == "contiguous" && test.file_type != H5T_STD_I16BE;
       for (const std::string engine : {"hdf5", "direct", "mmap", "auto"}) {
         INFO(test.name << " " << layout.name << " engine " << engine);
@@ -251,7 +273,8 @@ TEST_CASE("every engine reads fixed-size samples as the per-row oracle does", "[
           continue;
         }
         std::string chosen;
-        const std::int64_t wrong = agreed_sum(mismatches(path, engine, io_detail::native_hdf5_type(test.element), false, &chosen));
+        const std::int64_t wrong =
+            agreed_sum(mismatches(path, engine, io_detail::native_hdf5_type(test.element), false, &chosen));
         REQUIRE(wrong == 0);
         if (engine == std::string("auto")) REQUIRE(chosen == (raw ? "mmap" : "hdf5"));
       }
@@ -261,7 +284,8 @@ TEST_CASE("every engine reads fixed-size samples as the per-row oracle does", "[
 
 TEST_CASE("every engine reads variable-length sequences as the per-row oracle does", "[mpi][io]") {
   for (const Layout& layout : layouts()) {
-    const std::string path = make_file("sequences_" + layout.name, [&](const std::string& p) { write_sequences(p, 333, layout); });
+    const std::string path =
+        make_file("sequences_" + layout.name, [&](const std::string& p) { write_sequences(p, 333, layout); });
     const bool raw = layout.name == "contiguous";
     for (const std::string engine : {"hdf5", "direct", "mmap", "auto"}) {
       INFO(layout.name << " engine " << engine);
@@ -277,7 +301,9 @@ TEST_CASE("every engine reads variable-length sequences as the per-row oracle do
 
 TEST_CASE("open_reader reports what it found and reads only this rank's rows", "[mpi][io]") {
   const FixedCase test{"info_f32", ElementType::float32, H5T_IEEE_F32LE, {64, 4, 2}};
-  const std::string path = make_file("info", [&](const std::string& p) { write_fixed_any(p, test, Layout{"chunked", 8, true}); });
+  const std::string path = make_file("info", [&](const std::string& p) {
+    write_fixed_any(p, test, Layout{"chunked", 8, true});
+  });
   std::unique_ptr<BatchReader> reader = open_reader(world(), path, ReaderOptions{});
   const DatasetInfo& info = reader->info();
   REQUIRE(reader->engine() == "hdf5");
@@ -294,7 +320,8 @@ TEST_CASE("open_reader reports what it found and reads only this rank's rows", "
   std::vector<float> out(4 * 8);
   reader->read(batch.data(), 4, BatchDestination{reinterpret_cast<std::byte*>(out.data()), 128, nullptr, nullptr});
   const ReadStats stats = reader->stats();
-  std::int64_t wrong = stats.read_calls == 1 && stats.useful_bytes == 128 && stats.bytes_read > 0 && stats.bytes_read < 128 * 8 ? 0 : 1;
+  std::int64_t wrong =
+      stats.read_calls == 1 && stats.useful_bytes == 128 && stats.bytes_read > 0 && stats.bytes_read < 128 * 8 ? 0 : 1;
   // Errors in read() are local and name the problem.
   try {
     const std::int64_t bad = 64;
@@ -323,7 +350,8 @@ std::string agreed_failure(const std::string& path, const ReaderOptions& options
   return "(no error)";
 }
 
-void require_failure(const std::string& path, const std::string& expected, const ReaderOptions& options = ReaderOptions{}) {
+void require_failure(const std::string& path, const std::string& expected,
+                     const ReaderOptions& options = ReaderOptions{}) {
   const std::string message = agreed_failure(path, options);
   INFO(message);
   const std::int64_t found = message.find(expected) != std::string::npos ? 1 : 0;
@@ -341,7 +369,8 @@ TEST_CASE("unusable files fail on every rank with a reason", "[mpi][io][errors]"
   const std::string good = make_file("good", [](const std::string& p) {
     write_fixed_any(p, FixedCase{"", ElementType::float32, H5T_IEEE_F32LE, {10, 2}}, Layout{"contiguous"});
   });
-  require_failure(world().rank() == 1 ? folder + "/elsewhere.h5" : good, world().size() > 1 ? "No such file" : "(no error)");
+  require_failure(world().rank() == 1 ? folder + "/elsewhere.h5" : good,
+                  world().size() > 1 ? "No such file" : "(no error)");
   require_failure(good, "no dataset /nope", ReaderOptions{{"/nope"}});
   require_failure(good, "unknown engine", ReaderOptions{{}, "fast"});
   {
@@ -354,7 +383,8 @@ TEST_CASE("unusable files fail on every rank with a reason", "[mpi][io][errors]"
     H5File file = create_file(p);
     const std::vector<float> samples(20, 1.0f);
     const std::vector<std::int32_t> labels(9, 0);
-    write_dataset(file.get(), "/samples", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, {10, 2}, samples.data(), Layout{"contiguous"});
+    write_dataset(file.get(), "/samples", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, {10, 2}, samples.data(),
+                  Layout{"contiguous"});
     write_dataset(file.get(), "/labels", H5T_STD_I32LE, H5T_NATIVE_INT32, {9}, labels.data(), Layout{"contiguous"});
   });
   require_failure(short_labels, "labels /labels has 9 entries but there are 10 samples");
@@ -363,7 +393,8 @@ TEST_CASE("unusable files fail on every rank with a reason", "[mpi][io][errors]"
     const std::vector<float> samples(20, 1.0f);
     std::vector<std::int64_t> labels(10, 0);
     labels[4] = std::int64_t{1} << 40;
-    write_dataset(file.get(), "/samples", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, {10, 2}, samples.data(), Layout{"contiguous"});
+    write_dataset(file.get(), "/samples", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, {10, 2}, samples.data(),
+                  Layout{"contiguous"});
     write_dataset(file.get(), "/labels", H5T_STD_I64LE, H5T_NATIVE_INT64, {10}, labels.data(), Layout{"chunked", 4});
   });
   require_failure(big_labels, "/labels[4] = 1099511627776 does not fit int32");
@@ -386,12 +417,16 @@ TEST_CASE("unusable files fail on every rank with a reason", "[mpi][io][errors]"
     return [offsets, tokens](const std::string& p) {
       H5File file = create_file(p);
       const std::vector<std::int32_t> values(static_cast<std::size_t>(tokens), 1);
-      write_dataset(file.get(), "/tokens", H5T_STD_I32LE, H5T_NATIVE_INT32, {static_cast<hsize_t>(tokens)}, values.data(), Layout{"contiguous"});
-      write_dataset(file.get(), "/offsets", H5T_STD_I64LE, H5T_NATIVE_INT64, {offsets.size()}, offsets.data(), Layout{"contiguous"});
+      write_dataset(file.get(), "/tokens", H5T_STD_I32LE, H5T_NATIVE_INT32, {static_cast<hsize_t>(tokens)},
+                    values.data(), Layout{"contiguous"});
+      write_dataset(file.get(), "/offsets", H5T_STD_I64LE, H5T_NATIVE_INT64, {offsets.size()}, offsets.data(),
+                    Layout{"contiguous"});
     };
   };
-  require_failure(make_file("decreasing", sequences_with({0, 3, 2, 5}, 5)), "/offsets is not non-decreasing: [1] = 3, [2] = 2");
-  require_failure(make_file("past_end", sequences_with({0, 3, 4, 9}, 5)), "/offsets[3] = 9 is past the end of /tokens (5 tokens)");
+  require_failure(make_file("decreasing", sequences_with({0, 3, 2, 5}, 5)),
+                  "/offsets is not non-decreasing: [1] = 3, [2] = 2");
+  require_failure(make_file("past_end", sequences_with({0, 3, 4, 9}, 5)),
+                  "/offsets[3] = 9 is past the end of /tokens (5 tokens)");
   require_failure(make_file("no_rows", sequences_with({0}, 5)), "the dataset is empty");
   const std::string tokens_only = make_file("tokens_only", [](const std::string& p) {
     H5File file = create_file(p);
@@ -399,4 +434,76 @@ TEST_CASE("unusable files fail on every rank with a reason", "[mpi][io][errors]"
     write_dataset(file.get(), "/tokens", H5T_STD_I32LE, H5T_NATIVE_INT32, {5}, values.data(), Layout{"contiguous"});
   });
   require_failure(tokens_only, "has /tokens but no /offsets");
+}
+
+TEST_CASE("strider-gen's data can be learnt: features by a softmax, sequences by their tokens", "[mpi][io][gen]") {
+  SyntheticOptions options;
+  options.samples = 3000;
+  options.classes = 10;
+  options.dim = 16;
+  options.seed = 5;
+  const std::string features = test_folder() + "/learnable_features.h5";
+  write_synthetic_dataset(world(), features, options);
+  std::unique_ptr<BatchReader> reader = open_reader(world(), features, ReaderOptions{});
+  const std::int64_t rows = reader->info().num_samples;
+  std::vector<std::int64_t> all(static_cast<std::size_t>(rows));
+  std::iota(all.begin(), all.end(), 0);
+  std::vector<float> x(static_cast<std::size_t>(rows * options.dim));
+  std::vector<std::int32_t> y(all.size());
+  reader->read(
+      all.data(), rows,
+      BatchDestination{reinterpret_cast<std::byte*>(x.data()), rows * reader->info().sample_bytes, y.data(), nullptr});
+  // Softmax regression, plain SGD; every fifth row is held out.
+  const std::int64_t k = options.classes, d = options.dim;
+  std::vector<double> weights(static_cast<std::size_t>(k * (d + 1)), 0.0), scores(static_cast<std::size_t>(k));
+  auto score = [&](std::int64_t row) {
+    for (std::int64_t c = 0; c < k; ++c) {
+      double sum = weights[c * (d + 1) + d];
+      for (std::int64_t j = 0; j < d; ++j) sum += weights[c * (d + 1) + j] * x[row * d + j];
+      scores[c] = sum;
+    }
+  };
+  std::mt19937_64 engine(1);
+  for (int epoch = 0; epoch < 5; ++epoch) {
+    std::shuffle(all.begin(), all.end(), engine);
+    for (std::int64_t row : all) {
+      if (row % 5 == 0) continue;
+      score(row);
+      const double top = *std::max_element(scores.begin(), scores.end());
+      double total = 0;
+      for (double& s : scores) total += (s = std::exp(s - top));
+      for (std::int64_t c = 0; c < k; ++c) {
+        const double gradient = scores[c] / total - (c == y[row] ? 1.0 : 0.0);
+        for (std::int64_t j = 0; j < d; ++j) weights[c * (d + 1) + j] -= 0.05 * gradient * x[row * d + j];
+        weights[c * (d + 1) + d] -= 0.05 * gradient;
+      }
+    }
+  }
+  std::int64_t right = 0, tested = 0;
+  for (std::int64_t row = 0; row < rows; row += 5, ++tested) {
+    score(row);
+    right += std::max_element(scores.begin(), scores.end()) - scores.begin() == y[row] ? 1 : 0;
+  }
+  const double features_accuracy = static_cast<double>(right) / static_cast<double>(tested);
+
+  options.kind = "sequences";
+  options.samples = 500;
+  const std::string sequences = test_folder() + "/learnable_sequences.h5";
+  write_synthetic_dataset(world(), sequences, options);
+  std::unique_ptr<BatchReader> sequence_reader = open_reader(world(), sequences, ReaderOptions{});
+  std::int64_t voted_right = 0;
+  for (std::int64_t row = 0; row < options.samples; ++row) {
+    const std::int64_t bytes = sequence_reader->samples_bytes(&row, 1);
+    std::vector<std::int32_t> tokens(static_cast<std::size_t>(bytes / 4));
+    std::int32_t label = -1;
+    sequence_reader->read(&row, 1,
+                          BatchDestination{reinterpret_cast<std::byte*>(tokens.data()), bytes, &label, nullptr});
+    std::vector<std::int64_t> votes(static_cast<std::size_t>(k), 0);
+    for (std::int32_t token : tokens) ++votes[token % k];
+    voted_right += std::max_element(votes.begin(), votes.end()) - votes.begin() == label ? 1 : 0;
+  }
+  const double sequences_accuracy = static_cast<double>(voted_right) / static_cast<double>(options.samples);
+  INFO("features " << features_accuracy << ", sequences " << sequences_accuracy);
+  REQUIRE(world().all_reduce(features_accuracy, ReduceOp::min) >= 0.9);
+  REQUIRE(world().all_reduce(sequences_accuracy, ReduceOp::min) >= 0.9);
 }

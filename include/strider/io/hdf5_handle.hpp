@@ -29,7 +29,8 @@ struct Hdf5HandleTraits {
 };
 
 /// Throws Hdf5Error for a failed HDF5 call (see STRIDER_H5_CHECK). Reads and clears HDF5's error stack.
-[[noreturn]] void throw_hdf5_error(long long code, const char* call, const char* file, int line, const std::string& hint);
+[[noreturn]] void throw_hdf5_error(long long code, const char* call, const char* file, int line,
+                                   const std::string& hint);
 }  // namespace detail
 
 /// An open HDF5 file (H5Fclose; with the MPI-IO driver, closing is collective).
@@ -54,11 +55,11 @@ void silence_hdf5_errors() noexcept;
 /// Evaluates an H5* call and returns its value; throws strider::Hdf5Error when it is negative.
 /// `hint` (a std::string expression, evaluated only on failure) says what was being done:
 ///   hid_t file = STRIDER_H5_CHECK(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl), "opening " + path);
-#define STRIDER_H5_CHECK(call, hint)                                                                    \
-  ([&]() {                                                                                              \
-    const auto strider_h5_value_ = (call);                                                              \
-    if (strider_h5_value_ < 0)                                                                          \
-      ::strider::detail::throw_hdf5_error(static_cast<long long>(strider_h5_value_), #call,             \
+#define STRIDER_H5_CHECK(call, hint)                                                                            \
+  ([&]() {                                                                                                      \
+    const auto strider_h5_value_ = (call);                                                                      \
+    if (strider_h5_value_ < 0)                                                                                  \
+      ::strider::detail::throw_hdf5_error(static_cast<long long>(strider_h5_value_), #call,                     \
                                           ::strider::detail::relative_source_path(__FILE__), __LINE__, (hint)); \
-    return strider_h5_value_;                                                                           \
+    return strider_h5_value_;                                                                                   \
   }())

@@ -1,0 +1,19 @@
+#include "file_options.hpp"
+
+namespace strider::inspect {
+
+cli::Parsed parse_file_command(const Communicator& world, int argc, char** argv,
+                               cli::po::options_description& description, const std::string& usage, std::string& path,
+                               ReaderOptions& reader_options, const std::function<void(const cli::Parsed&)>& finish) {
+  return world.collective_try([&] {
+    description.add_options()("file", cli::po::value<std::string>(&path)->required(), "the dataset file");
+    cli::add_dataset_options(description, reader_options.keys, &reader_options.engine);
+    cli::po::positional_options_description positional;
+    positional.add("file", 1);
+    cli::Parsed parsed = cli::parse(cli::arguments(argc, argv, 2), description, usage, &positional);
+    if (!parsed.help && finish) finish(parsed);
+    return parsed;
+  });
+}
+
+}  // namespace strider::inspect
