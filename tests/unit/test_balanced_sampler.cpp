@@ -176,3 +176,18 @@ TEST_CASE("class index: counting sort groups samples by class in index order", "
   REQUIRE(ClassIndex(labels, 5).labels_hash() != index.labels_hash());
   REQUIRE(class_histogram(index, {0, 1, 2, 2}) == std::vector<std::int64_t>{1, 0, 3});
 }
+
+TEST_CASE("balanced: targets beyond 2^32 keep all 64 bits", "[balanced][int64]") {
+  const auto classes = blocks({7, 5, 3});
+  const std::int64_t target = std::int64_t{1} << 35;
+  std::vector<std::vector<std::int64_t>> batches;
+  for (int rank = 0; rank < 4; ++rank) {
+    BalancedSampler sampler(balanced_config(classes, 6, std::to_string(target)), 4, rank);
+    REQUIRE(sampler.num_steps() == 3 * target / 24);
+    batches.emplace_back();
+    sampler.batch(sampler.num_steps() - 1, batches.back());
+    REQUIRE(batches.back().size() == 6);
+  }
+  // The last global batch still holds every class 8 times (24 / 3), 2 on every rank.
+  for (const auto& batch : batches) REQUIRE(class_histogram(*classes, batch) == std::vector<std::int64_t>{2, 2, 2});
+}

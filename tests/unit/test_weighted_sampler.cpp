@@ -197,3 +197,22 @@ TEST_CASE("class weight rule: w *= 1 - metric, renormalised, floored", "[weighte
   REQUIRE_THROWS_AS(apply_class_weight_rule(weights, {0.5, std::nan(""), 0, 0}), UsageError);
   REQUIRE_THROWS_AS(apply_class_weight_rule({-1, 1, 1, 1}, {0, 0, 0, 0}), UsageError);
 }
+
+TEST_CASE("weighted: positions beyond 2^32 keep all 64 bits", "[weighted][int64]") {
+  const auto classes = blocks({7, 5, 3});
+  const std::int64_t draws = std::int64_t{1} << 40;
+  WeightedSampler sampler(weighted_config(classes, 4, {}, draws), 8, 5);
+  WeightedSampler twin(weighted_config(classes, 4, {}, draws), 8, 5);
+  const std::int64_t step = (std::int64_t{1} << 33) / 4;
+  std::vector<std::int64_t> batch, again, other;
+  sampler.batch(step, batch);
+  twin.batch(step, again);
+  sampler.batch(step + (std::int64_t{1} << 30), other);  // a step 2^35 positions further
+  REQUIRE(batch == again);
+  REQUIRE(batch.size() == 4);
+  for (std::int64_t index : batch) REQUIRE((index >= 0 && index < 15));
+  const std::int64_t far = sampler.sample_at((std::int64_t{1} << 36) + 5);
+  REQUIRE((far >= 0 && far < 15));
+  REQUIRE(sampler.consumed_after(step) == step * 32);
+  REQUIRE(sampler.step_for_consumed(step * 32) == step);
+}
