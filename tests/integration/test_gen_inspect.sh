@@ -13,6 +13,7 @@ for case in "features --layout chunked --chunk-rows 7" "images --compress 3" "se
     args=(--kind "$kind" --class-counts 60,25,15 --seed 7 --dim 5 --height 4 --width 4 --median-len 6 --max-len 20 $layout)
     "$gen" "${args[@]}" --out "$work/one.h5" >/dev/null || fail "gen $kind $layout at 1 rank"
     mpirun_n 3 "$gen" "${args[@]}" --out "$work/three.h5" >/dev/null || fail "gen $kind $layout at 3 ranks"
+    cmp -s "$work/one.h5" "$work/three.h5" && pass "$kind $layout: byte-identical from 1 and 3 writers" || fail "$kind $layout: files differ"
     one=$("$inspect" dump "$work/one.h5" --indices "$(all_rows 100)")
     three=$(mpirun_n 2 "$inspect" dump "$work/three.h5" --indices "$(all_rows 100)")
     expect_equal "$kind $layout: 1 and 3 writers, 1 and 2 readers give the same rows" "$three" "$one"
