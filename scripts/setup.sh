@@ -11,6 +11,7 @@ packages=(
   catch2                                 # tests (Catch2 2.13)
 )
 # Extra packages for optional parts, named in the environment (e.g. STRIDER_EXTRA_PACKAGES="clang").
+# The benchmarks' peers (torch, h5py, mpi4py, matplotlib) come this way: scripts/bench/setup-bench.sh.
 read -r -a extra <<<"${STRIDER_EXTRA_PACKAGES:-}"
 packages+=("${extra[@]}")
 

@@ -1,0 +1,189 @@
+#!/usr/bin/env bash
+# strider side by side with the PyTorch data stack and with the machine's limits, on the same files,
+# in one run (issue 9, DESIGN.md section 5). Prints a table with the ratios and writes
+# $BENCH_OUT/results.json and $BENCH_OUT/compare.png.
+#
+#   scripts/bench/setup-bench.sh        # once: torch, h5py-mpi, mpi4py, matplotlib (Debian packages)
+#   scripts/bench/compare.sh            # about 10 minutes on 2 cores, the first time with the files
+#
+# Workloads, each at 1 and 2 ranks (RANKS="1 2"):
+#   w1  1,000,000 x 64 float32 with labels, shuffled (distributed sampler), batches of 256
+#   w2  8,192 x 64 KiB (16384 float32) rows, shuffled, batches of 32
+#   w3  200,000 sequences (median 64, max 512 int32 tokens), bucketed under 16384 tokens per batch
+#   w4  1,000,000 x 64 float32, 10 classes, imbalance 100, class-balanced (weighted sampler, 1/count)
+# plus, on w1: runs with --compute-us at 1x, 2x (and 4x busy) the measured time to read a batch, as a busy wait
+# and as a sleep (stall fraction), --cold, and the streaming sampler's peak RSS at N = 100,000 and
+# 1,000,000 (with and without the labels dataset).
+#
+# Environment: STRIDER_BIN (the folder with strider-gen and strider-bench; default build/bin),
+# BENCH_DIR (the data files, kept between runs; default /tmp/strider-bench), BENCH_OUT (results;
+# default $BENCH_DIR/results), RANKS, PEER_BATCHES (500), PEER_WARMUP (20), PEER_WORKERS (0,1,2),
+# REPEATS (3: every strider figure is the median of this many runs; the peer's is its best
+# num_workers over 500 timed batches; the limits are the best of three).
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+source "$here/../common.sh"
+
+bin=${STRIDER_BIN:-$build_dir/bin}
+data=${BENCH_DIR:-/tmp/strider-bench}
+out=${BENCH_OUT:-$data/results}
+ranks_list=${RANKS:-1 2}
+peer_batches=${PEER_BATCHES:-500}
+peer_warmup=${PEER_WARMUP:-20}
+peer_workers=${PEER_WORKERS:-0,1,2}
+repeats=${REPEATS:-3}
+python=/usr/bin/python3
+seed=0
+
+for tool in strider-gen strider-bench; do
+  [[ -x $bin/$tool ]] || { echo "compare: $bin/$tool is missing: build first (or set STRIDER_BIN)" >&2; exit 1; }
+done
+$python -c "import torch, h5py, numpy" 2>/dev/null ||
+  { echo "compare: the peer needs python3-torch and python3-h5py-mpi: run scripts/bench/setup-bench.sh" >&2; exit 1; }
+mkdir -p "$data" "$out/logs"
+rm -rf "$out"/*.json "$out/runs"
+mkdir -p "$out/runs"
+launch=(mpirun --bind-to none)
+started=$(date +%s)
+log() { printf '[%4ds] %s\n' $(($(date +%s) - started)) "$*"; }
+echo "# machine: $(nproc) cores, $(free -g | awk '/^Mem:/ {print $2}') GiB, $(. /etc/os-release && echo "$PRETTY_NAME"); load before: $(cut -d' ' -f1-3 /proc/loadavg)" |
+  tee "$out/machine.txt"
+
+# ---- the files (kept in $BENCH_DIR; regenerated when their options change) ----
+generate() {  # NAME strider-gen options...
+  local name=$1
+  shift
+  local file=$data/$name.h5 stamp="$*"
+  if [[ -f $file && -f $file.options && $(cat "$file.options") == "$stamp" ]]; then
+    log "$name.h5 present"
+    return
+  fi
+  log "generating $name.h5: $stamp"
+  rm -f "$file" "$file.options"
+  "${launch[@]}" -np 2 "$bin/strider-gen" --out "$file" --seed 1 --no-progress "$@" >"$out/logs/gen-$name.log" 2>&1
+  echo "$stamp" >"$file.options"
+}
+generate w1 --kind features --samples 1000000 --dim 64 --classes 10
+generate w2 --kind features --samples 8192 --dim 16384 --classes 10
+generate w3 --kind sequences --samples 200000 --median-len 64 --max-len 512 --classes 10
+generate w4 --kind features --samples 1000000 --dim 64 --classes 10 --imbalance 100
+generate small --kind features --samples 100000 --dim 64 --classes 10
+
+g++ -O2 -std=c++17 -o "$out/gather_limit" "$here/gather_limit.cpp"
+
+# Byte offset and size of a contiguous dataset (DATA KEY) for the limits.
+layout() { $python -c "import h5py,sys; d=h5py.File(sys.argv[1],'r')[sys.argv[2]]; print(d.id.get_offset(), d.id.get_storage_size(), d.shape[0], d.dtype.itemsize * (int(d.size) // max(1, d.shape[0]) if d.ndim > 1 else 1))" "$1" "$2"; }
+
+# ---- the limits ----
+limits() {  # NAME KEY BATCH [OFFSETS_KEY]
+  local name=$1 key=$2 batch=$3 file=$data/$1.h5
+  read -r offset bytes rows unit < <(layout "$file" "$key")
+  cat "$file" >/dev/null  # warm-up read: the file is in the page cache
+  local best=0 line
+  for _ in 1 2 3; do  # the best of three (the machine is shared)
+    line=$(LC_ALL=C dd if="$file" of=/dev/null bs=4M iflag=skip_bytes,count_bytes skip="$offset" count="$bytes" 2>&1 | tail -n 1)
+    best=$(awk -v line="$line" -v best="$best" 'BEGIN { split(line, f, " "); rate = f[1] / f[8]; print (rate > best ? rate : best) }')
+  done
+  local gather
+  if [[ $# -ge 4 ]]; then  # variable-length rows: offsets[rows + 1] say where each starts
+    local offsets_at offsets_rows
+    read -r offsets_at _ offsets_rows _ < <(layout "$file" "$4")
+    gather=$("$out/gather_limit" "$file" "$offset" "$unit" "$((offsets_rows - 1))" "$batch" 1 "$offsets_at")
+  else
+    gather=$("$out/gather_limit" "$file" "$offset" "$unit" "$rows" "$batch" 1)
+  fi
+  printf '{"workload": "%s", "sequential_read_bytes_per_s": %s, "sequential_read_bytes": %s, "gather": %s}\n' \
+    "$name" "$best" "$bytes" "$gather" >"$out/limit-$name.json"
+  log "limits $name: sequential $(awk -v b="$best" 'BEGIN { printf "%.2f GB/s", b / 1e9 }'), gather $gather"
+}
+
+# ---- strider and the peer ----
+strider() {  # TAG RANKS strider-bench options...: the median of $repeats runs (by samples/s)
+  local tag=$1 ranks=$2 k
+  shift 2
+  for ((k = 1; k <= repeats; ++k)); do
+    "${launch[@]}" -np "$ranks" "$bin/strider-bench" --seed "$seed" --json "$out/runs/strider-$tag.$k.json" "$@" \
+      >"$out/logs/strider-$tag.$k.log" 2>&1 || { log "strider $tag FAILED (see $out/logs/strider-$tag.$k.log)"; return 0; }
+  done
+  k=$($python -c "import json,sys; runs=sorted(sys.argv[1:], key=lambda p: json.load(open(p))['samples_per_s']); print(runs[len(runs)//2].rsplit('.',2)[-2])" \
+    "$out"/runs/strider-"$tag".*.json)
+  cp "$out/runs/strider-$tag.$k.json" "$out/strider-$tag.json"
+  cp "$out/logs/strider-$tag.$k.log" "$out/logs/strider-$tag.log"
+  log "strider $tag (median of $repeats): $(grep -m1 '^  total' "$out/logs/strider-$tag.log" | sed 's/^  total //; s/, read\/useful.*//')"
+}
+port=$((29500 + RANDOM % 2000))
+peer() {  # TAG RANKS torch_peer options...
+  local tag=$1 ranks=$2
+  shift 2
+  port=$((port + 1))
+  "${launch[@]}" -np "$ranks" -x MASTER_ADDR=127.0.0.1 -x MASTER_PORT=$port -x PYTHONWARNINGS=ignore \
+    $python "$here/torch_peer.py" --seed "$seed" --batches "$peer_batches" --warmup "$peer_warmup" \
+    --workers "$peer_workers" --json "$out/peer-$tag.json" "$@" >"$out/logs/peer-$tag.log" 2>&1 ||
+    { log "peer $tag FAILED (see $out/logs/peer-$tag.log)"; return 0; }
+  log "peer $tag: $(grep '^peer' "$out/logs/peer-$tag.log" | awk '{print $3, $4, $6}' | tr '\n' ';')"
+}
+
+limits w1 /samples 256
+limits w2 /samples 32
+limits w3 /tokens 256 /offsets
+limits w4 /samples 256
+
+for ranks in $ranks_list; do
+  strider "w1-r$ranks" "$ranks" --data "$data/w1.h5" --batch-size 256 --epochs 2
+  strider "w2-r$ranks" "$ranks" --data "$data/w2.h5" --batch-size 32 --epochs 4
+  strider "w3-r$ranks" "$ranks" --data "$data/w3.h5" --sampler bucketed --max-tokens 16384 --epochs 2
+  strider "w4-r$ranks" "$ranks" --data "$data/w4.h5" --sampler weighted --batch-size 256 --epochs 2
+done
+for ranks in $ranks_list; do
+  peer "w1-r$ranks" "$ranks" --data "$data/w1.h5" --batch-size 256 --sampler distributed
+  peer "w2-r$ranks" "$ranks" --data "$data/w2.h5" --batch-size 32 --sampler distributed
+  peer "w3-r$ranks" "$ranks" --data "$data/w3.h5" --sampler length-grouped --max-tokens 16384
+  peer "w4-r$ranks" "$ranks" --data "$data/w4.h5" --batch-size 256 --sampler weighted
+done
+
+# ---- stall fraction with an emulated step of about the time to read a batch (w1) ----
+read_us=$($python - "$out/strider-w1-r1.json" <<'EOF'
+import json, sys
+try:
+    run = json.load(open(sys.argv[1]))
+    rank = run["ranks"][0]
+    batches = -(-rank["samples"] // run["batch_size"])
+    print(round(1e6 * rank["io_seconds"] / batches, 1))
+except Exception:
+    print(0)
+EOF
+)
+if [[ $read_us != 0 ]]; then
+  log "time to read a batch of w1: $read_us us"
+  for ranks in $ranks_list; do
+    for mode in busy sleep; do
+      strider "w1-compute-$mode-r$ranks" "$ranks" --data "$data/w1.h5" --batch-size 256 --compute-us "$read_us" --compute-mode $mode
+    done
+    strider "w1-compute4x-busy-r$ranks" "$ranks" --data "$data/w1.h5" --batch-size 256 --compute-mode busy \
+      --compute-us "$(awk -v t="$read_us" 'BEGIN { print 4 * t }')"
+    for mode in busy sleep; do
+      strider "w1-compute2x-$mode-r$ranks" "$ranks" --data "$data/w1.h5" --batch-size 256 --compute-mode $mode \
+        --compute-us "$(awk -v t="$read_us" 'BEGIN { print 2 * t }')"
+    done
+  done
+fi
+
+# ---- warm vs cold page cache (w1) ----
+for ranks in $ranks_list; do
+  strider "w1-cold-r$ranks" "$ranks" --data "$data/w1.h5" --batch-size 256 --cold
+done
+cat "$data/w1.h5" >/dev/null  # warm again
+
+# ---- streaming: peak RSS against N (pread engine, so that mapped file pages do not count; 200 steps) ----
+repeats=1
+for name in small w1; do
+  for sampler in streaming distributed; do
+    strider "rss-$sampler-$name" 1 --data "$data/$name.h5" --batch-size 256 --sampler "$sampler" --engine direct --steps 200
+    strider "rss-$sampler-$name-nolabels" 1 --data "$data/$name.h5" --batch-size 256 --sampler "$sampler" --engine direct \
+      --steps 200 --label-key /none
+  done
+done
+
+echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$out/machine.txt"
+$python "$here/summarize.py" "$out"
+log "done in $(($(date +%s) - started)) s: $out/results.json, $out/compare.png"

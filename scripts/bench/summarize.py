@@ -1,0 +1,194 @@
+#!/usr/bin/python3
+"""Reads compare.sh's JSON files in OUT, prints the table with the ratios, checks the goals of issue 9
+and writes OUT/results.json and OUT/compare.png (matplotlib, when installed)."""
+
+import glob
+import json
+import os
+import sys
+
+WORKLOADS = {
+    "w1": "1M x 64 f32, shuffled, B=256",
+    "w2": "8192 x 64 KiB, shuffled, B=32",
+    "w3": "sequences, bucketed 16k tokens",
+    "w4": "class-balanced, imbalance 100",
+}
+
+
+def load(path):
+    try:
+        with open(path) as file:
+            return json.load(file)
+    except (OSError, ValueError):
+        return None
+
+
+def main(out):
+    strider = {os.path.basename(p)[8:-5]: load(p) for p in glob.glob(os.path.join(out, "strider-*.json"))}
+    peers = {os.path.basename(p)[5:-5]: load(p) for p in glob.glob(os.path.join(out, "peer-*.json"))}
+    limits = {os.path.basename(p)[6:-5]: load(p) for p in glob.glob(os.path.join(out, "limit-*.json"))}
+    machine = open(os.path.join(out, "machine.txt")).read().strip() if os.path.exists(os.path.join(out, "machine.txt")) else ""
+    rows, goals = [], []
+    repeats = {}  # tag -> samples/s of every repeated run (compare.sh keeps the median)
+    for path in glob.glob(os.path.join(out, "runs", "strider-*.json")):
+        run = load(path)
+        if run:
+            repeats.setdefault(os.path.basename(path)[8:].rsplit(".", 2)[0], []).append(run["samples_per_s"])
+    ranks_seen = sorted({int(k.split("-r")[-1]) for k in strider if k[:2] in WORKLOADS and k.count("-") == 1})
+
+    print(machine)
+    head = (f"{'workload':32s} {'R':>2s} {'strider/s':>11s} {'GB/s':>6s} {'peer row/s':>11s} {'peer batch/s':>12s} "
+            f"{'x peer':>7s} {'seq GB/s':>8s} {'/seq':>5s} {'gather/s':>10s} {'rank/gath':>9s} {'1st(s)':>6s} {'RSS MiB':>7s}")
+    print(head)
+    print("-" * len(head))
+    for workload, title in WORKLOADS.items():
+        limit = limits.get(workload) or {}
+        sequential = limit.get("sequential_read_bytes_per_s", 0)
+        gather = (limit.get("gather") or {}).get("rows_per_s", 0)
+        for ranks in ranks_seen:
+            tag = f"{workload}-r{ranks}"
+            s, p = strider.get(tag), peers.get(tag)
+            row = dict(workload=workload, title=title, ranks=ranks, sequential_read_bytes_per_s=sequential,
+                       gather_rows_per_s_one_core=gather)
+            if s:
+                per_rank = [r["samples_per_s"] for r in s["ranks"]]
+                row.update(strider_samples_per_s=s["samples_per_s"], strider_bytes_per_s=s["bytes_per_s"],
+                           strider_stall_fraction=s["stall_fraction"], strider_time_to_first_batch_s=s["time_to_first_batch_s"],
+                           strider_peak_rss_bytes=s["peak_rss_bytes"], strider_read_amplification=s["read_amplification"],
+                           strider_min_rank_samples_per_s=min(per_rank))
+                if tag in repeats:
+                    row["strider_runs_samples_per_s"] = sorted(repeats[tag])
+            if p:
+                best = p.get("best", {})
+                for variant in ("per-row", "batched"):
+                    if variant in best:
+                        key = variant.replace("-", "_")
+                        row[f"peer_{key}_samples_per_s"] = best[variant]["samples_per_s"]
+                        row[f"peer_{key}_bytes_per_s"] = best[variant]["bytes_per_s"]
+                        row[f"peer_{key}_num_workers"] = best[variant]["num_workers"]
+                row["peer_best_samples_per_s"] = p["samples_per_s"]
+                if "note" in p:
+                    row["peer_note"] = p["note"]
+            if s and p and p["samples_per_s"] > 0:
+                row["strider_over_peer"] = s["samples_per_s"] / p["samples_per_s"]
+            if s and sequential > 0:
+                row["strider_over_sequential_read"] = s["bytes_per_s"] / sequential
+            if s and gather > 0:
+                row["strider_rank_over_gather"] = row["strider_min_rank_samples_per_s"] / gather
+            rows.append(row)
+
+            def cell(key, fmt, width, scale=1.0):
+                return f"{row[key] * scale:{width}{fmt}}" if key in row else f"{'-':>{width}s}"
+
+            peer_row = cell("peer_per_row_samples_per_s", ".0f", 8)
+            if "peer_per_row_num_workers" in row:
+                peer_row += f"/w{row['peer_per_row_num_workers']}"
+            else:
+                peer_row = f"{'-':>11s}"
+            peer_batch = cell("peer_batched_samples_per_s", ".0f", 9)
+            if "peer_batched_num_workers" in row:
+                peer_batch += f"/w{row['peer_batched_num_workers']}"
+            else:
+                peer_batch = f"{'-':>12s}"
+            print(f"{workload + ' ' + title:32s} {ranks:2d} {cell('strider_samples_per_s', '.0f', 11)} "
+                  f"{cell('strider_bytes_per_s', '.2f', 6, 1e-9)} {peer_row:>11s} {peer_batch:>12s} "
+                  f"{cell('strider_over_peer', '.1f', 7)} {sequential / 1e9:8.2f} {cell('strider_over_sequential_read', '.2f', 5)} "
+                  f"{gather:10.0f} {cell('strider_rank_over_gather', '.2f', 9)} "
+                  f"{cell('strider_time_to_first_batch_s', '.3f', 6)} {cell('strider_peak_rss_bytes', '.0f', 7, 1 / 1048576)}")
+    print("x peer: strider samples/s / the best peer configuration; /seq: strider useful GB/s / sequential read of the "
+          "same bytes from the page cache (one dd); rank/gath: the slowest rank's samples/s / one core's memory-gather "
+          "limit. Peer: best of num_workers " + "0,1,2; 'wN' is the best's num_workers. strider: the median of its runs:")
+    for row in rows:
+        if "strider_runs_samples_per_s" in row:
+            print(f"  {row['workload']} at {row['ranks']} rank(s): runs " +
+                  " ".join(f"{v:.0f}" for v in row["strider_runs_samples_per_s"]) + " samples/s")
+    for tag in sorted(peers):
+        if peers[tag] and "note" in peers[tag] and tag.endswith("-r1"):
+            print(f"note {tag[:2]}: {peers[tag]['note']}")
+
+    extras = []
+    print("\nstall fraction with an emulated step (w1; busy wait or sleep per batch), warm vs cold page cache (w1):")
+    for tag in sorted(strider):
+        if tag.startswith(("w1-compute", "w1-cold")):
+            s = strider[tag]
+            if not s:
+                continue
+            read_us = max(1e6 * r["io_seconds"] / max(1, -(-r["samples"] // s["batch_size"])) for r in s["ranks"])
+            extras.append(dict(tag=tag, world=s["world"], compute_us=s["compute_us"], cold=s["cold"], read_us_per_batch=read_us,
+                               samples_per_s=s["samples_per_s"], bytes_per_s=s["bytes_per_s"], stall_fraction=s["stall_fraction"],
+                               time_to_first_batch_s=s["time_to_first_batch_s"]))
+            print(f"  {tag:22s} ranks {s['world']} compute {s['compute_us']:7.1f} us: {s['samples_per_s']:11.0f} samples/s, "
+                  f"{s['bytes_per_s'] / 1e9:6.3f} GB/s, read {read_us:6.1f} us/batch, stall {100 * s['stall_fraction']:5.1f}%, "
+                  f"first batch {s['time_to_first_batch_s']:.3f} s, per rank stall "
+                  + ", ".join(f"{100 * r['stall_fraction']:.1f}%" for r in s["ranks"]))
+    print("\npeak RSS against N (1 rank, pread engine, 200 steps of 256):")
+    rss = {}
+    for tag in sorted(strider):
+        if tag.startswith("rss-") and strider[tag]:
+            rss[tag[4:]] = strider[tag]["peak_rss_bytes"]
+            print(f"  {tag[4:]:36s} {strider[tag]['peak_rss_bytes'] / 1048576:7.1f} MiB")
+
+    # ---- goals (issue 9) ----
+    def goal(name, met, detail):
+        goals.append(dict(goal=name, met=met, detail=detail))
+
+    for row in rows:
+        if row["workload"] == "w1" and "strider_over_peer" in row:
+            goal(f"w1 at {row['ranks']} rank(s): >= 50x the peer", row["strider_over_peer"] >= 50, f"{row['strider_over_peer']:.1f}x")
+        if row["workload"] == "w1" and "strider_rank_over_gather" in row:
+            goal(f"w1 at {row['ranks']} rank(s): >= 40% of the gather limit per rank", row["strider_rank_over_gather"] >= 0.4,
+                 f"{100 * row['strider_rank_over_gather']:.0f}%")
+        if row["workload"] == "w2" and "strider_over_sequential_read" in row:
+            goal(f"w2 at {row['ranks']} rank(s): >= half the sequential-read limit", row["strider_over_sequential_read"] >= 0.5,
+                 f"{100 * row['strider_over_sequential_read']:.0f}%")
+    for extra in extras:  # the goal: stall < 5% where the step is at least the time to read a batch
+        if extra["tag"].startswith("w1-compute"):
+            below = extra["compute_us"] < extra["read_us_per_batch"]
+            goal(f"stall < 5% ({extra['tag']}, {extra['world']} rank(s), compute {extra['compute_us']:.0f} us, read "
+                 f"{extra['read_us_per_batch']:.0f} us/batch in this run{': compute < read here' if below else ''})",
+                 extra["stall_fraction"] < 0.05, f"{100 * extra['stall_fraction']:.1f}%")
+    for suffix in ("-nolabels", ""):
+        small, large = rss.get(f"streaming-small{suffix}"), rss.get(f"streaming-w1{suffix}")
+        if small and large:
+            growth = (large - small) / 1048576
+            goal(f"streaming RSS flat in N (100k -> 1M{', no labels' if suffix else ', labels read at open'})",
+                 growth < 1.0, f"{small / 1048576:.1f} -> {large / 1048576:.1f} MiB (+{growth:.1f} MiB)")
+    print("\ngoals (issue 9):")
+    for g in goals:
+        print(f"  [{'met' if g['met'] else 'MISSED'}] {g['goal']}: {g['detail']}")
+
+    with open(os.path.join(out, "results.json"), "w") as file:
+        json.dump(dict(machine=machine, table=rows, extras=extras, peak_rss_bytes=rss, goals=goals,
+                       strider=strider, peers=peers, limits=limits), file, indent=1)
+    plot(out, rows)
+
+
+def plot(out, rows):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("(no matplotlib: no plot; scripts/bench/setup-bench.sh installs it)")
+        return
+    labels = [f"{r['workload']}\n{r['ranks']} rank{'s' if r['ranks'] > 1 else ''}" for r in rows]
+    series = [("strider", "strider_samples_per_s"), ("peer, per row", "peer_per_row_samples_per_s"),
+              ("peer, batched", "peer_batched_samples_per_s"), ("gather limit, 1 core", "gather_rows_per_s_one_core")]
+    width = 0.2
+    figure, axes = plt.subplots(figsize=(11, 5))
+    for k, (name, key) in enumerate(series):
+        values = [r.get(key, 0) or 0 for r in rows]
+        axes.bar([i + (k - 1.5) * width for i in range(len(rows))], values, width, label=name)
+    axes.set_yscale("log")
+    axes.set_xticks(range(len(rows)))
+    axes.set_xticklabels(labels)
+    axes.set_ylabel("samples/s (log)")
+    axes.set_title("strider vs PyTorch DataLoader + h5py vs the memory-gather limit (page cache)")
+    axes.set_ylim(top=axes.get_ylim()[1] * 8)
+    axes.legend(loc="upper center", ncol=4, fontsize="small")
+    figure.tight_layout()
+    figure.savefig(os.path.join(out, "compare.png"), dpi=110)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else ".")
