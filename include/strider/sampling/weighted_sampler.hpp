@@ -58,8 +58,9 @@ class WeightedSampler final : public Sampler {
   /// Covers the weights bit for bit: a checkpoint resumes only with the weights it was saved with.
   std::uint64_t config_hash() const override;
 
-  /// Replaces the class weights (same rules as the config), for the next set_epoch. Every rank must
-  /// pass bit-identical weights (see update_class_weights). Not thread-safe.
+  /// Replaces the class weights (same rules as the config; on an error the old ones stay). Takes
+  /// effect at once: call it between epochs. Every rank must pass bit-identical weights (see
+  /// update_class_weights). Not thread-safe.
   void set_class_weights(std::vector<double> class_weights);
   /// The class weights in use (empty with sample weights).
   const std::vector<double>& class_weights() const noexcept { return config_.class_weights; }
