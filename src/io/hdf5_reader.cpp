@@ -48,7 +48,10 @@ class Hdf5Reader final : public ReaderBase {
       std::int64_t group_last_chunk = -1;
       const std::size_t group_first_run = run;
       for (; run < plan_.runs.size(); ++run) {
-        const auto [begin, elements] = run_extent(plan_.runs[run]);
+        const RunSpan span = run_span(plan_, plan_.runs[run]);
+        // Position along dimension 0: the row (fixed size) or the token (sequences).
+        const std::int64_t begin = dataset_.info.variable_length ? span.first_element : span.first_row;
+        const std::int64_t elements = span.elements;
         const std::int64_t first_chunk = chunk_of(begin);
         // Cut only between chunks so that no chunk is read by two H5Dread calls of one batch.
         if (blocks >= kMaxBlocksPerRead && (chunk_elements_ == 0 || first_chunk != group_last_chunk)) break;
@@ -82,14 +85,6 @@ class Hdf5Reader final : public ReaderBase {
   }
 
  private:
-  /// First element (row for fixed size, token for sequences) and elements of a run.
-  std::pair<std::int64_t, std::int64_t> run_extent(const BatchPlan::Run& run) const {
-    const std::int64_t first_row = plan_.unique_rows[run.first_slot];
-    const std::int64_t last_row = plan_.unique_rows[run.first_slot + run.slots - 1];
-    if (dataset_.info.variable_length)
-      return {dataset_.offsets[first_row], dataset_.offsets[last_row + 1] - dataset_.offsets[first_row]};
-    return {first_row, run.slots * dataset_.row_elements};
-  }
   /// Extent along dimension 0 of a block of `elements` elements.
   std::int64_t block_extent(std::int64_t elements) const {
     return dataset_.info.variable_length ? elements : elements / dataset_.row_elements;

@@ -131,32 +131,27 @@ class DirectReader final : public ReaderBase {
       if (first < 0) first = k;
     }
     source_.assign(slots, nullptr);
-    std::int64_t scratch_bytes = 0;
+    spans_.clear();
+    std::int64_t scratch_bytes = 0, bytes_read = 0;
     for (const BatchPlan::Run& run : plan_.runs) {
-      if (run.slots > 1) {
-        const std::int64_t last_row = plan_.unique_rows[run.first_slot + run.slots - 1];
-        scratch_bytes +=
-            (first_element(last_row) + row_elements(last_row) - first_element(plan_.unique_rows[run.first_slot])) *
-            size;
-      }
+      spans_.push_back(run_span(plan_, run));
+      bytes_read += spans_.back().elements * size;
+      if (run.slots > 1) scratch_bytes += spans_.back().elements * size;
     }
     if (static_cast<std::int64_t>(scratch_.size()) < scratch_bytes)
       scratch_.resize(static_cast<std::size_t>(scratch_bytes));
-    std::vector<std::byte*>& targets = run_targets_;
-    targets.resize(plan_.runs.size());
+    targets_.resize(plan_.runs.size());
     std::int64_t scratch_offset = 0;
     for (std::size_t r = 0; r < plan_.runs.size(); ++r) {
       const BatchPlan::Run& run = plan_.runs[r];
       if (run.slots == 1) {
-        targets[r] = out + out_offsets[first_position_[run.first_slot]];
-        source_[run.first_slot] = targets[r];
+        targets_[r] = out + out_offsets[first_position_[run.first_slot]];
+        source_[run.first_slot] = targets_[r];
       } else {
-        targets[r] = scratch_.data() + scratch_offset;
-        const std::int64_t begin = first_element(plan_.unique_rows[run.first_slot]);
+        targets_[r] = scratch_.data() + scratch_offset;
         for (std::int64_t slot = run.first_slot; slot < run.first_slot + run.slots; ++slot)
-          source_[slot] = targets[r] + (first_element(plan_.unique_rows[slot]) - begin) * size;
-        const std::int64_t last_row = plan_.unique_rows[run.first_slot + run.slots - 1];
-        scratch_offset += (first_element(last_row) + row_elements(last_row) - begin) * size;
+          source_[slot] = targets_[r] + (first_element(plan_.unique_rows[slot]) - spans_[r].first_element) * size;
+        scratch_offset += spans_[r].elements * size;
       }
     }
     const auto runs = static_cast<std::int64_t>(plan_.runs.size());
@@ -164,20 +159,11 @@ class DirectReader final : public ReaderBase {
     pool_.run(parts, [&](int part) {
       const std::int64_t end = part_begin(runs, parts, part + 1);
       for (std::int64_t r = part_begin(runs, parts, part); r < end; ++r) {
-        const BatchPlan::Run& run = plan_.runs[r];
-        const std::int64_t first_row = plan_.unique_rows[run.first_slot];
-        const std::int64_t last_row = plan_.unique_rows[run.first_slot + run.slots - 1];
-        const std::int64_t begin = first_element(first_row);
-        read_fully(targets[r], (first_element(last_row) + row_elements(last_row) - begin) * size,
-                   dataset_.file_offset_bytes + begin * size, first_row, last_row);
+        const RunSpan& span = spans_[r];
+        read_fully(targets_[r], span.elements * size, dataset_.file_offset_bytes + span.first_element * size,
+                   span.first_row, span.last_row);
       }
     });
-    std::int64_t bytes_read = 0;
-    for (const BatchPlan::Run& run : plan_.runs) {
-      const std::int64_t last_row = plan_.unique_rows[run.first_slot + run.slots - 1];
-      bytes_read +=
-          (first_element(last_row) + row_elements(last_row) - first_element(plan_.unique_rows[run.first_slot])) * size;
-    }
     for (std::int64_t k = 0; k < count; ++k) {
       const std::byte* from = source_[plan_.slot_of_position[k]];
       const std::int64_t bytes = out_offsets[k + 1] - out_offsets[k];
@@ -212,7 +198,8 @@ class DirectReader final : public ReaderBase {
   BatchPlan plan_;
   std::vector<std::int64_t> first_position_;
   std::vector<const std::byte*> source_;
-  std::vector<std::byte*> run_targets_;
+  std::vector<RunSpan> spans_;
+  std::vector<std::byte*> targets_;
   std::vector<std::byte> scratch_;
 };
 

@@ -91,6 +91,16 @@ class ReaderBase : public BatchReader {
   std::int64_t row_elements(std::int64_t row) const {
     return dataset_.info.variable_length ? dataset_.lengths[row] : dataset_.row_elements;
   }
+  /// A run of adjacent rows: its first and last row, first element and elements in the data dataset.
+  struct RunSpan {
+    std::int64_t first_row, last_row, first_element, elements;
+  };
+  RunSpan run_span(const BatchPlan& plan, const BatchPlan::Run& run) const {
+    const std::int64_t first_row = plan.unique_rows[run.first_slot];
+    const std::int64_t last_row = plan.unique_rows[run.first_slot + run.slots - 1];
+    const std::int64_t begin = first_element(first_row);
+    return {first_row, last_row, begin, first_element(last_row) + row_elements(last_row) - begin};
+  }
   std::int64_t element_size() const { return static_cast<std::int64_t>(element_bytes(dataset_.info.element_type)); }
   /// Copies the samples of indices[0..count) to out, row k at out + out_offsets[k] (bytes; count+1
   /// entries). Indices are valid; adds to stats_.bytes_read and read_calls.
