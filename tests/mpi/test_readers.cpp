@@ -99,8 +99,7 @@ void write_fixed(const std::string& path, const FixedCase& test, hid_t mem_type,
   write_dataset(file.get(), "/samples", test.file_type, mem_type, test.dims, values.data(), layout);
   std::vector<std::int64_t> labels(test.dims[0]);
   for (std::size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<std::int64_t>(i % 7);
-  write_dataset(file.get(), "/labels", H5T_STD_I64LE, H5T_NATIVE_INT64, {test.dims[0]}, labels.data(),
-                Layout{"contiguous"});
+  write_dataset(file.get(), "/labels", H5T_STD_I64LE, H5T_NATIVE_INT64, {test.dims[0]}, labels.data(), layout);
 }
 
 void write_fixed_any(const std::string& path, const FixedCase& test, const Layout& layout) {
@@ -132,10 +131,8 @@ void write_sequences(const std::string& path, std::int64_t rows, const Layout& l
   H5File file = create_file(path);
   write_dataset(file.get(), "/tokens", H5T_STD_I32LE, H5T_NATIVE_INT32, {static_cast<hsize_t>(tokens.size())},
                 tokens.data(), layout);
-  write_dataset(file.get(), "/offsets", H5T_STD_I64LE, H5T_NATIVE_INT64, {offsets.size()}, offsets.data(),
-                Layout{"contiguous"});
-  write_dataset(file.get(), "/labels", H5T_STD_I32LE, H5T_NATIVE_INT32, {labels.size()}, labels.data(),
-                Layout{"contiguous"});
+  write_dataset(file.get(), "/offsets", H5T_STD_I64LE, H5T_NATIVE_INT64, {offsets.size()}, offsets.data(), layout);
+  write_dataset(file.get(), "/labels", H5T_STD_I32LE, H5T_NATIVE_INT32, {labels.size()}, labels.data(), layout);
 }
 
 /// Rank 0 writes, everyone waits.
