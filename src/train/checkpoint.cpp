@@ -46,7 +46,7 @@ std::string serialize_payload(const Checkpoint& checkpoint) {
   for (const auto& [name, values] : checkpoint.arrays) {
     append_text(payload, name);
     append_u64(payload, values.size());
-    payload.append(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float));
+    if (!values.empty()) payload.append(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float));
   }
   return payload;
 }
@@ -70,7 +70,8 @@ class PayloadReader {
     const std::uint64_t count = u64();
     if (count > bytes_ / sizeof(float)) fail("an array longer than the file");
     std::vector<float> values(count);
-    std::memcpy(values.data(), take(count * sizeof(float)), count * sizeof(float));
+    const char* bytes = take(count * sizeof(float));
+    if (count > 0) std::memcpy(values.data(), bytes, count * sizeof(float));
     return values;
   }
   bool at_end() const { return position_ == bytes_; }
