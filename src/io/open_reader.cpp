@@ -1,6 +1,7 @@
 // open_reader: local checks, collective open with the MPI-IO driver, validation of shapes, types,
 // labels and offsets, and the engine choice. Every failure is agreed across ranks.
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -24,6 +25,9 @@ namespace {
 void check_local_file(const std::string& path) {
   struct stat status {};
   if (::stat(path.c_str(), &status) != 0)
+    throw DataError("cannot open " + path + ": " + std::strerror(errno), detail::relative_source_path(__FILE__),
+                    __LINE__);
+  if (::access(path.c_str(), R_OK) != 0)
     throw DataError("cannot open " + path + ": " + std::strerror(errno), detail::relative_source_path(__FILE__),
                     __LINE__);
   if (!S_ISREG(status.st_mode))
@@ -113,7 +117,8 @@ std::string shape_text(const std::vector<std::int64_t>& dims) {
 void inspect_layout(OpenedDataset& dataset, hid_t data, bool native) {
   H5PropertyList create(
       STRIDER_H5_CHECK(H5Dget_create_plist(data), "reading the creation properties of " + dataset.data_key));
-  const H5D_layout_t layout = H5Pget_layout(create.get());
+  const H5D_layout_t layout =
+      STRIDER_H5_CHECK(H5Pget_layout(create.get()), "reading the layout of " + dataset.data_key);
   DatasetInfo& info = dataset.info;
   info.layout = layout == H5D_CHUNKED      ? "chunked"
                 : layout == H5D_COMPACT    ? "compact"
@@ -144,7 +149,8 @@ void inspect_layout(OpenedDataset& dataset, hid_t data, bool native) {
     const hsize_t stored = H5Dget_storage_size(data);
     if (chunks > 0) dataset.average_chunk_storage_bytes = static_cast<std::int64_t>(stored / chunks);
   }
-  const int external = H5Pget_external_count(create.get());
+  const int external =
+      STRIDER_H5_CHECK(H5Pget_external_count(create.get()), "reading the external files of " + dataset.data_key);
   const haddr_t offset = H5Dget_offset(data);
   H5Eclear2(H5E_DEFAULT);  // H5Dget_offset fails quietly for non-contiguous layouts
   if (layout == H5D_CONTIGUOUS && offset != HADDR_UNDEF) dataset.file_offset_bytes = static_cast<std::int64_t>(offset);
