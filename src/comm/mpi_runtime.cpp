@@ -1,6 +1,8 @@
 #include "strider/comm/mpi_runtime.hpp"
 
+#include <chrono>
 #include <cstdio>
+#include <thread>
 #include <memory>
 
 #include "strider/core/log.hpp"
@@ -61,7 +63,11 @@ int run_mpi_app(int argc, char** argv, const std::function<int(Communicator& wor
     print_error_line(error_message(error));
     int size = 1;
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    if (size > 1) MPI_Abort(MPI_COMM_WORLD, code);
+    if (size > 1) {
+      // Let the launcher forward the error line before its own abort banner.
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      MPI_Abort(MPI_COMM_WORLD, code);
+    }
     return code;
   }
 }

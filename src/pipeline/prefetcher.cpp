@@ -1,6 +1,8 @@
 #include "strider/pipeline/prefetcher.hpp"
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -19,6 +21,17 @@ using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 constexpr int max_depth = 64;
+
+/// Test-only fault injection: STRIDER_TEST_FAIL_READ="RANK:STEP" makes the I/O thread of world rank
+/// RANK fail when it reads STEP (of any epoch), as a failing disk would. -1: never.
+std::int64_t injected_failure_step() {
+  const char* text = std::getenv("STRIDER_TEST_FAIL_READ");
+  if (text == nullptr) return -1;
+  int rank = -1;
+  long long step = -1;
+  if (std::sscanf(text, "%d:%lld", &rank, &step) != 2 || rank != current_world_rank()) return -1;
+  return step;
+}
 
 }  // namespace
 
@@ -72,6 +85,7 @@ struct Prefetcher::State {
   bool stats_clock_started = false;
   Clock::time_point stats_start;
 
+  std::int64_t fail_at_step = -1;  // test-only fault injection (see injected_failure_step)
   std::thread thread;
 };
 
@@ -116,6 +130,7 @@ Prefetcher::Prefetcher(std::unique_ptr<BatchReader> reader, PrefetcherOptions op
   state_->allocator = options.allocator ? std::move(options.allocator) : make_page_aligned_allocator();
   state_->slots.resize(static_cast<std::size_t>(depth_));
   for (int slot = 0; slot < depth_; ++slot) state_->free_slots.push_back(slot);
+  state_->fail_at_step = injected_failure_step();
   state_->thread = std::thread([this] { io_loop(); });
 }
 
@@ -296,6 +311,9 @@ void Prefetcher::io_loop() noexcept {
       ReadStats before{}, after{};
       try {
         before = s.reader->stats();
+        if (step == s.fail_at_step)
+          STRIDER_THROW(SystemError, "pread failed reading step " + std::to_string(step) +
+                                         ": injected I/O error (STRIDER_TEST_FAIL_READ)");
         sampler.batch(step, slot.indices);
         const auto count = static_cast<std::int64_t>(slot.indices.size());
         slot.samples_bytes = s.reader->samples_bytes(slot.indices.data(), count);

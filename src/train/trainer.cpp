@@ -1,6 +1,9 @@
 #include "strider/train/trainer.hpp"
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <thread>
 #include <chrono>
@@ -12,7 +15,9 @@
 #include "strider/comm/seed.hpp"
 #include "strider/core/error.hpp"
 #include "strider/core/json_writer.hpp"
+#include "strider/config.hpp"
 #include "strider/core/log.hpp"
+#include "strider/device/cuda_backend.hpp"
 #include "strider/pipeline/prefetcher.hpp"
 #include "strider/train/backend.hpp"
 #include "strider/train/checkpoint.hpp"
@@ -109,6 +114,13 @@ std::string format_recall(const std::vector<double>& recall) {
   return text.str();
 }
 
+/// Size and modification time of a file: a cheap check that the training data did not change.
+std::pair<std::int64_t, std::int64_t> file_state(const std::string& path) {
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0) return {-1, -1};
+  return {static_cast<std::int64_t>(info.st_size), static_cast<std::int64_t>(info.st_mtim.tv_sec) * 1000000000 + info.st_mtim.tv_nsec};
+}
+
 /// Everything a run carries between epochs.
 class TrainingRun {
  public:
@@ -119,6 +131,7 @@ class TrainingRun {
  private:
   void open_data();
   void build_backend();
+  void check_data_unchanged();
   void rebuild_sampler();
   bool try_resume();
   void save_checkpoint();
@@ -129,8 +142,11 @@ class TrainingRun {
   const Communicator& comm_;
   TrainerConfig config_;
   TrainSummary summary_;
+  std::unique_ptr<BatchReader> reader_;  // opened by open_data, handed to the prefetcher by build_backend
   std::unique_ptr<Prefetcher> prefetcher_;
   std::unique_ptr<Backend> backend_;
+  bool stage_next_ = false;
+  std::pair<std::int64_t, std::int64_t> data_file_state_;  // size and mtime when opened  // stage the next batch's host-to-device copy during a step (CUDA)
   std::unique_ptr<Sampler> sampler_;
   std::uint64_t fingerprint_ = 0;
   int num_classes_ = 0;
@@ -144,6 +160,14 @@ class TrainingRun {
   double rank_wall_seconds_ = 0.0;
   // Test-only: STRIDER_TEST_STEP_DELAY_US slows every step, so that tests can signal a run mid-epoch.
   std::int64_t test_step_delay_us_ = std::getenv("STRIDER_TEST_STEP_DELAY_US") ? std::atoll(std::getenv("STRIDER_TEST_STEP_DELAY_US")) : 0;
+  // Test-only: STRIDER_TEST_HANG_AT="RANK:STEP" makes that rank hang in that step (the watchdog's test).
+  std::int64_t test_hang_step_ = [] {
+    int rank = -1;
+    long long step = -1;
+    const char* text = std::getenv("STRIDER_TEST_HANG_AT");
+    if (text == nullptr || std::sscanf(text, "%d:%lld", &rank, &step) != 2 || rank != current_world_rank()) return -1LL;
+    return step;
+  }();
 };
 
 void TrainingRun::open_data() {
@@ -162,7 +186,16 @@ void TrainingRun::open_data() {
   if (comm_.is_root())
     log_info("training on ", config_.data_path, ": ", opened->info().num_samples, " samples, ", num_classes_,
              " classes, engine ", opened->engine());
-  prefetcher_ = std::make_unique<Prefetcher>(std::move(opened), PrefetcherOptions{config_.prefetch, nullptr});
+  reader_ = std::move(opened);
+  data_file_state_ = file_state(config_.data_path);
+}
+
+void TrainingRun::check_data_unchanged() {
+  comm_.collective_try([&] {
+    if (file_state(config_.data_path) != data_file_state_)
+      STRIDER_THROW(DataError, config_.data_path + " changed during training (its size or modification time differs from "
+                                                   "when it was opened); refusing to train on data that no longer matches");
+  });
 }
 
 void TrainingRun::build_backend() {
@@ -177,7 +210,16 @@ void TrainingRun::build_backend() {
   ModelConfig model = config_.model;
   model.num_classes = num_classes_;
   model.seed = summary_.seed;
-  comm_.collective_try([&] { backend_->initialize(resolve_model_config(model, prefetcher_->dataset())); });
+  comm_.collective_try([&] { backend_->initialize(resolve_model_config(model, reader_->info())); });
+#if STRIDER_HAS_CUDA
+  // Surface a shared GPU or an NCCL failure now, agreed, rather than in the first all-reduce.
+  if (backend_->name() == "cuda") comm_.collective_try([&] { connect_cuda_backend(*backend_, comm_); });
+#endif
+  // The ring's buffers: pinned for fast asynchronous copies to the GPU, page-aligned otherwise.
+  // With a GPU and at least two buffers, the next batch's copy is staged while a step runs.
+  std::shared_ptr<HostAllocator> allocator = backend_->name() == "cuda" ? make_pinned_allocator() : nullptr;
+  stage_next_ = backend_->name() == "cuda" && config_.prefetch >= 2;
+  prefetcher_ = std::make_unique<Prefetcher>(std::move(reader_), PrefetcherOptions{config_.prefetch, allocator});
 }
 
 void TrainingRun::rebuild_sampler() {
@@ -258,12 +300,18 @@ bool TrainingRun::train_epoch() {
   std::int64_t correct = 0, count = 0;
   double tokens[2] = {0.0, 0.0};  // sequences: real tokens, padded tokens (count * longest row)
   bool preempted = false;
+  std::optional<Batch> upcoming;  // the next step's batch, already staged on the device
   for (std::int64_t step = first_step_; step < steps; ++step) {
     if (watchdog_) watchdog_->step_started(epoch_, step);
     StepResult local;
     comm_.collective_try([&] {
-      std::optional<Batch> batch = prefetcher_->next();
+      std::optional<Batch> batch = upcoming ? std::move(upcoming) : prefetcher_->next();
+      upcoming.reset();
       if (!batch) STRIDER_THROW(Error, "the prefetcher ended before step " + std::to_string(step));
+      if (stage_next_ && step + 1 < steps) {  // the copy of batch k+1 overlaps step k
+        upcoming = prefetcher_->next();
+        if (upcoming) backend_->stage(input_of(*upcoming, prefetcher_->dataset()));
+      }
       trace_.write(epoch_, step, batch->indices());
       if (batch->offsets() != nullptr) {
         std::int64_t longest = 0;
@@ -272,6 +320,8 @@ bool TrainingRun::train_epoch() {
         tokens[1] += static_cast<double>(longest * batch->size());
       }
       local = backend_->forward_backward(input_of(*batch, prefetcher_->dataset()));
+      if (step == test_hang_step_)  // test-only: this rank never finishes the step (a stuck read or peer)
+        for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
       if (test_step_delay_us_ > 0) std::this_thread::sleep_for(std::chrono::microseconds(test_step_delay_us_));
     });
     std::int64_t shared[2] = {local.count, stop_signal_received() ? 1 : 0};
@@ -406,6 +456,7 @@ TrainSummary TrainingRun::run() {
   watchdog_ = std::make_unique<StepWatchdog>(config_.step_timeout_seconds);
 
   for (; epoch_ < config_.epochs; ++epoch_) {
+    check_data_unchanged();
     if (!resumed_ || first_step_ == 0) sampler_->set_epoch(epoch_);
     if (first_step_ < sampler_->num_steps()) {
       steps_done_ = first_step_;

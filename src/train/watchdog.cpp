@@ -16,6 +16,10 @@ std::int64_t now_ns() {
 }  // namespace
 
 StepWatchdog::StepWatchdog(double timeout_seconds) : timeout_seconds_(timeout_seconds) {
+  // When every rank is stuck (one in its read, the others in the collective), rank 0 fires first and
+  // its MPI_Abort ends the others before their own watchdogs fire: one line, not one per rank. The
+  // other ranks still fire 5 s later in case rank 0 cannot.
+  stagger_ns_ = current_world_rank() > 0 ? 5000000000LL : 0;
   if (timeout_seconds_ > 0) thread_ = std::thread([this] { watch(); });
 }
 
@@ -41,15 +45,17 @@ void StepWatchdog::watch() {
   while (!stopping_) {
     wake_.wait_for(lock, std::chrono::milliseconds(100));
     const std::int64_t deadline = deadline_ns_.load(std::memory_order_acquire);
-    if (stopping_ || deadline == 0 || now_ns() < deadline) continue;
+    if (stopping_ || deadline == 0 || now_ns() < deadline + stagger_ns_) continue;
     char timeout_text[32];
     std::snprintf(timeout_text, sizeof timeout_text, "%g", timeout_seconds_);
     const std::string line = "strider: error: [rank " + std::to_string(current_world_rank()) + "] step " +
                              std::to_string(step_.load()) + " of epoch " + std::to_string(epoch_.load()) +
-                             " took longer than " + timeout_text +
-                             " s (--step-timeout-s): I/O or a collective is stuck; aborting the job\n";
+                             " did not finish within " + timeout_text +
+                             " s (--step-timeout-s): a read or a collective is stuck on this rank or another; aborting the job\n";
     std::fwrite(line.data(), 1, line.size(), stderr);
     std::fflush(stderr);
+    // Let the launcher forward this line before its own abort banner.
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
 }

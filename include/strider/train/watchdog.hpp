@@ -13,8 +13,9 @@ namespace strider {
 
 /// Watches the progress of the training loop from a background thread. When more than
 /// `timeout_seconds` pass between two calls of step_started(), it prints
-/// "strider: error: [rank r] step S of epoch E took longer than T s (I/O or a collective hung);
-/// aborting" and calls MPI_Abort on MPI_COMM_WORLD, which ends every rank.
+/// "strider: error: [rank r] step S of epoch E did not finish within T s ..." and calls MPI_Abort
+/// /// on MPI_COMM_WORLD, which ends every rank. Ranks other than 0 wait 5 s longer, so that when all
+/// ranks are stuck (one in its read, the others in the collective) one line is printed, not R.
 class StepWatchdog {
  public:
   /// timeout_seconds <= 0 disables the watchdog.
@@ -34,6 +35,7 @@ class StepWatchdog {
   std::atomic<std::int64_t> epoch_{0};
   std::atomic<std::int64_t> step_{-1};
   std::atomic<std::int64_t> deadline_ns_{0};  // 0: paused
+  std::int64_t stagger_ns_ = 0;                // extra wait of this rank (see the class comment)
   std::mutex mutex_;
   std::condition_variable wake_;
   bool stopping_ = false;

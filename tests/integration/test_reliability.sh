@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Reliability of strider-train and strider-bench: a bad-input matrix, one failing rank, a killed rank,
+# a hung step (watchdog), a file changed during training, corrupted and truncated checkpoints.
+# Every case: non-zero exit on every rank, the first stderr line 'strider: error: ...' once, in seconds.
+source "$(dirname "$0")/common.sh"
+gen=$STRIDER_BIN/strider-gen
+train=$STRIDER_BIN/strider-train
+bench=$STRIDER_BIN/strider-bench
+unusable=$STRIDER_TEST_DATA_DIR/unusable.h5  # /samples [4,2], /labels [4], /labels_short [3], /half float16, /names strings, /empty [0,2]
+export STRIDER_LOG_LEVEL=warn
+mpi2=("$STRIDER_MPIEXEC" --bind-to none -np 2)
+mpi4=("$STRIDER_MPIEXEC" --bind-to none -np 4)
+
+mpirun_n 2 "$gen" --kind features --classes 3 --samples 2000 --dim 8 --seed 1 --out "$work/f.h5" --no-progress >/dev/null
+mpirun_n 2 "$gen" --kind sequences --classes 2 --samples 300 --min-len 8 --max-len 400 --median-len 50 --seed 1 \
+  --out "$work/s.h5" --no-progress >/dev/null
+mpirun_n 1 "$gen" --kind features --classes 2 --samples 3 --dim 2 --out "$work/three.h5" --no-progress >/dev/null
+echo "not an HDF5 file" >"$work/text.h5"
+head -c 3000 "$work/f.h5" >"$work/truncated.h5"
+
+# The bad-input matrix, for both apps that read training data.
+for app in train bench; do
+  run=("${mpi2[@]}" "$STRIDER_BIN/strider-$app")
+  ok=(--data "$work/f.h5" --batch-size 16 --seed 1)
+  expect_error "$app: missing file" "cannot open $work/nope.h5" 30 "${run[@]}" --data "$work/nope.h5" --batch-size 16
+  expect_error "$app: not HDF5" "not an HDF5 file" 30 "${run[@]}" --data "$work/text.h5" --batch-size 16
+  expect_error "$app: truncated file" "truncated.h5" 30 "${run[@]}" --data "$work/truncated.h5" --batch-size 16
+  expect_error "$app: missing dataset" "no dataset /nope" 30 "${run[@]}" "${ok[@]}" --data-key /nope
+  expect_error "$app: labels of another length" "labels /labels_short has 3 entries but there are 4 samples" 30 \
+    "${run[@]}" --data "$unusable" --label-key /labels_short --batch-size 2
+  expect_error "$app: unsupported type" "unsupported type" 30 "${run[@]}" --data "$unusable" --data-key /half --batch-size 2
+  expect_error "$app: empty dataset" "/empty is empty" 30 "${run[@]}" --data "$unusable" --data-key /empty --batch-size 2
+  expect_error "$app: offsets past the end of the tokens" "past the end of /labels" 30 \
+    "${run[@]}" --data "$work/s.h5" --tokens-key /labels --batch-size 4
+  expect_error "$app: unknown sampler" "unknown sampler" 30 "${run[@]}" "${ok[@]}" --sampler nope
+  expect_error "$app: negative batch size" "batch-size" 30 "${run[@]}" "${ok[@]/16/-4}"
+  expect_error "$app: NaN class weight" "weight" 30 "${run[@]}" "${ok[@]}" --sampler weighted --class-weights 1,nan,1
+  expect_error "$app: negative class weight" "weight" 30 "${run[@]}" "${ok[@]}" --sampler weighted --class-weights 1,-2,1
+  expect_error "$app: stratified batch below the class count" "class" 30 "${run[@]}" "${ok[@]/16/2}" --sampler stratified
+  expect_error "$app: token budget below the longest sequence" "max.tokens|longer than" 30 \
+    "${run[@]}" --data "$work/s.h5" --sampler bucketed --max-tokens 100
+  expect_error "$app: unknown option" "unrecognised|unrecognized" 30 "${run[@]}" "${ok[@]}" --frobnicate
+done
+expect_error "train: more ranks than samples" "fewer than the 4 ranks" 30 "${mpi4[@]}" "$train" --data "$work/three.h5" --batch-size 1
+expect_error "bench: bad compute mode" "--compute-mode" 30 "${mpi2[@]}" "$bench" --data "$work/f.h5" --compute-mode spin
+
+# One rank's I/O fails: every rank stops within seconds with that rank's reason.
+expect_error "train: I/O error on rank 1 only" "\[rank 1\] pread failed reading step 5: injected" 30 \
+  env STRIDER_TEST_FAIL_READ=1:5 "${mpi2[@]}" "$train" --data "$work/f.h5" --batch-size 16 --seed 1
+expect_error "bench: I/O error on rank 0 only" "\[rank 0\] pread failed reading step 3: injected" 30 \
+  env STRIDER_TEST_FAIL_READ=0:3 "${mpi2[@]}" "$bench" --data "$work/f.h5" --batch-size 16
+
+# A hung step: the watchdog ends the job, naming the rank and the step.
+expect_error "watchdog" "\[rank [01]\] step [0-9]+ of epoch 0 did not finish within 2 s" 40 \
+  env STRIDER_TEST_HANG_AT=1:4 "${mpi2[@]}" "$train" --data "$work/f.h5" --batch-size 16 --seed 1 --step-timeout-s 2
+
+# A rank killed with SIGKILL: the job ends instead of hanging.
+STRIDER_TEST_STEP_DELAY_US=20000 "${mpi2[@]}" "$train" --data "$work/f.h5" --batch-size 16 --seed 1 --epochs 50 \
+  >/dev/null 2>"$work/kill.err" &
+launcher=$!
+victim=""
+for _ in $(seq 1 100); do
+  victim=$(pgrep -f "strider-train --data $work/f.h5" | while read -r pid; do
+    [[ $(ps -o comm= -p "$pid") == strider-train ]] && echo "$pid"; done | tail -n 1)
+  [[ -n $victim ]] && break
+  sleep 0.1
+done
+sleep 1
+start=$SECONDS
+kill -9 "$victim"
+( sleep 30; kill -9 $launcher 2>/dev/null ) &
+guard=$!
+wait $launcher
+status=$?
+kill $guard 2>/dev/null
+if ((status != 0 && SECONDS - start < 25)); then pass "SIGKILL of one rank ended the job in $((SECONDS - start)) s (exit $status)"
+else fail "SIGKILL of one rank: exit $status after $((SECONDS - start)) s"; fi
+
+# The training file changes between epochs: detected and refused.
+cp "$work/f.h5" "$work/changing.h5"
+STRIDER_TEST_STEP_DELAY_US=2000 "${mpi2[@]}" "$train" --data "$work/changing.h5" --batch-size 16 --seed 1 --epochs 5 \
+  >/dev/null 2>"$work/change.err" &
+launcher=$!
+sleep 1.5
+touch "$work/changing.h5"
+wait $launcher
+status=$?
+first=$(head -n 1 "$work/change.err")
+if ((status != 0)) && [[ $first == "strider: error: "*"changed during training"* ]]; then pass "file changed between epochs: $first"
+else fail "file changed between epochs: exit $status, '$first'"; fi
+
+# Checkpoints: a corrupted or truncated one is refused with one line, the good one still resumes.
+mpirun_n 2 "$train" --data "$work/f.h5" --batch-size 16 --seed 1 --epochs 1 --checkpoint "$work/good.ckpt" >/dev/null
+size=$(stat -c %s "$work/good.ckpt")
+cp "$work/good.ckpt" "$work/flipped.ckpt"
+printf '\xff' | dd of="$work/flipped.ckpt" bs=1 seek=$((size / 2)) conv=notrunc status=none
+head -c $((size - 100)) "$work/good.ckpt" >"$work/short.ckpt"
+expect_error "corrupted checkpoint" "corrupted \(checksum mismatch\)" 30 \
+  "${mpi2[@]}" "$train" --data "$work/f.h5" --batch-size 16 --seed 1 --epochs 2 --checkpoint "$work/flipped.ckpt" --resume
+expect_error "truncated checkpoint" "truncated" 30 \
+  "${mpi2[@]}" "$train" --data "$work/f.h5" --batch-size 16 --seed 1 --epochs 2 --checkpoint "$work/short.ckpt" --resume
+mpirun_n 2 "$train" --data "$work/f.h5" --batch-size 16 --seed 1 --epochs 2 --checkpoint "$work/good.ckpt" --resume >/dev/null
+expect_equal "the intact checkpoint still resumes" "$?" 0
+finish
