@@ -12,8 +12,8 @@ if [[ $which == all || $which == asan ]]; then
   dir=${build_dir}-asan
   configure_and_build "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTRIDER_ENABLE_CUDA=OFF -DSTRIDER_SANITIZE=address,undefined
   echo "test-sanitizers: AddressSanitizer + UndefinedBehaviorSanitizer, whole suite"
-  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=0 \
-  LSAN_OPTIONS=suppressions=$supp/lsan.supp:print_suppressions=0 \
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=0:fast_unwind_on_malloc=0 \
+  LSAN_OPTIONS=suppressions=$supp/lsan.supp:print_suppressions=0:fast_unwind_on_malloc=0 \
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir "$dir" --output-on-failure --parallel "$jobs" --timeout 900 --label-exclude slow
 fi
