@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <unistd.h>
 
+#include "batch_hashes.hpp"
 #include "mpi_test_support.hpp"
 #include "strider/core/hash.hpp"
 #include "strider/io/synthetic_dataset.hpp"
@@ -20,43 +21,6 @@ std::string shared_path(const Communicator& comm, const std::string& name) {
   std::string path = comm.is_root() ? "/tmp/strider_pipeline_" + std::to_string(getpid()) + "_" + name + ".h5" : "";
   comm.broadcast(path);
   return path;
-}
-
-/// Hash of every batch's indices, bytes, labels and offsets over one epoch.
-std::uint64_t pipeline_hash(Prefetcher& prefetcher, const Sampler& sampler) {
-  Fnv1a64 hash;
-  prefetcher.start_epoch(sampler);
-  while (auto batch = prefetcher.next()) {
-    hash.add(batch->step());
-    for (std::int64_t index : batch->indices()) hash.add(index);
-    hash.add_bytes(batch->samples(), static_cast<std::size_t>(batch->samples_bytes()));
-    if (batch->labels()) hash.add_bytes(batch->labels(), static_cast<std::size_t>(batch->size()) * 4);
-    if (batch->offsets()) hash.add_bytes(batch->offsets(), static_cast<std::size_t>(batch->size() + 1) * 8);
-  }
-  return hash.value();
-}
-
-/// The same plan read directly with one reader, no prefetcher.
-std::uint64_t direct_hash(BatchReader& reader, const Sampler& sampler) {
-  Fnv1a64 hash;
-  std::vector<std::int64_t> indices;
-  for (std::int64_t step = 0; step < sampler.num_steps(); ++step) {
-    sampler.batch(step, indices);
-    const auto count = static_cast<std::int64_t>(indices.size());
-    std::vector<std::byte> samples(static_cast<std::size_t>(reader.samples_bytes(indices.data(), count)) + 1);
-    std::vector<std::int32_t> labels(indices.size());
-    std::vector<std::int64_t> offsets(indices.size() + 1);
-    const bool sequences = reader.info().variable_length;
-    reader.read(indices.data(), count,
-                BatchDestination{samples.data(), static_cast<std::int64_t>(samples.size()), labels.data(),
-                                 sequences ? offsets.data() : nullptr});
-    hash.add(step);
-    for (std::int64_t index : indices) hash.add(index);
-    hash.add_bytes(samples.data(), samples.size() - 1);
-    hash.add_bytes(labels.data(), labels.size() * 4);
-    if (sequences) hash.add_bytes(offsets.data(), offsets.size() * 8);
-  }
-  return hash.value();
 }
 
 }  // namespace
@@ -87,7 +51,7 @@ TEST_CASE("pipeline: identical bytes for every engine, depth and copy-thread cou
     ReaderOptions reader_options;
     reader_options.engine = "hdf5";
     auto oracle = open_reader(comm, path, reader_options);
-    const std::uint64_t expected = direct_hash(*oracle, sampler);
+    const std::vector<std::uint64_t> expected = strider::testing::direct_batch_hashes(*oracle, sampler);
 
     const std::vector<std::string> engines = {"hdf5", "direct", "mmap", "auto"};
     int mismatches = 0;
@@ -97,7 +61,7 @@ TEST_CASE("pipeline: identical bytes for every engine, depth and copy-thread cou
           reader_options.engine = engine;
           reader_options.copy_threads = threads;
           Prefetcher prefetcher(open_reader(comm, path, reader_options), PrefetcherOptions{depth, nullptr});
-          if (pipeline_hash(prefetcher, sampler) != expected) {
+          if (strider::testing::prefetched_batch_hashes(prefetcher, sampler) != expected) {
             ++mismatches;
             UNSCOPED_INFO("mismatch: " << kind << " engine " << engine << " threads " << threads << " depth " << depth);
           }

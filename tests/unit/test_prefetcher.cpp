@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "batch_hashes.hpp"
 #include "fake_reader.hpp"
 #include "strider/core/error.hpp"
 #include "strider/core/hash.hpp"
@@ -24,47 +25,10 @@ DistributedSampler make_sampler(std::int64_t n, std::int64_t batch, int world = 
   return DistributedSampler(config, world, rank);
 }
 
-/// Hash of a batch's indices, sample bytes, labels and offsets.
-std::uint64_t batch_hash(const Batch& batch) {
-  Fnv1a64 hash;
-  hash.add(batch.step());
-  for (std::int64_t index : batch.indices()) hash.add(index);
-  hash.add_bytes(batch.samples(), static_cast<std::size_t>(batch.samples_bytes()));
-  if (batch.labels() != nullptr) hash.add_bytes(batch.labels(), static_cast<std::size_t>(batch.size()) * 4);
-  if (batch.offsets() != nullptr) hash.add_bytes(batch.offsets(), static_cast<std::size_t>(batch.size() + 1) * 8);
-  return hash.value();
-}
-
 /// The same plan read directly, batch by batch, with the reader alone.
 std::vector<std::uint64_t> direct_hashes(const FakeReaderOptions& options, const Sampler& sampler) {
   FakeReader reader(options);
-  std::vector<std::uint64_t> hashes;
-  std::vector<std::int64_t> indices;
-  for (std::int64_t step = 0; step < sampler.num_steps(); ++step) {
-    sampler.batch(step, indices);
-    const auto count = static_cast<std::int64_t>(indices.size());
-    std::vector<std::byte> samples(static_cast<std::size_t>(reader.samples_bytes(indices.data(), count)) + 1);
-    std::vector<std::int32_t> labels(indices.size());
-    std::vector<std::int64_t> offsets(indices.size() + 1);
-    BatchDestination out{samples.data(), static_cast<std::int64_t>(samples.size()), labels.data(),
-                         options.variable_length ? offsets.data() : nullptr};
-    reader.read(indices.data(), count, out);
-    Fnv1a64 hash;
-    hash.add(step);
-    for (std::int64_t index : indices) hash.add(index);
-    hash.add_bytes(samples.data(), samples.size() - 1);
-    hash.add_bytes(labels.data(), labels.size() * 4);
-    if (options.variable_length) hash.add_bytes(offsets.data(), offsets.size() * 8);
-    hashes.push_back(hash.value());
-  }
-  return hashes;
-}
-
-std::vector<std::uint64_t> prefetched_hashes(Prefetcher& prefetcher, const Sampler& sampler, std::int64_t first = 0) {
-  prefetcher.start_epoch(sampler, first);
-  std::vector<std::uint64_t> hashes;
-  while (auto batch = prefetcher.next()) hashes.push_back(batch_hash(*batch));
-  return hashes;
+  return strider::testing::direct_batch_hashes(reader, sampler);
 }
 
 }  // namespace
@@ -81,7 +45,7 @@ TEST_CASE("prefetched batches equal direct reads of the same plan, for every dep
     for (int depth = 1; depth <= 8; ++depth) {
       CAPTURE(variable_length, depth);
       Prefetcher prefetcher(std::make_unique<FakeReader>(options), PrefetcherOptions{depth, nullptr});
-      REQUIRE(prefetched_hashes(prefetcher, sampler) == expected);
+      REQUIRE(strider::testing::prefetched_batch_hashes(prefetcher, sampler) == expected);
       const PrefetchStats stats = prefetcher.stats();
       REQUIRE(stats.batches == sampler.num_steps());
       REQUIRE(stats.samples == sampler.samples_per_rank());
@@ -101,10 +65,10 @@ TEST_CASE("the ring persists across epochs; a resumed start delivers the tail", 
   for (std::int64_t epoch = 0; epoch < 3; ++epoch) {
     sampler.set_epoch(epoch);
     const auto expected = direct_hashes(options, sampler);
-    REQUIRE(prefetched_hashes(prefetcher, sampler) == expected);
+    REQUIRE(strider::testing::prefetched_batch_hashes(prefetcher, sampler) == expected);
     if (epoch == 0) buffer_bytes = prefetcher.buffer_bytes();
     REQUIRE(prefetcher.buffer_bytes() == buffer_bytes);  // not re-allocated per epoch
-    const auto tail = prefetched_hashes(prefetcher, sampler, 5);
+    const auto tail = strider::testing::prefetched_batch_hashes(prefetcher, sampler, 5);
     REQUIRE(tail == std::vector<std::uint64_t>(expected.begin() + 5, expected.end()));
   }
   // After the end of an epoch next() keeps saying so.
@@ -133,7 +97,7 @@ TEST_CASE("an I/O error reaches the consumer as the original error, and the next
   sampler.set_epoch(1);
   options.fail_at_read = -1;
   const auto expected = direct_hashes(options, sampler);
-  REQUIRE(prefetched_hashes(prefetcher, sampler) == expected);
+  REQUIRE(strider::testing::prefetched_batch_hashes(prefetcher, sampler) == expected);
 }
 
 TEST_CASE("stop mid-epoch, change the epoch, restart", "[prefetcher]") {
@@ -152,7 +116,7 @@ TEST_CASE("stop mid-epoch, change the epoch, restart", "[prefetcher]") {
   REQUIRE_FALSE(prefetcher.next().has_value());
   held.reset();
   sampler.set_epoch(1);
-  REQUIRE(prefetched_hashes(prefetcher, sampler) == direct_hashes(options, sampler));
+  REQUIRE(strider::testing::prefetched_batch_hashes(prefetcher, sampler) == direct_hashes(options, sampler));
 }
 
 TEST_CASE("destruction while the I/O thread is filling does not hang", "[prefetcher]") {
