@@ -97,12 +97,14 @@ fi
 # 5. Sequences: token-budget batches waste little on padding where fixed-size batches waste most.
 mpirun_n 2 "$gen" --kind sequences --classes 4 --samples 3000 --min-len 8 --max-len 2048 --median-len 128 --seed 1 \
   --out "$work/sequences.h5" --no-progress >/dev/null
-mpirun_n 2 "$train" --data "$work/sequences.h5" --sampler bucketed --max-tokens 16384 --epochs 2 --seed 2 \
+# (The bag of embeddings averages ~100 tokens per row, so each embedding's gradient is small: lr 2.)
+mpirun_n 2 "$train" --data "$work/sequences.h5" --sampler bucketed --max-tokens 16384 --epochs 2 --seed 2 --lr 2 \
   --stats-json "$work/bucketed.json" >/dev/null
-mpirun_n 2 "$train" --data "$work/sequences.h5" --batch-size 32 --epochs 2 --seed 2 --stats-json "$work/fixed.json" >/dev/null
+mpirun_n 2 "$train" --data "$work/sequences.h5" --batch-size 32 --epochs 2 --seed 2 --lr 2 --stats-json "$work/fixed.json" >/dev/null
 expect_at_least "bucketed: padding efficiency" "$(json_number "$work/bucketed.json" padding_efficiency)" 0.85
 expect_at_most "fixed batches of 32: padding efficiency" "$(json_number "$work/fixed.json" padding_efficiency)" 0.5
-expect_at_least "bucketed: the bag-of-embeddings model learns" "$(json_number "$work/bucketed.json" eval_accuracy)" 0.6
+expect_at_least "bucketed: the bag-of-embeddings model learns" "$(json_number "$work/bucketed.json" eval_accuracy)" 0.9
+expect_at_least "fixed batches: the bag-of-embeddings model learns" "$(json_number "$work/fixed.json" eval_accuracy)" 0.9
 
 # 6. Weighted sampling re-weighted from per-class recall every epoch: weights change, are recorded,
 #    and a run resumed after a re-weighting continues with the same samples.
