@@ -78,10 +78,13 @@ else fail "SIGKILL of one rank: exit $status after $((SECONDS - start)) s"; fi
 
 # The training file changes between epochs: detected and refused.
 cp "$work/f.h5" "$work/changing.h5"
-STRIDER_TEST_STEP_DELAY_US=2000 "${mpi2[@]}" "$train" --data "$work/changing.h5" --batch-size 16 --seed 1 --epochs 5 \
-  >/dev/null 2>"$work/change.err" &
+STRIDER_TEST_STEP_DELAY_US=2000 "${mpi2[@]}" "$train" --data "$work/changing.h5" --batch-size 16 --seed 1 --epochs 50 \
+  --trace-samples "$work/changing" >/dev/null 2>"$work/change.err" &
 launcher=$!
-sleep 1.5
+for _ in $(seq 1 300); do  # change the file once the first epoch is under way
+  [[ -f $work/changing.rank0 ]] && (($(wc -l <"$work/changing.rank0") >= 10)) && break
+  sleep 0.05
+done
 touch "$work/changing.h5"
 wait $launcher
 status=$?
