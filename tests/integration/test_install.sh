@@ -11,7 +11,10 @@ for installed in include/strider/sampling/distributed_sampler.hpp include/stride
   lib/cmake/strider/striderConfig.cmake bin/strider-inspect; do
   [[ -e $prefix/$installed ]] && pass "installed $installed" || fail "missing $installed"
 done
-if cmake -S "$STRIDER_SOURCE_DIR/tests/install_consumer" -B "$work/consumer" -DCMAKE_PREFIX_PATH="$prefix" \
+# A sanitizer build's library needs its runtime in the consumer too.
+sanitize_flags=()
+[[ -n ${STRIDER_SANITIZE:-} ]] && sanitize_flags=("-DCMAKE_CXX_FLAGS=-fsanitize=$STRIDER_SANITIZE")
+if cmake -S "$STRIDER_SOURCE_DIR/tests/install_consumer" -B "$work/consumer" -DCMAKE_PREFIX_PATH="$prefix" "${sanitize_flags[@]}" \
   >"$work/consumer.log" 2>&1 && cmake --build "$work/consumer" >>"$work/consumer.log" 2>&1; then
   pass "outside project configured and built with find_package(strider)"
   expect_equal "outside project runs" "$(mpirun_n 1 "$work/consumer/consumer")" "5 2 9 4"

@@ -6,19 +6,10 @@ source "$(dirname "$0")/common.sh"
 # exit under ASan (CI runs these scripts again with sanitizers).
 gen=$STRIDER_BIN/strider-gen
 inspect=$STRIDER_BIN/strider-inspect
-# A 5 KB file strider-gen cannot write (made once with the HDF5 C API; gzip | base64): /samples
+# A file strider-gen cannot write (made with the HDF5 C API; shared with test_reliability.sh): /samples
 # float32 [4,2], /labels int32 [4], /labels_short int32 [3], /half float16 [4,2], /names 4-byte
 # strings [4], /empty float32 [0,2].
-bad=$work/unusable.h5
-base64 -d <<'BLOB' | gunzip >"$bad"
-H4sICJdgDGsCA2lvX3VudXNhYmxlLmg1AO1YwU7CQBCdtkCaBkOBA8SLPXLs0QOJYChyMGrUgzcpWqxSlFgOerJH/AKvHv0Mj36G
-f4K77CyhRQsxBCHuSzbDzDy2O9PHtstzo1bf0DY1oFBVSIAOkxgizHzY5/kmWgntAO2bzOPSKFfEeBbnj/JOjy2LsocR8OuYCWZV
-EPiPaFjVI2rP0K+g/ZDDPN/u9jzHB89uOZ4PaM999+6+T/Ou7bWpvbW7hAXgdHv9xwn9FiPXlSDFchL3S8zKLICyBL6MqK+QGSkz
-a2xhzoCCCoUnzCeJomleltmEKq5AkbjUjdB6chim5JdmukMqWup9ODk4rNGebKNv5OL5Jf5Bj+fx9EMynsfvzyAVzzP5vNl4Ht9P
-DGW5ep7WFatMksK6Sox1pI+ougpjHcXrx1C/a/y0foKV+H3P6ocy7sNv+2FiP9Jr0Y/lIdhh22mFjICMVzLeyfikW2x18tketVAm
-39uFGlhQhz1o2K0LuHTacOVew03HEw8tAQEBAQGBFcXizjcZjOmgJUHLzDzflOd8P3X/uB+z3stZfXmM/Vzv/pz1DtZKHxDRAyzs
-/Bv9B2g19PEFY+R1gTATAAA=
-BLOB
+bad=$STRIDER_TEST_DATA_DIR/unusable.h5
 mpi2=("$STRIDER_MPIEXEC" --bind-to none -np 2)  # expect_error runs commands under timeout: no functions
 
 mpirun_n 1 "$gen" --kind features --classes 4 --samples 1000 --dim 3 --out "$work/f.h5" >/dev/null
