@@ -13,12 +13,13 @@ export OMPI_MCA_btl_vader_single_copy_mechanism=${OMPI_MCA_btl_vader_single_copy
 # Ranks may outnumber cores (CI has 2): yield instead of spinning in collectives.
 export OMPI_MCA_mpi_yield_when_idle=${OMPI_MCA_mpi_yield_when_idle:-1}
 
-# configure_and_build BUILD_DIR [cmake options...]
+# configure_and_build BUILD_DIR [cmake options...]   (STRIDER_BUILD_TARGETS: only these targets)
 configure_and_build() {
   local dir=$1
   shift
-  local generator=()
+  local generator=() targets=()
   command -v ninja >/dev/null && [[ ! -f $dir/CMakeCache.txt || -f $dir/build.ninja ]] && generator=(-G Ninja)
+  [[ -n ${STRIDER_BUILD_TARGETS:-} ]] && read -r -a targets <<<"--target $STRIDER_BUILD_TARGETS"
   cmake -S "$repo_root" -B "$dir" "${generator[@]}" "$@"
-  cmake --build "$dir" --parallel "$jobs"
+  cmake --build "$dir" --parallel "$jobs" "${targets[@]}"
 }
