@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <future>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
@@ -133,19 +134,29 @@ int bench_main(const Communicator& world, int argc, char** argv) {
   options.sampler.labels = std::shared_ptr<const std::vector<std::int32_t>>(std::shared_ptr<void>(), &prefetcher.labels());
   if (info.variable_length)
     options.sampler.lengths = std::shared_ptr<const std::vector<std::int64_t>>(std::shared_ptr<void>(), &prefetcher.lengths());
-  std::unique_ptr<Sampler> sampler =
-      world.collective_try([&] { return make_sampler(options.sampler, world.size(), world.rank()); });
+  // Two samplers: while one epoch is read, the next epoch's plan is prepared on another thread
+  // (set_epoch can cost O(N), e.g. torch's permutation), so the pipeline never waits for a plan.
+  std::unique_ptr<Sampler> current, upcoming;
+  world.collective_try([&] {
+    current = make_sampler(options.sampler, world.size(), world.rank());
+    upcoming = make_sampler(options.sampler, world.size(), world.rank());
+  });
 
   world.barrier();
   const Clock::time_point start = Clock::now();
   prefetcher.reset_stats();
   const bool busy = options.compute_mode == "busy";
   world.collective_try([&] {
+    current->set_epoch(0);
     for (std::int64_t epoch = 0; epoch < options.epochs; ++epoch) {
-      sampler->set_epoch(epoch);
-      const std::int64_t steps = options.max_steps > 0 ? std::min(options.max_steps, sampler->num_steps()) : sampler->num_steps();
-      prefetcher.start_epoch(*sampler, 0, steps);
+      std::future<void> next_plan;
+      if (epoch + 1 < options.epochs)
+        next_plan = std::async(std::launch::async, [&, epoch] { upcoming->set_epoch(epoch + 1); });
+      const std::int64_t steps = options.max_steps > 0 ? std::min(options.max_steps, current->num_steps()) : current->num_steps();
+      prefetcher.start_epoch(*current, 0, steps);
       while (auto batch = prefetcher.next()) emulate_step(options.compute_us, busy);
+      if (next_plan.valid()) next_plan.get();
+      std::swap(current, upcoming);
     }
   });
   RankFigures mine;
