@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "element_values.hpp"
+#include "train/batch_checks.hpp"
 #include "strider/core/error.hpp"
 
 namespace strider::detail {
@@ -137,14 +138,7 @@ class FeatureModel : public RowModel {
       : RowModel(config.num_classes), features_(config.features), row_(static_cast<std::size_t>(features_)) {}
 
  protected:
-  void check_input(const BatchInput& input) const override {
-    STRIDER_REQUIRE(
-        input.offsets == nullptr && input.features == features_,
-        "the model expects fixed-size samples of " + std::to_string(features_) + " features, got " +
-            (input.offsets != nullptr ? std::string("token sequences") : std::to_string(input.features) + " features"));
-    STRIDER_REQUIRE(input.count >= 0, "negative batch size " + std::to_string(input.count));
-    STRIDER_REQUIRE(input.count == 0 || input.samples != nullptr, "a batch of samples without data");
-  }
+  void check_input(const BatchInput& input) const override { check_feature_batch(input, features_); }
   void load_row(const BatchInput& input, std::int64_t i) {
     load_as_float(input.samples, input.type, i * features_, features_, row_.data());
   }
@@ -261,21 +255,7 @@ class BagModel final : public RowModel {
     });
   }
 
-  void check_input(const BatchInput& input) const override {
-    STRIDER_REQUIRE(input.count >= 0, "negative batch size " + std::to_string(input.count));
-    STRIDER_REQUIRE(input.offsets != nullptr, "the bag model needs token sequences (offsets), got fixed-size samples");
-    STRIDER_REQUIRE(input.type != ElementType::float32 && input.type != ElementType::float64,
-                    std::string("the bag model needs integer token ids, got ") + element_name(input.type));
-    for (std::int64_t i = 0; i < input.count; ++i) {
-      if (input.offsets[i + 1] < input.offsets[i]) {
-        STRIDER_THROW(DataError, "token offsets decrease at batch row " + std::to_string(i) + " (" +
-                                     std::to_string(input.offsets[i]) + " then " +
-                                     std::to_string(input.offsets[i + 1]) + ")");
-      }
-    }
-    STRIDER_REQUIRE(input.count == 0 || input.offsets[input.count] == input.offsets[0] || input.samples != nullptr,
-                    "a batch of tokens without data");
-  }
+  void check_input(const BatchInput& input) const override { check_token_batch(input); }
 
   std::int64_t vocab_;
   std::int64_t width_;

@@ -20,6 +20,7 @@
 #include "strider/device/cuda_backend.hpp"
 #include "strider/device/gpu_binding.hpp"
 #include "strider/device/gpu_probe.hpp"
+#include "train/batch_checks.hpp"
 
 namespace strider {
 namespace detail {
@@ -345,28 +346,15 @@ void CudaBackend::zero_gradients() {
                      "zeroing the gradients");
 }
 
-// The same checks as the CPU models (src/train/cpu_models.cpp), on the host before anything is copied.
+// The CPU models' checks (src/train/batch_checks.hpp), on the host before anything is copied.
 BatchBytes CudaBackend::check_batch(const BatchInput& input, bool need_labels) const {
-  STRIDER_REQUIRE(input.count >= 0, "negative batch size " + std::to_string(input.count));
   BatchBytes bytes;
   if (config_.kind == "bag") {
-    STRIDER_REQUIRE(input.offsets != nullptr, "the bag model needs token sequences (offsets), got fixed-size samples");
-    STRIDER_REQUIRE(input.type != ElementType::float32 && input.type != ElementType::float64,
-                    std::string("the bag model needs integer token ids, got ") + element_name(input.type));
-    for (std::int64_t i = 0; i < input.count; ++i) {
-      if (input.offsets[i + 1] < input.offsets[i]) {
-        STRIDER_THROW(DataError, "token offsets decrease at batch row " + std::to_string(i) + " (" +
-                                     std::to_string(input.offsets[i]) + " then " +
-                                     std::to_string(input.offsets[i + 1]) + ")");
-      }
-    }
+    detail::check_token_batch(input);
     bytes.elements = input.count == 0 ? 0 : input.offsets[input.count] - input.offsets[0];
     bytes.offsets = static_cast<std::size_t>(input.count + 1) * sizeof(std::int64_t);
   } else {
-    STRIDER_REQUIRE(input.offsets == nullptr && input.features == config_.features,
-                    "the model expects fixed-size samples of " + std::to_string(config_.features) + " features, got " +
-                        (input.offsets != nullptr ? std::string("token sequences")
-                                                  : std::to_string(input.features) + " features"));
+    detail::check_feature_batch(input, config_.features);
     bytes.elements = input.count * config_.features;
   }
   STRIDER_REQUIRE(bytes.elements == 0 || input.samples != nullptr, "a batch of samples without data");
