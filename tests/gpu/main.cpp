@@ -1,18 +1,15 @@
 // Catch2 main for the GPU tests, under mpirun at 1 or 2 ranks. When no rank has a working CUDA device
 // (no driver, no device), every rank prints why and exits STRIDER_GPU_SKIP_CODE (77), which ctest
-// reports as skipped (SKIP_RETURN_CODE), never as passed. Otherwise every rank runs the tests with its
-// report going to a file, rank 0 prints the reports in rank order, and all ranks exit with one code.
+// reports as skipped (SKIP_RETURN_CODE), never as passed. Otherwise the tests run as the MPI tests do
+// (tests/rank_ordered_catch.hpp): reports in rank order, one exit code for all ranks.
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
-#include <unistd.h>
 
-#include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <memory>
-#include <sstream>
 
 #include "gpu_test_support.hpp"
+#include "rank_ordered_catch.hpp"
 #include "strider/comm/mpi_runtime.hpp"
 #include "strider/device/gpu_probe.hpp"
 
@@ -38,25 +35,7 @@ int main(int argc, char** argv) {
     return STRIDER_GPU_SKIP_CODE;
   }
 
-  char path[] = "/tmp/strider_gpu_tests_XXXXXX";
-  const int descriptor = mkstemp(path);
-  if (descriptor >= 0) close(descriptor);
-  Catch::Session session;
-  int failed = session.applyCommandLine(argc, argv);
-  if (failed == 0) {
-    session.configData().outputFilename = path;
-    failed = session.run();
-  }
-  std::stringstream report;
-  report << std::ifstream(path).rdbuf();
-  std::remove(path);
-
-  for (int rank = 0; rank < world.size(); ++rank) {
-    std::string text = world.rank() == rank ? report.str() : std::string();
-    world.broadcast(text, rank);
-    if (world.is_root()) std::cout << "===== rank " << rank << " of " << world.size() << " =====\n" << text << std::flush;
-  }
-  const int any_failed = world.all_reduce(failed != 0 ? 1 : 0, strider::ReduceOp::max);
+  const int any_failed = strider::testing::run_catch_in_rank_order(world, argc, argv);
   world_communicator.reset();
   return any_failed;
 }
