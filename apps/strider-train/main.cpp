@@ -36,7 +36,7 @@ int train_main(const Communicator& world, int argc, char** argv) {
   data.add_options()
       ("data", po::value<std::string>(&config.data_path)->required(), "the training file (HDF5)")
       ("eval-data", po::value<std::string>(&config.eval_path), "evaluation file (default: the training file)")
-      ("prefetch", po::value<int>(&config.prefetch)->default_value(config.prefetch), "batches read ahead per rank (1..64)");
+      ("prefetch", po::value<int>(&config.prefetch)->default_value(config.prefetch), "batches read ahead per rank (1..64; 0: auto, 16 MiB of batches, 4..64)");
   po::options_description sampling("Sampling");
   cli::add_sampler_options(sampling, config.sampler);
   sampling.add_options()

@@ -1,6 +1,8 @@
 #include "strider/pipeline/prefetcher.hpp"
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <condition_variable>
@@ -88,6 +90,21 @@ struct Prefetcher::State {
   std::int64_t fail_at_step = -1;  // test-only fault injection (see injected_failure_step)
   std::thread thread;
 };
+
+int auto_prefetch_depth(const DatasetInfo& info, std::int64_t batch_size, std::int64_t max_tokens) noexcept {
+  constexpr double ring_bytes = 16.0 * 1024 * 1024;
+  constexpr int min_depth = 4;
+  const double rows = batch_size > 0 ? static_cast<double>(batch_size) : static_cast<double>(info.num_samples);
+  double batch_bytes = rows * static_cast<double>(info.sample_bytes);
+  if (info.variable_length) {
+    const double token_bytes = static_cast<double>(element_bytes(info.element_type));
+    const double mean_tokens = info.num_samples > 0 ? static_cast<double>(info.num_tokens) / static_cast<double>(info.num_samples) : 0.0;
+    batch_bytes = token_bytes * (max_tokens > 0 ? static_cast<double>(max_tokens) : rows * mean_tokens);
+  }
+  if (batch_bytes <= 0) return min_depth;
+  const double depth = std::ceil(ring_bytes / batch_bytes);
+  return static_cast<int>(std::clamp(depth, static_cast<double>(min_depth), static_cast<double>(max_depth)));
+}
 
 // ---- Batch ---------------------------------------------------------------------------------
 

@@ -159,3 +159,24 @@ TEST_CASE("bad prefetcher options are usage errors", "[prefetcher]") {
   Prefetcher prefetcher(std::make_unique<FakeReader>(options), PrefetcherOptions{});
   REQUIRE_THROWS_AS(prefetcher.start_epoch(sampler, sampler.num_steps() + 1), UsageError);
 }
+
+TEST_CASE("the auto ring depth holds 16 MiB of batches, within 4..64", "[prefetcher]") {
+  DatasetInfo fixed;
+  fixed.num_samples = 1000000;
+  fixed.sample_bytes = 256;
+  REQUIRE(auto_prefetch_depth(fixed, 256, 0) == 64);        // 64 KiB batches: 256 wanted, capped
+  REQUIRE(auto_prefetch_depth(fixed, 4096, 0) == 16);       // 1 MiB batches
+  REQUIRE(auto_prefetch_depth(fixed, 5000, 0) == 14);       // 1.22 MiB: rounded up
+  REQUIRE(auto_prefetch_depth(fixed, 65536, 0) == 4);       // 16 MiB batches: the floor
+  REQUIRE(auto_prefetch_depth(fixed, 0, 0) == 4);           // the epoch is one batch
+  DatasetInfo sequences;
+  sequences.variable_length = true;
+  sequences.element_type = ElementType::int32;
+  sequences.num_samples = 1000;
+  sequences.num_tokens = 64000;                             // 64 tokens a row on average
+  REQUIRE(auto_prefetch_depth(sequences, 0, 1 << 20) == 4);   // 4 MiB token budget
+  REQUIRE(auto_prefetch_depth(sequences, 0, 1 << 18) == 16);  // 1 MiB token budget
+  REQUIRE(auto_prefetch_depth(sequences, 1024, 0) == 64);     // 1024 rows x 256 bytes: 256 wanted
+  DatasetInfo empty;
+  REQUIRE(auto_prefetch_depth(empty, 32, 0) == 4);
+}
