@@ -40,7 +40,8 @@ struct BenchOptions {
   SamplerOptions sampler;
   std::int64_t epochs = 1;
   std::int64_t max_steps = 0;
-  int prefetch = 4;
+  int prefetch = 0;  // 0: auto_prefetch_depth; the depth used once the file is open
+  bool labels_per_batch = false;
   double compute_us = 0.0;
   std::string compute_mode = "busy";
   std::string json;
@@ -104,7 +105,7 @@ int bench_main(const Communicator& world, int argc, char** argv) {
       ("seed", po::value<std::int64_t>(&seed)->default_value(0), "sampler seed")
       ("epochs", po::value<std::int64_t>(&options.epochs)->default_value(1), "epochs to run")
       ("steps", po::value<std::int64_t>(&options.max_steps)->default_value(0), "at most this many steps per epoch (0: all)")
-      ("prefetch", po::value<int>(&options.prefetch)->default_value(4), "batches read ahead (1..64)")
+      ("prefetch", po::value<int>(&options.prefetch)->default_value(0), "batches read ahead (1..64; 0: auto, 16 MiB of batches, 4..64)")
       ("copy-threads", po::value<int>(&options.reader.copy_threads)->default_value(1), "direct/mmap: threads per batch")
       ("compute-us", po::value<double>(&options.compute_us)->default_value(0), "emulated step time per batch, microseconds")
       ("compute-mode", po::value<std::string>(&options.compute_mode)->default_value("busy"), "busy | sleep")
@@ -116,6 +117,8 @@ int bench_main(const Communicator& world, int argc, char** argv) {
     cli::finish_sampler_options(result.values, options.sampler);
     if (options.epochs < 1) STRIDER_THROW(UsageError, "--epochs must be >= 1");
     if (options.max_steps < 0) STRIDER_THROW(UsageError, "--steps must be >= 0");
+    if (options.prefetch < 0 || options.prefetch > 64)
+      STRIDER_THROW(UsageError, "--prefetch must be in 0..64 (0: auto), got " + std::to_string(options.prefetch));
     if (options.compute_us < 0) STRIDER_THROW(UsageError, "--compute-us must be >= 0");
     if (options.compute_mode != "busy" && options.compute_mode != "sleep")
       STRIDER_THROW(UsageError, "--compute-mode must be busy or sleep, got '" + options.compute_mode + "'");
@@ -128,7 +131,17 @@ int bench_main(const Communicator& world, int argc, char** argv) {
     drop_from_page_cache(options.data);
     world.barrier();
   }
-  Prefetcher prefetcher(open_reader(world, options.data, options.reader), PrefetcherOptions{options.prefetch, nullptr});
+  // Labels travel with each batch; they are held in memory only when the sampler's plan needs them,
+  // so that a streaming run's memory does not grow with N.
+  options.reader.labels_in_memory = sampler_needs_labels(options.sampler.mode);
+  std::unique_ptr<BatchReader> reader = open_reader(world, options.data, options.reader);
+  const int depth = options.prefetch > 0 ? options.prefetch
+                                         : auto_prefetch_depth(reader->info(), options.sampler.batch_size,
+                                                               options.sampler.max_tokens);
+  if (world.is_root()) log_info("prefetch depth ", depth, options.prefetch > 0 ? "" : " (auto)");
+  options.prefetch = depth;
+  options.labels_per_batch = reader->info().labels_per_batch;
+  Prefetcher prefetcher(std::move(reader), PrefetcherOptions{depth, nullptr});
   const DatasetInfo info = prefetcher.dataset();
   options.sampler.dataset_size = info.num_samples;
   options.sampler.labels = std::shared_ptr<const std::vector<std::int32_t>>(std::shared_ptr<void>(), &prefetcher.labels());
@@ -235,6 +248,8 @@ void report(const Communicator& world, const BenchOptions& options, const std::v
     json.field("engine", options.reader.engine);
     json.field("batch_size", options.sampler.batch_size);
     json.field("compute_us", options.compute_us);
+    json.field("prefetch", options.prefetch);
+    json.field("labels_per_batch", options.labels_per_batch);
     json.field("cold", options.cold);
     json.field("samples", samples);
     json.field("useful_bytes", useful);

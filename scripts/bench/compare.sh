@@ -12,8 +12,8 @@
 #   w3  200,000 sequences (median 64, max 512 int32 tokens), bucketed under 16384 tokens per batch
 #   w4  1,000,000 x 64 float32, 10 classes, imbalance 100, class-balanced (weighted sampler, 1/count)
 # plus, on w1: runs with --compute-us at 1x, 2x (and 4x busy) the measured time to read a batch, as a busy wait
-# and as a sleep (stall fraction), --cold, and the streaming sampler's peak RSS at N = 100,000 and
-# 1,000,000 (with and without the labels dataset).
+# and as a sleep (stall fraction), --cold, and the streaming sampler's peak RSS at N = 100,000,
+# 1,000,000 and 10,000,000 (with and without the labels dataset; the distributed sampler beside it).
 #
 # Environment: STRIDER_BIN (the folder with strider-gen and strider-bench; default build/bin),
 # BENCH_DIR (the data files, kept between runs; default /tmp/strider-bench), BENCH_OUT (results;
@@ -68,6 +68,7 @@ generate w2 --kind features --samples 8192 --dim 16384 --classes 10
 generate w3 --kind sequences --samples 200000 --median-len 64 --max-len 512 --classes 10
 generate w4 --kind features --samples 1000000 --dim 64 --classes 10 --imbalance 100
 generate small --kind features --samples 100000 --dim 64 --classes 10
+generate big --kind features --samples 10000000 --dim 4 --classes 10  # streaming RSS at N = 10M (200 MB)
 
 g++ -O2 -std=c++17 -o "$out/gather_limit" "$here/gather_limit.cpp"
 
@@ -176,7 +177,7 @@ cat "$data/w1.h5" >/dev/null  # warm again
 
 # ---- streaming: peak RSS against N (pread engine, so that mapped file pages do not count; 200 steps) ----
 repeats=1
-for name in small w1; do
+for name in small w1 big; do
   for sampler in streaming distributed; do
     strider "rss-$sampler-$name" 1 --data "$data/$name.h5" --batch-size 256 --sampler "$sampler" --engine direct --steps 200
     strider "rss-$sampler-$name-nolabels" 1 --data "$data/$name.h5" --batch-size 256 --sampler "$sampler" --engine direct \

@@ -169,6 +169,24 @@ void inspect_layout(OpenedDataset& dataset, hid_t data, bool native) {
   dataset.raw_readable = dataset.raw_refusal.empty();
 }
 
+/// Why a one-dimensional dataset cannot be read with pread at a file offset ("" when it can; then
+/// `offset` is set): it must be contiguous, unfiltered, in this file, allocated and native.
+std::string raw_refusal(hid_t dataset_id, const std::string& key, bool native, std::int64_t& offset) {
+  H5PropertyList create(STRIDER_H5_CHECK(H5Dget_create_plist(dataset_id), "reading the creation properties of " + key));
+  const H5D_layout_t layout = STRIDER_H5_CHECK(H5Pget_layout(create.get()), "reading the layout of " + key);
+  const int filters = STRIDER_H5_CHECK(H5Pget_nfilters(create.get()), "reading the filters of " + key);
+  const int external = STRIDER_H5_CHECK(H5Pget_external_count(create.get()), "reading the external files of " + key);
+  const haddr_t address = H5Dget_offset(dataset_id);
+  H5Eclear2(H5E_DEFAULT);  // H5Dget_offset fails quietly for non-contiguous layouts
+  if (layout != H5D_CONTIGUOUS) return key + " is not contiguous";
+  if (filters > 0) return key + " is compressed";
+  if (external > 0) return key + " is stored in external files";
+  if (address == HADDR_UNDEF) return key + " has no storage allocated";
+  if (!native) return key + " is not in native byte order";
+  offset = static_cast<std::int64_t>(address);
+  return "";
+}
+
 /// Collective (metadata reads are collective): opens the file and validates everything but the
 /// values of labels and offsets. Returns the data dataset and the labels/offsets datasets.
 struct OpenedFile {
@@ -178,6 +196,7 @@ struct OpenedFile {
 
 OpenedFile open_and_validate(const Communicator& comm, OpenedDataset& dataset, const ReaderOptions& options) {
   OpenedFile opened;
+  const bool comm_rank_is_root = comm.is_root();
   H5PropertyList access(STRIDER_H5_CHECK(H5Pcreate(H5P_FILE_ACCESS), "creating a file access property list"));
   STRIDER_H5_CHECK(H5Pset_fapl_mpio(access.get(), comm.native(), MPI_INFO_NULL), "selecting the MPI-IO driver");
   STRIDER_H5_CHECK(H5Pset_all_coll_metadata_ops(access.get(), true), "making metadata reads collective");
@@ -238,6 +257,16 @@ OpenedFile open_and_validate(const Communicator& comm, OpenedDataset& dataset, c
                                                     std::to_string(info.num_samples + 1) + " entries)"
                                               : ""));
     info.has_labels = true;
+    if (!options.labels_in_memory) {
+      const std::string why_not = raw_refusal(labels.dataset.get(), keys.labels, labels.native, dataset.labels_offset_bytes);
+      if (why_not.empty()) {
+        info.labels_per_batch = dataset.labels_per_batch = true;
+        dataset.labels_key = keys.labels;
+        dataset.label_type = labels.type;
+      } else if (comm_rank_is_root) {
+        log_info("holding the labels in memory: they cannot be read per batch because ", why_not);
+      }
+    }
     opened.labels = std::move(labels.dataset);
   } else if (options.require_labels) {
     STRIDER_DATA_FAIL("no labels dataset " + options.keys.labels +
@@ -272,7 +301,7 @@ std::vector<std::int64_t> read_int64(hid_t dataset_id, std::int64_t count, const
 /// Rank 0: reads labels and offsets and checks their values.
 void read_labels_and_offsets(OpenedDataset& dataset, const OpenedFile& opened, const ReaderOptions& options) {
   const std::int64_t rows = dataset.info.num_samples;
-  if (opened.labels) {
+  if (opened.labels && !dataset.labels_per_batch) {
     const std::vector<std::int64_t> labels = read_int64(opened.labels.get(), rows, options.keys.labels);
     dataset.labels.resize(labels.size());
     for (std::size_t i = 0; i < labels.size(); ++i) {
@@ -325,7 +354,7 @@ std::unique_ptr<BatchReader> open_reader(const Communicator& comm, const std::st
   comm.collective_try([&] {
     if (comm.is_root()) read_labels_and_offsets(dataset, opened, options);
   });
-  if (dataset.info.has_labels) comm.broadcast(dataset.labels);
+  if (dataset.info.has_labels && !dataset.labels_per_batch) comm.broadcast(dataset.labels);
   if (dataset.info.variable_length) {
     comm.broadcast(dataset.offsets);
     dataset.lengths.resize(static_cast<std::size_t>(dataset.info.num_samples));

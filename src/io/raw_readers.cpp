@@ -7,36 +7,14 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "io/reader_detail.hpp"
 
 namespace strider::io_detail {
 namespace {
-
-[[noreturn]] void throw_system_error(const std::string& call, const std::string& hint, const char* file, int line) {
-  const int code = errno;
-  throw SystemError(ErrorContext{call, file, line, -1, code, hint + ": " + std::strerror(code)});
-}
-#define STRIDER_THROW_ERRNO(call, hint) \
-  throw_system_error(call, hint, ::strider::detail::relative_source_path(__FILE__), __LINE__)
-
-/// A read-only file descriptor.
-class FileDescriptor {
- public:
-  explicit FileDescriptor(const std::string& path) : descriptor_(::open(path.c_str(), O_RDONLY | O_CLOEXEC)) {
-    if (descriptor_ < 0) STRIDER_THROW_ERRNO("open()", "opening " + path);
-  }
-  ~FileDescriptor() {
-    if (descriptor_ >= 0) ::close(descriptor_);
-  }
-  FileDescriptor(const FileDescriptor&) = delete;
-  FileDescriptor& operator=(const FileDescriptor&) = delete;
-  int get() const noexcept { return descriptor_; }
-
- private:
-  int descriptor_;
-};
 
 /// Bytes of the whole data dataset, and a check that the file really holds them.
 std::int64_t data_bytes_checked(const OpenedDataset& dataset, int descriptor) {
@@ -66,7 +44,7 @@ int parts_for(std::int64_t bytes, int threads) {
 
 class MmapReader final : public ReaderBase {
  public:
-  MmapReader(OpenedDataset dataset, int copy_threads) : ReaderBase(std::move(dataset)), pool_(copy_threads) {
+  MmapReader(OpenedDataset dataset, int copy_threads) : ReaderBase(std::move(dataset), true), pool_(copy_threads) {
     FileDescriptor file(dataset_.path);
     const std::int64_t bytes = data_bytes_checked(dataset_, file.get());
     if (bytes == 0) return;
@@ -79,6 +57,7 @@ class MmapReader final : public ReaderBase {
       STRIDER_THROW_ERRNO("mmap()", "mapping " + std::to_string(map_bytes_) + " bytes of " + dataset_.path);
     }
     data_ = static_cast<const std::byte*>(map_) + (dataset_.file_offset_bytes - aligned);
+    map_cached_pages();
   }
   ~MmapReader() override {
     if (map_ != nullptr) ::munmap(map_, map_bytes_);
@@ -103,6 +82,37 @@ class MmapReader final : public ReaderBase {
   }
 
  private:
+  /// Maps, up front, the pages of the mapping that are already in the page cache. Otherwise each page
+  /// costs a minor fault on its first touch: at 2 ranks on 2 cores the first epoch of w1 (256 MB) then
+  /// reads about 1 ms per batch instead of 36 us, and a busy step of 90 us stalls 5.5-6.7% instead of
+  /// 0-0.9%. Pages not cached are left alone (populating them would read the file, maybe more than
+  /// memory holds); they fault in on first use as before. Needs MADV_POPULATE_READ (Linux 5.14);
+  /// without it this does nothing. About 22 ms per 256 MB.
+  void map_cached_pages() noexcept {
+#ifdef MADV_POPULATE_READ
+    const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+    const std::size_t window_pages = std::size_t{1} << 18;  // mincore 1 GiB (4 KiB pages) at a time
+    std::vector<unsigned char> resident(window_pages);
+    auto* base = static_cast<unsigned char*>(map_);
+    const std::size_t pages = (map_bytes_ + page - 1) / page;
+    for (std::size_t first = 0; first < pages; first += window_pages) {
+      const std::size_t count = std::min(window_pages, pages - first);
+      if (::mincore(base + first * page, std::min(count * page, map_bytes_ - first * page), resident.data()) != 0) return;
+      std::size_t run = 0;
+      while (run < count) {
+        if (!(resident[run] & 1)) {
+          ++run;
+          continue;
+        }
+        std::size_t end = run;
+        while (end < count && (resident[end] & 1)) ++end;
+        if (::madvise(base + (first + run) * page, (end - run) * page, MADV_POPULATE_READ) != 0) return;
+        run = end;
+      }
+    }
+#endif
+  }
+
   CopyPool pool_;
   void* map_ = nullptr;
   std::size_t map_bytes_ = 0;
@@ -177,20 +187,10 @@ class DirectReader final : public ReaderBase {
  private:
   void read_fully(std::byte* target, std::int64_t bytes, std::int64_t offset, std::int64_t first_row,
                   std::int64_t last_row) {
-    while (bytes > 0) {
-      const ssize_t got = ::pread(file_.get(), target, static_cast<std::size_t>(bytes), offset);
-      if (got < 0) {
-        if (errno == EINTR) continue;
-        STRIDER_THROW_ERRNO("pread()", "reading " + dataset_.data_key + " rows " + std::to_string(first_row) + ".." +
-                                           std::to_string(last_row) + " of " + dataset_.path);
-      }
-      if (got == 0)
-        STRIDER_THROW(DataError, "reading " + dataset_.data_key + " rows " + std::to_string(first_row) + ".." +
-                                     std::to_string(last_row) + " of " + dataset_.path + ": unexpected end of file");
-      target += got;
-      bytes -= got;
-      offset += got;
-    }
+    pread_exactly(file_.get(), target, bytes, offset, [&] {
+      return dataset_.data_key + " rows " + std::to_string(first_row) + ".." + std::to_string(last_row) + " of " +
+             dataset_.path;
+    });
   }
 
   FileDescriptor file_;

@@ -160,6 +160,10 @@ void CopyPool::drain(std::unique_lock<std::mutex>& lock) {
   }
 }
 
+ReaderBase::ReaderBase(OpenedDataset dataset, bool mapped_labels) : dataset_(std::move(dataset)) {
+  if (dataset_.labels_per_batch) batch_labels_ = std::make_unique<BatchLabels>(dataset_, mapped_labels);
+}
+
 std::int64_t ReaderBase::samples_bytes(const std::int64_t* indices, std::int64_t count) const {
   if (!dataset_.info.variable_length) return count * dataset_.info.sample_bytes;
   std::int64_t elements = 0;
@@ -189,7 +193,9 @@ void ReaderBase::read(const std::int64_t* indices, std::int64_t count, const Bat
     STRIDER_THROW(UsageError, "read: the batch of " + std::to_string(count) + " samples needs " +
                                   std::to_string(bytes) + " bytes, the destination holds " +
                                   std::to_string(destination.samples_capacity_bytes));
-  if (destination.labels != nullptr && !dataset_.labels.empty()) {
+  if (destination.labels != nullptr && batch_labels_) {
+    batch_labels_->read(indices, count, destination.labels);
+  } else if (destination.labels != nullptr && !dataset_.labels.empty()) {
     for (std::int64_t k = 0; k < count; ++k) destination.labels[k] = dataset_.labels[indices[k]];
   }
   if (destination.offsets != nullptr && dataset_.info.variable_length) {

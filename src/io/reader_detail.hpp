@@ -2,15 +2,21 @@
 // Internals shared by open_reader and the three engines: what validation found, the per-batch plan
 // (rows sorted, deduplicated, coalesced into runs), and a small fork-join pool for copy threads.
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "strider/io/batch_reader.hpp"
+#include "strider/core/error.hpp"
 #include "strider/io/hdf5_handle.hpp"
 
 namespace strider::io_detail {
@@ -23,7 +29,11 @@ struct OpenedDataset {
   std::string path;
   DatasetInfo info;
   std::string data_key;                 ///< samples or tokens dataset name
-  std::vector<std::int32_t> labels;     ///< N, or empty
+  std::vector<std::int32_t> labels;     ///< N, or empty (no labels, or labels read per batch)
+  bool labels_per_batch = false;        ///< labels are read with each batch (see BatchLabels), not held
+  std::string labels_key;               ///< the labels dataset, when labels_per_batch
+  ElementType label_type = ElementType::int32;  ///< its stored (native) type, when labels_per_batch
+  std::int64_t labels_offset_bytes = -1;        ///< its file offset, when labels_per_batch
   std::vector<std::int64_t> offsets;    ///< sequences: N+1 token offsets
   std::vector<std::int64_t> lengths;    ///< sequences: N lengths
   std::int64_t row_elements = 0;        ///< fixed size: elements of one sample
@@ -33,6 +43,70 @@ struct OpenedDataset {
   std::int64_t file_offset_bytes = -1;  ///< H5Dget_offset of the data, when contiguous and allocated
   std::int64_t average_chunk_storage_bytes = 0;  ///< chunked: stored bytes of one chunk on average
   std::int64_t chunks_across_row = 1;            ///< chunked fixed-size: chunks one row's elements span
+};
+
+[[noreturn]] void throw_system_error(const std::string& call, const std::string& hint, const char* file, int line);
+/// Throws SystemError for the failed `call` with errno's text after `hint`.
+#define STRIDER_THROW_ERRNO(call, hint) \
+  ::strider::io_detail::throw_system_error(call, hint, ::strider::detail::relative_source_path(__FILE__), __LINE__)
+
+/// A read-only file descriptor.
+class FileDescriptor {
+ public:
+  explicit FileDescriptor(const std::string& path);
+  ~FileDescriptor();
+  FileDescriptor(const FileDescriptor&) = delete;
+  FileDescriptor& operator=(const FileDescriptor&) = delete;
+  int get() const noexcept { return descriptor_; }
+
+ private:
+  int descriptor_;
+};
+
+/// pread of exactly `bytes` at `offset` (retries short reads and EINTR). `describe()` names what was
+/// read, for the error (built only on failure).
+template <class Describe>
+void pread_exactly(int descriptor, std::byte* target, std::int64_t bytes, std::int64_t offset, Describe describe) {
+  while (bytes > 0) {
+    const ssize_t got = ::pread(descriptor, target, static_cast<std::size_t>(bytes), offset);
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      STRIDER_THROW_ERRNO("pread()", "reading " + describe());
+    }
+    if (got == 0) STRIDER_THROW(DataError, "reading " + describe() + ": unexpected end of file");
+    target += got;
+    bytes -= got;
+    offset += got;
+  }
+}
+
+/// Labels read with each batch instead of held in memory (ReaderOptions::labels_in_memory false), so
+/// that nothing grows with N. The labels dataset must be contiguous, unfiltered and native (open_reader
+/// checks). `mapped`: the labels' bytes are mapped and gathered (the mmap engine: as fast as memory);
+/// otherwise they are read with pread, nearby rows coalesced (no page of the file stays in the
+/// process, so its RSS does not grow either). Values are checked per batch (they must fit int32).
+class BatchLabels {
+ public:
+  BatchLabels(const OpenedDataset& dataset, bool mapped);
+  ~BatchLabels();
+  BatchLabels(const BatchLabels&) = delete;
+  BatchLabels& operator=(const BatchLabels&) = delete;
+  /// out[k] = label of indices[k] (indices already checked to be in range).
+  void read(const std::int64_t* indices, std::int64_t count, std::int32_t* out);
+
+ private:
+  std::int32_t value(const std::byte* stored, std::int64_t row) const;
+  std::string path_, key_;
+  ElementType type_;
+  std::int64_t size_;    // bytes per label
+  std::int64_t offset_;  // file offset of label 0
+  std::int64_t rows_;
+  FileDescriptor file_;
+  void* map_ = nullptr;
+  std::size_t map_bytes_ = 0;
+  const std::byte* mapped_ = nullptr;  // label 0 in the mapping
+  std::vector<std::pair<std::int64_t, std::int64_t>> order_;  // (row, position), sorted
+  std::vector<std::byte> scratch_;
 };
 
 /// One batch's rows in file order. Positions are batch positions; slots index unique_rows.
@@ -75,7 +149,8 @@ class CopyPool {
 /// The common part of every engine: index checks, labels/offsets into the destination, stats.
 class ReaderBase : public BatchReader {
  public:
-  explicit ReaderBase(OpenedDataset dataset) : dataset_(std::move(dataset)) {}
+  /// `mapped_labels`: when labels are read per batch, map them (the mmap engine) rather than pread.
+  explicit ReaderBase(OpenedDataset dataset, bool mapped_labels = false);
   const DatasetInfo& info() const override { return dataset_.info; }
   const std::vector<std::int32_t>& labels() const override { return dataset_.labels; }
   const std::vector<std::int64_t>& lengths() const override { return dataset_.lengths; }
@@ -111,6 +186,7 @@ class ReaderBase : public BatchReader {
                const std::vector<std::int64_t>& out_offsets) const;
 
   OpenedDataset dataset_;
+  std::unique_ptr<BatchLabels> batch_labels_;  // when dataset_.labels_per_batch
   ReadStats stats_;
   std::vector<std::int64_t> out_offsets_;  // reused between batches
 };

@@ -1,5 +1,7 @@
 #include "strider/sampling/factory.hpp"
 
+#include <algorithm>
+
 #include "sampling/class_aware_factory.hpp"
 #include "strider/core/error.hpp"
 #include "strider/sampling/block_sampler.hpp"
@@ -30,6 +32,11 @@ std::vector<std::string> sampler_modes() {
   std::vector<std::string> modes = {"distributed", "streaming", "bucketed", "block"};
   for (const std::string& mode : detail::class_aware_modes()) modes.push_back(mode);
   return modes;
+}
+
+bool sampler_needs_labels(const std::string& mode) {
+  const std::vector<std::string> modes = detail::class_aware_modes();
+  return std::find(modes.begin(), modes.end(), mode) != modes.end();
 }
 
 std::unique_ptr<Sampler> make_sampler(const SamplerOptions& options, int world_size, int rank) {

@@ -198,16 +198,21 @@ std::vector<std::vector<std::int64_t>> test_batches(std::int64_t rows) {
 }
 
 /// Reads every test batch with `engine` and counts rows that differ from the oracle (local count).
+/// `labels_in_memory` false: labels are read per batch where the file allows (*labels_per_batch says).
 std::int64_t mismatches(const std::string& path, const std::string& engine, hid_t mem_type, bool variable_length,
-                        std::string* chosen_engine) {
+                        std::string* chosen_engine, bool labels_in_memory = true, bool* labels_per_batch = nullptr) {
   ReaderOptions options;
   options.engine = engine;
   options.copy_threads = engine == "mmap" ? 3 : 1;
+  options.labels_in_memory = labels_in_memory;
   std::unique_ptr<BatchReader> reader = open_reader(world(), path, options);
   *chosen_engine = reader->engine();
   const DatasetInfo& info = reader->info();
-  const std::size_t size = element_bytes(info.element_type);
+  if (labels_per_batch != nullptr) *labels_per_batch = info.labels_per_batch;
   std::int64_t wrong = 0;
+  // Labels read per batch are not held; held labels are all there.
+  if (reader->labels().size() != (info.labels_per_batch ? 0u : static_cast<std::size_t>(info.num_samples))) ++wrong;
+  const std::size_t size = element_bytes(info.element_type);
   std::vector<std::int64_t> all_offsets;
   if (variable_length) {
     all_offsets.push_back(0);
@@ -227,7 +232,8 @@ std::int64_t mismatches(const std::string& path, const std::string& engine, hid_
          (!expected.empty() && std::memcmp(expected.data(), samples.data(), expected.size()) != 0)))
       ++wrong;
     for (std::size_t k = 0; k < batch.size(); ++k) {
-      if (labels[k] != reader->labels()[batch[k]] || labels[k] != batch[k] % (variable_length ? 5 : 7)) ++wrong;
+      if (labels[k] != batch[k] % (variable_length ? 5 : 7)) ++wrong;
+      if (!info.labels_per_batch && labels[k] != reader->labels()[batch[k]]) ++wrong;
     }
     if (variable_length) {
       std::int64_t at = 0;
@@ -270,11 +276,17 @@ TEST_CASE("every engine reads fixed-size samples as the per-row oracle does", "[
           REQUIRE_THROWS_AS(open_reader(world(), path, ReaderOptions{{}, engine}), AgreedError);
           continue;
         }
-        std::string chosen;
-        const std::int64_t wrong =
-            agreed_sum(mismatches(path, engine, io_detail::native_hdf5_type(test.element), false, &chosen));
-        REQUIRE(wrong == 0);
-        if (engine == std::string("auto")) REQUIRE(chosen == (raw ? "mmap" : "hdf5"));
+        for (const bool labels_in_memory : {true, false}) {
+          CAPTURE(labels_in_memory);
+          std::string chosen;
+          bool per_batch = false;
+          const std::int64_t wrong = agreed_sum(mismatches(path, engine, io_detail::native_hdf5_type(test.element),
+                                                           false, &chosen, labels_in_memory, &per_batch));
+          REQUIRE(wrong == 0);
+          // The labels are int64 little-endian with the data's layout: per batch only when contiguous.
+          REQUIRE(per_batch == (!labels_in_memory && layout.name == "contiguous"));
+          if (engine == std::string("auto")) REQUIRE(chosen == (raw ? "mmap" : "hdf5"));
+        }
       }
     }
   }
@@ -291,8 +303,51 @@ TEST_CASE("every engine reads variable-length sequences as the per-row oracle do
         REQUIRE_THROWS_AS(open_reader(world(), path, ReaderOptions{{}, engine}), AgreedError);
         continue;
       }
-      std::string chosen;
-      REQUIRE(agreed_sum(mismatches(path, engine, H5T_NATIVE_INT32, true, &chosen)) == 0);
+      for (const bool labels_in_memory : {true, false}) {
+        CAPTURE(labels_in_memory);
+        std::string chosen;
+        bool per_batch = false;
+        REQUIRE(agreed_sum(mismatches(path, engine, H5T_NATIVE_INT32, true, &chosen, labels_in_memory, &per_batch)) == 0);
+        REQUIRE(per_batch == (!labels_in_memory && raw));
+      }
+    }
+  }
+}
+
+TEST_CASE("labels read per batch are checked per batch: a label beyond int32 fails naming its row", "[mpi][io]") {
+  const std::int64_t rows = 50;
+  const std::string path = make_file("uint64_labels", [&](const std::string& p) {
+    std::vector<float> samples(static_cast<std::size_t>(rows) * 4, 1.0f);
+    std::vector<std::uint64_t> labels(static_cast<std::size_t>(rows));
+    for (std::int64_t i = 0; i < rows; ++i) labels[i] = static_cast<std::uint64_t>(i % 3);
+    labels[5] = (std::uint64_t{1} << 63) + 1;
+    H5File file = create_file(p);
+    write_dataset(file.get(), "/samples", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, {static_cast<hsize_t>(rows), 4},
+                  samples.data(), layouts()[0]);
+    write_dataset(file.get(), "/labels", H5T_STD_U64LE, H5T_NATIVE_UINT64, {static_cast<hsize_t>(rows)},
+                  labels.data(), layouts()[0]);
+  });
+  // Held in memory, the file is refused at open, as before.
+  REQUIRE_THROWS_AS(open_reader(world(), path, ReaderOptions{}), AgreedError);
+  for (const std::string engine : {"hdf5", "direct", "mmap"}) {
+    INFO("engine " << engine);
+    ReaderOptions options;
+    options.engine = engine;
+    options.labels_in_memory = false;
+    std::unique_ptr<BatchReader> reader = open_reader(world(), path, options);
+    REQUIRE(reader->info().labels_per_batch);
+    std::vector<std::byte> samples(4 * sizeof(float) * 3);
+    std::vector<std::int32_t> labels(3, -1);
+    const BatchDestination destination{samples.data(), static_cast<std::int64_t>(samples.size()), labels.data(), nullptr};
+    const std::vector<std::int64_t> good = {49, 4, 6};
+    reader->read(good.data(), 3, destination);
+    REQUIRE(labels == std::vector<std::int32_t>{49 % 3, 4 % 3, 6 % 3});
+    const std::vector<std::int64_t> bad = {7, 5, 2};
+    try {
+      reader->read(bad.data(), 3, destination);
+      FAIL("a label beyond int32 was read");
+    } catch (const DataError& error) {
+      REQUIRE_THAT(error.what(), Catch::Contains("/labels[5]") && Catch::Contains("does not fit int32"));
     }
   }
 }

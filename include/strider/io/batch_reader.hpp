@@ -44,6 +44,7 @@ struct DatasetInfo {
   std::int64_t sample_bytes = 0;           ///< bytes of one fixed-size sample (0 for sequences)
   std::int64_t num_tokens = 0;             ///< T, for sequences
   bool has_labels = false;
+  bool labels_per_batch = false;           ///< labels are read with each batch, not held (labels() is empty)
   std::string layout;                      ///< "contiguous", "chunked" or "compact" (of samples / tokens)
   std::vector<std::int64_t> chunk_shape;   ///< when chunked
   bool compressed = false;                 ///< any filter on the data
@@ -71,6 +72,11 @@ struct ReaderOptions {
   DatasetKeys keys;
   std::string engine = "auto";    ///< auto | hdf5 | direct | mmap
   bool require_labels = false;    ///< class-aware modes: a missing labels dataset is an error
+  /// true: every label is read once at open and held (4 bytes per row; class-aware samplers and the
+  /// trainer need them). false: each batch's labels are read with it, so memory does not grow with N
+  /// (the streaming and block modes); needs a contiguous, unfiltered labels dataset in native byte
+  /// order, else the labels are held anyway (logged).
+  bool labels_in_memory = true;
   int copy_threads = 1;           ///< direct/mmap only: threads that copy one batch (1: the caller's thread)
 };
 
@@ -81,7 +87,7 @@ class BatchReader {
   /// "hdf5", "direct" or "mmap".
   virtual std::string engine() const = 0;
   virtual const DatasetInfo& info() const = 0;
-  /// Every label (read once at open), empty when the file has none.
+  /// Every label (read once at open); empty when the file has none or they are read per batch.
   virtual const std::vector<std::int32_t>& labels() const = 0;
   /// Sequences: every row's length in tokens (read once at open); empty for fixed-size samples.
   virtual const std::vector<std::int64_t>& lengths() const = 0;

@@ -49,6 +49,10 @@ struct SamplerOptions {
 /// The modes make_sampler knows, in the order the CLI lists them.
 std::vector<std::string> sampler_modes();
 
+/// True for the modes whose plan needs every label (balanced, weighted, stratified); the others can
+/// leave labels in the file (ReaderOptions::labels_in_memory false) and read them with each batch.
+bool sampler_needs_labels(const std::string& mode);
+
 /// Builds rank `rank` of `world_size`'s sampler. Throws UsageError for an unknown mode or options
 /// the mode cannot use. Pure: no MPI, no I/O.
 std::unique_ptr<Sampler> make_sampler(const SamplerOptions& options, int world_size, int rank);
