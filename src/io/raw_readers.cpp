@@ -71,7 +71,12 @@ class MmapReader final : public ReaderBase {
     const int parts = parts_for(out_offsets[count], pool_.threads());
     pool_.run(parts, [&](int part) {
       const std::int64_t end = part_begin(count, parts, part + 1);
-      for (std::int64_t k = part_begin(count, parts, part); k < end; ++k) {
+      const std::int64_t begin = part_begin(count, parts, part);
+      for (std::int64_t k = begin; k < std::min(end, begin + kRowsAhead); ++k)
+        prefetch_row(indices[k], out_offsets[k + 1] - out_offsets[k]);
+      for (std::int64_t k = begin; k < end; ++k) {
+        if (k + kRowsAhead < end)
+          prefetch_row(indices[k + kRowsAhead], out_offsets[k + kRowsAhead + 1] - out_offsets[k + kRowsAhead]);
         const std::int64_t bytes = out_offsets[k + 1] - out_offsets[k];
         if (bytes > 0)
           std::memcpy(out + out_offsets[k], data_ + first_element(indices[k]) * size, static_cast<std::size_t>(bytes));
@@ -82,6 +87,15 @@ class MmapReader final : public ReaderBase {
   }
 
  private:
+  /// Shuffled rows are random memory accesses, each a cache miss: asking for the rows kRowsAhead
+  /// positions ahead keeps several misses in flight while one row is copied. w1 (256-byte rows,
+  /// 1 rank): 8.1 M -> 9.5 M samples/s (medians of 3; 6 and 12 ahead measured alike).
+  static constexpr std::int64_t kRowsAhead = 8;
+  /// Prefetches the first KiB of a row; the hardware prefetcher follows longer rows on its own.
+  void prefetch_row(std::int64_t row, std::int64_t bytes) const noexcept {
+    const std::byte* at = data_ + first_element(row) * element_size();
+    for (std::int64_t line = 0; line < std::min<std::int64_t>(bytes, 1024); line += 64) __builtin_prefetch(at + line, 0, 0);
+  }
   /// Maps, up front, the pages of the mapping that are already in the page cache. Otherwise each page
   /// costs a minor fault on its first touch: at 2 ranks on 2 cores the first epoch of w1 (256 MB) then
   /// reads about 1 ms per batch instead of 36 us, and a busy step of 90 us stalls 5.5-6.7% instead of
