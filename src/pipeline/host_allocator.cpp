@@ -1,6 +1,8 @@
 #include "strider/pipeline/host_allocator.hpp"
 
+#include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <utility>
 
 #include "strider/config.hpp"
@@ -19,6 +21,9 @@ class PageAlignedAllocator final : public HostAllocator {
     void* pointer = std::aligned_alloc(page_bytes, rounded);
     if (pointer == nullptr)
       STRIDER_THROW(SystemError, "cannot allocate " + std::to_string(bytes) + " bytes of host memory for batch buffers");
+    // Touch every page now, on the allocating thread, so that the I/O thread does not take the page
+    // faults while the consumer waits for its first batches.
+    std::memset(pointer, 0, rounded);
     return pointer;
   }
   void deallocate(void* pointer, std::size_t) noexcept override { std::free(pointer); }
