@@ -6,7 +6,9 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <fstream>
 #include <future>
 #include <iomanip>
@@ -55,17 +57,59 @@ struct RankFigures {
   std::int64_t samples = 0, batches = 0, useful_bytes = 0, bytes_read = 0, peak_rss_bytes = 0;
 };
 
-/// Waits `microseconds`: a calibrated busy loop on the clock (like a GPU step the CPU waits for) or a sleep.
-void emulate_step(double microseconds, bool busy) {
-  if (microseconds <= 0) return;
-  const auto end = Clock::now() + std::chrono::nanoseconds(static_cast<std::int64_t>(microseconds * 1000));
-  if (!busy) {
-    std::this_thread::sleep_until(end);
-    return;
+/// The emulated step (--compute-mode):
+///   busy   spins on the clock until `microseconds` have passed: a GPU step the host thread spin-waits
+///          for (it ends on time even when the thread was preempted meanwhile);
+///   sleep  sleeps that long: a GPU step the host thread blocks on (the CPU is free);
+///   work   runs a fixed amount of CPU work calibrated to take that long on an idle core: a CPU-bound
+///          step (the CPU backend), which takes longer when it shares its core.
+class StepEmulator {
+ public:
+  StepEmulator(double microseconds, std::string mode) : microseconds_(microseconds), mode_(std::move(mode)) {
+    if (mode_ == "work" && microseconds_ > 0) iterations_ = calibrate();
   }
-  while (Clock::now() < end) {
+  void run() {
+    if (microseconds_ <= 0) return;
+    if (mode_ == "work") {
+      sink_ = spin(iterations_, sink_);
+      return;
+    }
+    const auto end = Clock::now() + std::chrono::nanoseconds(static_cast<std::int64_t>(microseconds_ * 1000));
+    if (mode_ == "sleep") {
+      std::this_thread::sleep_until(end);
+      return;
+    }
+    while (Clock::now() < end) {
+    }
   }
-}
+
+ private:
+  /// A dependent chain of integer operations the compiler cannot fold away.
+  static std::uint64_t spin(std::int64_t iterations, std::uint64_t state) {
+    for (std::int64_t i = 0; i < iterations; ++i) {
+      state ^= state << 13;
+      state ^= state >> 7;
+      state ^= state << 17;
+    }
+    return state;
+  }
+  /// Iterations that take `microseconds_` on this core: the fastest of several timed trials (the
+  /// one least disturbed by other threads).
+  std::int64_t calibrate() {
+    constexpr std::int64_t trial = 1 << 20;
+    double best = 1e30;
+    for (int attempt = 0; attempt < 7; ++attempt) {
+      const Clock::time_point start = Clock::now();
+      sink_ = spin(trial, sink_ + 1);
+      best = std::min(best, std::chrono::duration<double>(Clock::now() - start).count());
+    }
+    return std::max<std::int64_t>(1, std::llround(microseconds_ * 1e-6 / (best / trial)));
+  }
+  double microseconds_;
+  std::string mode_;
+  std::int64_t iterations_ = 0;
+  std::uint64_t sink_ = 88172645463325252ULL;
+};
 
 void drop_from_page_cache(const std::string& path) {
   const int descriptor = ::open(path.c_str(), O_RDONLY);
@@ -108,7 +152,7 @@ int bench_main(const Communicator& world, int argc, char** argv) {
       ("prefetch", po::value<int>(&options.prefetch)->default_value(0), "batches read ahead (1..64; 0: auto, 16 MiB of batches, 4..64)")
       ("copy-threads", po::value<int>(&options.reader.copy_threads)->default_value(1), "direct/mmap: threads per batch")
       ("compute-us", po::value<double>(&options.compute_us)->default_value(0), "emulated step time per batch, microseconds")
-      ("compute-mode", po::value<std::string>(&options.compute_mode)->default_value("busy"), "busy | sleep")
+      ("compute-mode", po::value<std::string>(&options.compute_mode)->default_value("busy"), "busy (spin on the clock) | sleep | work (fixed CPU work)")
       ("json", po::value<std::string>(&options.json), "write the figures as JSON")
       ("cold", po::bool_switch(&options.cold), "drop the file from the page cache first (posix_fadvise DONTNEED)");
   const cli::Parsed parsed = world.collective_try([&] {
@@ -120,8 +164,8 @@ int bench_main(const Communicator& world, int argc, char** argv) {
     if (options.prefetch < 0 || options.prefetch > 64)
       STRIDER_THROW(UsageError, "--prefetch must be in 0..64 (0: auto), got " + std::to_string(options.prefetch));
     if (options.compute_us < 0) STRIDER_THROW(UsageError, "--compute-us must be >= 0");
-    if (options.compute_mode != "busy" && options.compute_mode != "sleep")
-      STRIDER_THROW(UsageError, "--compute-mode must be busy or sleep, got '" + options.compute_mode + "'");
+    if (options.compute_mode != "busy" && options.compute_mode != "sleep" && options.compute_mode != "work")
+      STRIDER_THROW(UsageError, "--compute-mode must be busy, sleep or work, got '" + options.compute_mode + "'");
     return result;
   });
   if (parsed.help) return 0;
@@ -155,10 +199,10 @@ int bench_main(const Communicator& world, int argc, char** argv) {
     upcoming = make_sampler(options.sampler, world.size(), world.rank());
   });
 
+  StepEmulator step(options.compute_us, options.compute_mode);  // calibrates before the clock starts
   world.barrier();
   const Clock::time_point start = Clock::now();
   prefetcher.reset_stats();
-  const bool busy = options.compute_mode == "busy";
   world.collective_try([&] {
     current->set_epoch(0);
     for (std::int64_t epoch = 0; epoch < options.epochs; ++epoch) {
@@ -167,7 +211,7 @@ int bench_main(const Communicator& world, int argc, char** argv) {
         next_plan = std::async(std::launch::async, [&, epoch] { upcoming->set_epoch(epoch + 1); });
       const std::int64_t steps = options.max_steps > 0 ? std::min(options.max_steps, current->num_steps()) : current->num_steps();
       prefetcher.start_epoch(*current, 0, steps);
-      while (auto batch = prefetcher.next()) emulate_step(options.compute_us, busy);
+      while (auto batch = prefetcher.next()) step.run();
       if (next_plan.valid()) next_plan.get();
       std::swap(current, upcoming);
     }

@@ -11,8 +11,8 @@
 #   w2  8,192 x 64 KiB (16384 float32) rows, shuffled, batches of 32
 #   w3  200,000 sequences (median 64, max 512 int32 tokens), bucketed under 16384 tokens per batch
 #   w4  1,000,000 x 64 float32, 10 classes, imbalance 100, class-balanced (weighted sampler, 1/count)
-# plus, on w1: runs with --compute-us at 1x, 2x (and 4x busy) the measured time to read a batch, as a busy wait
-# and as a sleep (stall fraction), --cold, and the streaming sampler's peak RSS at N = 100,000,
+# plus, on w1: runs with --compute-us at 1x, 2x (and 4x) the measured time to read a batch, as a busy wait on
+# the clock, a sleep and fixed CPU work (stall fraction), --cold, and the streaming sampler's peak RSS at N = 100,000,
 # 1,000,000 and 10,000,000 (with and without the labels dataset; the distributed sampler beside it).
 #
 # Environment: STRIDER_BIN (the folder with strider-gen and strider-bench; default build/bin),
@@ -157,12 +157,14 @@ EOF
 if [[ $read_us != 0 ]]; then
   log "time to read a batch of w1: $read_us us"
   for ranks in $ranks_list; do
-    for mode in busy sleep; do
+    for mode in busy sleep work; do
       strider "w1-compute-$mode-r$ranks" "$ranks" --data "$data/w1.h5" --batch-size 256 --compute-us "$read_us" --compute-mode $mode
     done
-    strider "w1-compute4x-busy-r$ranks" "$ranks" --data "$data/w1.h5" --batch-size 256 --compute-mode busy \
-      --compute-us "$(awk -v t="$read_us" 'BEGIN { print 4 * t }')"
-    for mode in busy sleep; do
+    for mode in busy work; do
+      strider "w1-compute4x-$mode-r$ranks" "$ranks" --data "$data/w1.h5" --batch-size 256 --compute-mode $mode \
+        --compute-us "$(awk -v t="$read_us" 'BEGIN { print 4 * t }')"
+    done
+    for mode in busy sleep work; do
       strider "w1-compute2x-$mode-r$ranks" "$ranks" --data "$data/w1.h5" --batch-size 256 --compute-mode $mode \
         --compute-us "$(awk -v t="$read_us" 'BEGIN { print 2 * t }')"
     done

@@ -26,6 +26,7 @@ for app in train bench; do
   expect_error "$app: not HDF5" "not an HDF5 file" 30 "${run[@]}" --data "$work/text.h5" --batch-size 16
   expect_error "$app: truncated file" "truncated.h5" 30 "${run[@]}" --data "$work/truncated.h5" --batch-size 16
   expect_error "$app: missing dataset" "no dataset /nope" 30 "${run[@]}" "${ok[@]}" --data-key /nope
+  expect_error "$app: prefetch depth out of range" "--prefetch must be in 0..64" 30 "${run[@]}" "${ok[@]}" --prefetch 65
   expect_error "$app: labels of another length" "labels /labels_short has 3 entries but there are 4 samples" 30 \
     "${run[@]}" --data "$unusable" --label-key /labels_short --batch-size 2
   expect_error "$app: unsupported type" "unsupported type" 30 "${run[@]}" --data "$unusable" --data-key /half --batch-size 2
