@@ -180,3 +180,32 @@ TEST_CASE("the auto ring depth holds 16 MiB of batches, within 4..64", "[prefetc
   DatasetInfo empty;
   REQUIRE(auto_prefetch_depth(empty, 32, 0) == 4);
 }
+
+TEST_CASE("a deep ring delivers whether the consumer releases batches at once or holds them", "[prefetcher]") {
+  // release_slot wakes the I/O thread only once a quarter of the ring is free (or little is ready);
+  // a consumer that then holds the rest must still get the freed buffers refilled, not hang.
+  FakeReaderOptions options;
+  options.samples = 400;
+  DistributedSampler sampler = make_sampler(options.samples, 2);  // 100 steps on this rank
+  const auto expected = direct_hashes(options, sampler);
+  Prefetcher prefetcher(std::make_unique<FakeReader>(options), PrefetcherOptions{16, nullptr});
+  prefetcher.start_epoch(sampler);
+  std::vector<std::uint64_t> seen;
+  std::vector<Batch> held;
+  for (int round = 0; round < 5; ++round) {
+    for (int k = 0; k < 3; ++k) {  // take and release at once: fewer than a quarter freed
+      auto batch = prefetcher.next();
+      REQUIRE(batch.has_value());
+      seen.push_back(strider::testing::batch_hash(*batch));
+    }
+    for (int k = 0; k < 14; ++k) {  // then hold 14: the 14th finds nothing ready while 3 buffers are free
+      auto batch = prefetcher.next();
+      REQUIRE(batch.has_value());
+      seen.push_back(strider::testing::batch_hash(*batch));
+      held.push_back(std::move(*batch));
+    }
+    held.clear();
+  }
+  while (auto batch = prefetcher.next()) seen.push_back(strider::testing::batch_hash(*batch));
+  REQUIRE(seen == expected);
+}
