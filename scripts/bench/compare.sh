@@ -15,7 +15,10 @@
 # the clock, a sleep and fixed CPU work (stall fraction), --cold, and the streaming sampler's peak RSS at N = 100,000,
 # 1,000,000 and 10,000,000 (with and without the labels dataset; the distributed sampler beside it).
 #
+# Last, the sampler microbenchmarks (bench/sampler_bench.cpp, built when Google Benchmark is installed).
+#
 # Environment: STRIDER_BIN (the folder with strider-gen and strider-bench; default build/bin),
+# SAMPLER_BENCH (default $STRIDER_BIN/../bench/strider_sampler_bench),
 # BENCH_DIR (the data files, kept between runs; default /tmp/strider-bench), BENCH_OUT (results;
 # default $BENCH_DIR/results), RANKS, PEER_BATCHES (500), PEER_WARMUP (20), PEER_WORKERS (0,1,2),
 # REPEATS (3: every strider figure is the median of this many runs; the peer's is its best
@@ -186,6 +189,16 @@ for name in small w1 big; do
       --steps 200 --label-key /none
   done
 done
+
+# ---- the samplers alone: indices/s per core and set_epoch cost per mode (Google Benchmark) ----
+sampler_bench=${SAMPLER_BENCH:-$bin/../bench/strider_sampler_bench}
+if [[ -x $sampler_bench ]]; then
+  log "sampler microbenchmarks ($sampler_bench)"
+  "$sampler_bench" --benchmark_min_time=0.2 --benchmark_out="$out/sampler-bench.json" --benchmark_out_format=json \
+    >"$out/logs/sampler-bench.txt" 2>&1 || log "sampler microbenchmarks failed: $out/logs/sampler-bench.txt"
+else
+  log "no $sampler_bench (libbenchmark-dev, then rebuild): sampler microbenchmarks skipped"
+fi
 
 echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$out/machine.txt"
 $python "$here/summarize.py" "$out"

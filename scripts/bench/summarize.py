@@ -128,6 +128,16 @@ def main(out):
             rss[tag[4:]] = strider[tag]["peak_rss_bytes"]
             print(f"  {tag[4:]:36s} {strider[tag]['peak_rss_bytes'] / 1048576:7.1f} MiB")
 
+    samplers = []
+    micro = load(os.path.join(out, "sampler-bench.json"))
+    if micro:
+        print("\nsamplers alone (1M samples, 4 ranks, batches of 256; one core; bench/sampler_bench.cpp):")
+        for b in micro.get("benchmarks", []):
+            rate = next((b[k] for k in ("indices_per_s", "samples_per_s") if k in b), None)
+            unit = "indices/s" if "indices_per_s" in b else "samples/s"
+            samplers.append(dict(name=b["name"], real_time=b["real_time"], time_unit=b["time_unit"], rate=rate, unit=unit))
+            print(f"  {b['name']:28s} {b['real_time']:12.1f} {b['time_unit']:2s}" + (f"  {rate / 1e6:12.1f} M {unit}" if rate else ""))
+
     # ---- goals (issue 9) ----
     def goal(name, met, detail):
         goals.append(dict(goal=name, met=met, detail=detail))
@@ -161,7 +171,7 @@ def main(out):
         print(f"  [{'met' if g['met'] else 'MISSED'}] {g['goal']}: {g['detail']}")
 
     with open(os.path.join(out, "results.json"), "w") as file:
-        json.dump(dict(machine=machine, table=rows, extras=extras, peak_rss_bytes=rss, goals=goals,
+        json.dump(dict(machine=machine, table=rows, extras=extras, peak_rss_bytes=rss, goals=goals, samplers=samplers,
                        strider=strider, peers=peers, limits=limits), file, indent=1)
     plot(out, rows)
 
