@@ -120,4 +120,17 @@ void BatchLabels::read(const std::int64_t* indices, std::int64_t count, std::int
   }
 }
 
+void BatchLabels::read_range(std::int64_t first, std::int64_t count, std::int32_t* out) {
+  if (count <= 0) return;
+  const std::byte* stored = mapped_ != nullptr ? mapped_ + first * size_ : nullptr;
+  if (stored == nullptr) {
+    if (static_cast<std::int64_t>(scratch_.size()) < count * size_) scratch_.resize(static_cast<std::size_t>(count * size_));
+    pread_exactly(file_.get(), scratch_.data(), count * size_, offset_ + first * size_, [&] {
+      return key_ + " rows " + std::to_string(first) + ".." + std::to_string(first + count - 1) + " of " + path_;
+    });
+    stored = scratch_.data();
+  }
+  for (std::int64_t k = 0; k < count; ++k) out[k] = value(stored + k * size_, first + k);
+}
+
 }  // namespace strider::io_detail

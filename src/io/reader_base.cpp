@@ -164,6 +164,18 @@ ReaderBase::ReaderBase(OpenedDataset dataset, bool mapped_labels) : dataset_(std
   if (dataset_.labels_per_batch) batch_labels_ = std::make_unique<BatchLabels>(dataset_, mapped_labels);
 }
 
+void ReaderBase::read_labels(std::int64_t first, std::int64_t count, std::int32_t* out) {
+  if (!dataset_.info.has_labels) STRIDER_THROW(UsageError, "read_labels: " + dataset_.path + " has no labels");
+  if (first < 0 || count < 0 || first > dataset_.info.num_samples - count)
+    STRIDER_THROW(UsageError, "read_labels: rows " + std::to_string(first) + " + " + std::to_string(count) +
+                                  " are outside [0, " + std::to_string(dataset_.info.num_samples) + ")");
+  if (batch_labels_) {
+    batch_labels_->read_range(first, count, out);
+  } else {
+    std::copy(dataset_.labels.begin() + first, dataset_.labels.begin() + first + count, out);
+  }
+}
+
 std::int64_t ReaderBase::samples_bytes(const std::int64_t* indices, std::int64_t count) const {
   if (!dataset_.info.variable_length) return count * dataset_.info.sample_bytes;
   std::int64_t elements = 0;

@@ -93,6 +93,8 @@ class BatchLabels {
   BatchLabels& operator=(const BatchLabels&) = delete;
   /// out[k] = label of indices[k] (indices already checked to be in range).
   void read(const std::int64_t* indices, std::int64_t count, std::int32_t* out);
+  /// out[k] = label of first + k (the range already checked).
+  void read_range(std::int64_t first, std::int64_t count, std::int32_t* out);
 
  private:
   std::int32_t value(const std::byte* stored, std::int64_t row) const;
@@ -154,6 +156,7 @@ class ReaderBase : public BatchReader {
   const DatasetInfo& info() const override { return dataset_.info; }
   const std::vector<std::int32_t>& labels() const override { return dataset_.labels; }
   const std::vector<std::int64_t>& lengths() const override { return dataset_.lengths; }
+  void read_labels(std::int64_t first, std::int64_t count, std::int32_t* out) override;
   std::int64_t samples_bytes(const std::int64_t* indices, std::int64_t count) const override;
   void read(const std::int64_t* indices, std::int64_t count, const BatchDestination& destination) final;
   ReadStats stats() const override { return stats_; }

@@ -19,6 +19,7 @@
 #include "strider/core/log.hpp"
 #include "strider/device/cuda_backend.hpp"
 #include "strider/pipeline/prefetcher.hpp"
+#include "strider/sampling/factory.hpp"
 #include "strider/train/backend.hpp"
 #include "strider/train/checkpoint.hpp"
 #include "strider/train/fingerprint.hpp"
@@ -173,15 +174,27 @@ class TrainingRun {
 void TrainingRun::open_data() {
   ReaderOptions reader = config_.reader;
   reader.require_labels = true;  // training needs labels whatever the sampling mode
+  // Held in memory only for samplers whose plan needs them all; otherwise each batch brings its own,
+  // so that a streaming run's memory does not grow with N.
+  reader.labels_in_memory = sampler_needs_labels(config_.sampler.mode);
   auto opened = open_reader(comm_, config_.data_path, reader);
   comm_.collective_try([&] {
     if (opened->info().num_samples < comm_.size())
       STRIDER_THROW(UsageError, "the dataset has " + std::to_string(opened->info().num_samples) + " samples, fewer than the " +
                                     std::to_string(comm_.size()) + " ranks");
   });
-  fingerprint_ = dataset_fingerprint(opened->info(), opened->labels(), opened->lengths(), reader.keys);
+  // Rank 0 streams every label once (fingerprint, class count, value checks) and broadcasts.
   std::int32_t max_label = 0;
-  for (std::int32_t label : opened->labels()) max_label = std::max(max_label, label);
+  comm_.collective_try([&] {
+    if (!comm_.is_root()) return;
+    const DatasetInfo& info = opened->info();
+    fingerprint_ = dataset_fingerprint(
+        info, info.has_labels ? info.num_samples : 0,
+        [&](std::int64_t first, std::int64_t count, std::int32_t* out) { opened->read_labels(first, count, out); },
+        opened->lengths(), reader.keys, &max_label);
+  });
+  comm_.broadcast(&fingerprint_, 1);
+  comm_.broadcast(&max_label, 1);
   num_classes_ = std::max(2, static_cast<int>(max_label) + 1);
   if (comm_.is_root())
     log_info("training on ", config_.data_path, ": ", opened->info().num_samples, " samples, ", num_classes_,
@@ -383,6 +396,7 @@ void TrainingRun::evaluate() {
   const Clock::time_point start = Clock::now();
   ReaderOptions reader = config_.reader;
   reader.require_labels = true;
+  reader.labels_in_memory = false;  // evaluation needs each batch's labels only
   const std::string path = config_.eval_path.empty() ? config_.data_path : config_.eval_path;
   Prefetcher eval(open_reader(comm_, path, reader), PrefetcherOptions{2, nullptr});
   ClassCounts counts(num_classes_);

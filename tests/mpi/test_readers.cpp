@@ -17,6 +17,7 @@
 #include "strider/io/batch_reader.hpp"
 #include "strider/io/hdf5_handle.hpp"
 #include "strider/io/synthetic_dataset.hpp"
+#include "strider/train/fingerprint.hpp"
 
 using namespace strider;
 using strider::testing::world;
@@ -249,6 +250,16 @@ std::int64_t mismatches(const std::string& path, const std::string& engine, hid_
   return wrong;
 }
 
+/// Opens `path` with `engine`, labels read per batch (which the file must allow).
+std::unique_ptr<BatchReader> open_with_labels_per_batch(const std::string& path, const std::string& engine) {
+  ReaderOptions options;
+  options.engine = engine;
+  options.labels_in_memory = false;
+  std::unique_ptr<BatchReader> reader = open_reader(world(), path, options);
+  REQUIRE(reader->info().labels_per_batch);
+  return reader;
+}
+
 std::int64_t agreed_sum(std::int64_t value) {
   return world().all_reduce(value, ReduceOp::sum);
 }
@@ -331,11 +342,7 @@ TEST_CASE("labels read per batch are checked per batch: a label beyond int32 fai
   REQUIRE_THROWS_AS(open_reader(world(), path, ReaderOptions{}), AgreedError);
   for (const std::string engine : {"hdf5", "direct", "mmap"}) {
     INFO("engine " << engine);
-    ReaderOptions options;
-    options.engine = engine;
-    options.labels_in_memory = false;
-    std::unique_ptr<BatchReader> reader = open_reader(world(), path, options);
-    REQUIRE(reader->info().labels_per_batch);
+    std::unique_ptr<BatchReader> reader = open_with_labels_per_batch(path, engine);
     std::vector<std::byte> samples(4 * sizeof(float) * 3);
     std::vector<std::int32_t> labels(3, -1);
     const BatchDestination destination{samples.data(), static_cast<std::int64_t>(samples.size()), labels.data(), nullptr};
@@ -349,6 +356,30 @@ TEST_CASE("labels read per batch are checked per batch: a label beyond int32 fai
     } catch (const DataError& error) {
       REQUIRE_THAT(error.what(), Catch::Contains("/labels[5]") && Catch::Contains("does not fit int32"));
     }
+  }
+}
+
+TEST_CASE("labels read per batch give the same ranges and the same dataset fingerprint as held ones", "[mpi][io]") {
+  const FixedCase test{"fingerprint", ElementType::float32, H5T_IEEE_F32LE, {300, 2}};
+  const std::string path = make_file("fingerprint", [&](const std::string& p) { write_fixed_any(p, test, layouts()[0]); });
+  const DatasetKeys keys;
+  std::unique_ptr<BatchReader> held = open_reader(world(), path, ReaderOptions{});
+  REQUIRE_FALSE(held->info().labels_per_batch);
+  const std::uint64_t expected = dataset_fingerprint(held->info(), held->labels(), held->lengths(), keys);
+  for (const std::string engine : {"hdf5", "direct", "mmap"}) {
+    INFO("engine " << engine);
+    std::unique_ptr<BatchReader> reader = open_with_labels_per_batch(path, engine);
+    std::vector<std::int32_t> range(100, -1);
+    reader->read_labels(150, 100, range.data());
+    for (std::int64_t k = 0; k < 100; ++k) REQUIRE(range[k] == held->labels()[150 + k]);
+    REQUIRE_THROWS_AS(reader->read_labels(250, 51, range.data()), UsageError);
+    std::int32_t max_label = -1;
+    const std::uint64_t streamed = dataset_fingerprint(
+        reader->info(), reader->info().num_samples,
+        [&](std::int64_t first, std::int64_t count, std::int32_t* out) { reader->read_labels(first, count, out); },
+        reader->lengths(), keys, &max_label);
+    REQUIRE(streamed == expected);
+    REQUIRE(max_label == 6);  // labels are i % 7
   }
 }
 

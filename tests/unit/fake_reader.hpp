@@ -2,6 +2,7 @@
 // An in-memory BatchReader for pipeline tests: sample i's bytes are a function of i, labels are
 // i % classes, sequences have length 1 + i % 7. It can fail at a chosen read and be slowed down.
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -49,6 +50,9 @@ class FakeReader final : public BatchReader {
   const DatasetInfo& info() const override { return info_; }
   const std::vector<std::int32_t>& labels() const override { return labels_; }
   const std::vector<std::int64_t>& lengths() const override { return lengths_; }
+  void read_labels(std::int64_t first, std::int64_t count, std::int32_t* out) override {
+    std::copy(labels_.begin() + first, labels_.begin() + first + count, out);
+  }
   std::int64_t samples_bytes(const std::int64_t* indices, std::int64_t count) const override {
     if (!info_.variable_length) return count * info_.sample_bytes;
     std::int64_t bytes = 0;

@@ -220,3 +220,29 @@ TEST_CASE("the dataset fingerprint follows the data, not the path", "[train][che
   REQUIRE(fingerprint_hex(0x0123456789abcdefULL) == "0123456789abcdef");
   REQUIRE(fingerprint_hex(base).size() == 16);
 }
+
+TEST_CASE("the fingerprint streams labels in chunks: every chunk counts, and the largest label is found", "[train][checkpoint]") {
+  DatasetInfo info;
+  info.num_samples = 2'500'000;  // three chunks of up to 2^20 labels
+  info.sample_shape = {4};
+  info.has_labels = true;
+  std::vector<std::int32_t> labels(static_cast<std::size_t>(info.num_samples));
+  for (std::size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<std::int32_t>(i % 5);
+  labels[2'300'000] = 9;
+  const DatasetKeys keys;
+  std::int64_t served = 0;
+  std::int32_t max_label = -1;
+  const std::uint64_t streamed = dataset_fingerprint(
+      info, info.num_samples,
+      [&](std::int64_t first, std::int64_t count, std::int32_t* out) {
+        REQUIRE(first == served);  // in order, no gaps
+        std::copy(labels.begin() + first, labels.begin() + first + count, out);
+        served += count;
+      },
+      {}, keys, &max_label);
+  REQUIRE(served == info.num_samples);
+  REQUIRE(max_label == 9);
+  REQUIRE(streamed == dataset_fingerprint(info, labels, {}, keys));
+  labels[2'400'000] = 1;  // in the last chunk
+  REQUIRE(dataset_fingerprint(info, labels, {}, keys) != streamed);
+}

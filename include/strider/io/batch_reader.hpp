@@ -89,6 +89,10 @@ class BatchReader {
   virtual const DatasetInfo& info() const = 0;
   /// Every label (read once at open); empty when the file has none or they are read per batch.
   virtual const std::vector<std::int32_t>& labels() const = 0;
+  /// labels[first .. first + count) into out, from memory or, when labels are read per batch, from
+  /// the file (values checked as per batch). Same thread rule as read(). Throws UsageError for a range
+  /// outside [0, N) or a file without labels.
+  virtual void read_labels(std::int64_t first, std::int64_t count, std::int32_t* out) = 0;
   /// Sequences: every row's length in tokens (read once at open); empty for fixed-size samples.
   virtual const std::vector<std::int64_t>& lengths() const = 0;
   /// Bytes the samples of these indices take (count * sample_bytes, or their tokens' bytes).

@@ -4,6 +4,7 @@
 /// the same data staged elsewhere.
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,16 @@ namespace strider {
 /// (every rank computes the same value from the same file).
 std::uint64_t dataset_fingerprint(const DatasetInfo& dataset, const std::vector<std::int32_t>& labels,
                                   const std::vector<std::int64_t>& lengths, const DatasetKeys& keys);
+
+/// Fills out with labels [first, first + count).
+using LabelRangeReader = std::function<void(std::int64_t first, std::int64_t count, std::int32_t* out)>;
+
+/// The same fingerprint with `label_count` labels streamed through `read_labels` a chunk at a time
+/// (memory does not grow with N: labels read per batch, BatchReader::read_labels). Also returns the
+/// largest label in *max_label (0 without labels) when max_label is not null.
+std::uint64_t dataset_fingerprint(const DatasetInfo& dataset, std::int64_t label_count,
+                                  const LabelRangeReader& read_labels, const std::vector<std::int64_t>& lengths,
+                                  const DatasetKeys& keys, std::int32_t* max_label = nullptr);
 
 /// The fingerprint as 16 lowercase hex digits (how checkpoints and stats store it).
 std::string fingerprint_hex(std::uint64_t fingerprint);
