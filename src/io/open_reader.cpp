@@ -113,6 +113,29 @@ std::string shape_text(const std::vector<std::int64_t>& dims) {
   return text + "]";
 }
 
+const char* layout_name(H5D_layout_t layout) {
+  return layout == H5D_CHUNKED ? "chunked" : layout == H5D_COMPACT ? "compact" : layout == H5D_CONTIGUOUS ? "contiguous" : "other";
+}
+
+/// Why a dataset cannot be read with pread at a file offset ("" when it can), the one test for the
+/// samples (direct/mmap engines) and the labels (read per batch): it must be contiguous (hence
+/// unfiltered), in this file, allocated, and stored in the native type. Sets `offset` whenever the
+/// dataset is contiguous and allocated.
+std::string raw_refusal(hid_t dataset_id, const std::string& key, bool native, ElementType type, std::int64_t& offset) {
+  H5PropertyList create(STRIDER_H5_CHECK(H5Dget_create_plist(dataset_id), "reading the creation properties of " + key));
+  const H5D_layout_t layout = STRIDER_H5_CHECK(H5Pget_layout(create.get()), "reading the layout of " + key);
+  const int filters = STRIDER_H5_CHECK(H5Pget_nfilters(create.get()), "reading the filters of " + key);
+  const int external = STRIDER_H5_CHECK(H5Pget_external_count(create.get()), "reading the external files of " + key);
+  const haddr_t address = H5Dget_offset(dataset_id);
+  H5Eclear2(H5E_DEFAULT);  // H5Dget_offset fails quietly for non-contiguous layouts
+  if (layout == H5D_CONTIGUOUS && address != HADDR_UNDEF) offset = static_cast<std::int64_t>(address);
+  if (layout != H5D_CONTIGUOUS) return key + " is " + layout_name(layout) + (filters > 0 ? " and compressed" : "");
+  if (external > 0) return key + " is stored in external files";
+  if (address == HADDR_UNDEF) return key + " has no storage allocated";
+  if (!native) return key + " is stored as a non-native " + element_name(type) + " (other byte order)";
+  return "";
+}
+
 /// Layout, chunking, filters and (for contiguous data) the file offset of the data dataset.
 void inspect_layout(OpenedDataset& dataset, hid_t data, bool native) {
   H5PropertyList create(
@@ -120,10 +143,7 @@ void inspect_layout(OpenedDataset& dataset, hid_t data, bool native) {
   const H5D_layout_t layout =
       STRIDER_H5_CHECK(H5Pget_layout(create.get()), "reading the layout of " + dataset.data_key);
   DatasetInfo& info = dataset.info;
-  info.layout = layout == H5D_CHUNKED      ? "chunked"
-                : layout == H5D_COMPACT    ? "compact"
-                : layout == H5D_CONTIGUOUS ? "contiguous"
-                                           : "other";
+  info.layout = layout_name(layout);
   const int filters = STRIDER_H5_CHECK(H5Pget_nfilters(create.get()), "reading the filters of " + dataset.data_key);
   info.compressed = filters > 0;
   for (int i = 0; i < filters; ++i) {
@@ -149,42 +169,9 @@ void inspect_layout(OpenedDataset& dataset, hid_t data, bool native) {
     const hsize_t stored = H5Dget_storage_size(data);
     if (chunks > 0) dataset.average_chunk_storage_bytes = static_cast<std::int64_t>(stored / chunks);
   }
-  const int external =
-      STRIDER_H5_CHECK(H5Pget_external_count(create.get()), "reading the external files of " + dataset.data_key);
-  const haddr_t offset = H5Dget_offset(data);
-  H5Eclear2(H5E_DEFAULT);  // H5Dget_offset fails quietly for non-contiguous layouts
-  if (layout == H5D_CONTIGUOUS && offset != HADDR_UNDEF) dataset.file_offset_bytes = static_cast<std::int64_t>(offset);
-
-  if (layout != H5D_CONTIGUOUS) {
-    dataset.raw_refusal = dataset.data_key + " is " + info.layout + (info.compressed ? " and compressed" : "");
-  } else if (external > 0) {
-    dataset.raw_refusal = dataset.data_key + " is stored in external files";
-  } else if (dataset.file_offset_bytes < 0) {
-    const bool empty = info.variable_length ? info.num_tokens == 0 : true;
-    dataset.raw_refusal = dataset.data_key + (empty ? " has no storage allocated" : " has no file offset");
-  } else if (!native) {
-    dataset.raw_refusal = dataset.data_key + " is stored as a non-native " + element_name(info.element_type) +
-                          " (other byte order): only the hdf5 engine converts it";
-  }
+  dataset.raw_refusal =
+      raw_refusal(data, dataset.data_key, native, info.element_type, dataset.file_offset_bytes);
   dataset.raw_readable = dataset.raw_refusal.empty();
-}
-
-/// Why a one-dimensional dataset cannot be read with pread at a file offset ("" when it can; then
-/// `offset` is set): it must be contiguous, unfiltered, in this file, allocated and native.
-std::string raw_refusal(hid_t dataset_id, const std::string& key, bool native, std::int64_t& offset) {
-  H5PropertyList create(STRIDER_H5_CHECK(H5Dget_create_plist(dataset_id), "reading the creation properties of " + key));
-  const H5D_layout_t layout = STRIDER_H5_CHECK(H5Pget_layout(create.get()), "reading the layout of " + key);
-  const int filters = STRIDER_H5_CHECK(H5Pget_nfilters(create.get()), "reading the filters of " + key);
-  const int external = STRIDER_H5_CHECK(H5Pget_external_count(create.get()), "reading the external files of " + key);
-  const haddr_t address = H5Dget_offset(dataset_id);
-  H5Eclear2(H5E_DEFAULT);  // H5Dget_offset fails quietly for non-contiguous layouts
-  if (layout != H5D_CONTIGUOUS) return key + " is not contiguous";
-  if (filters > 0) return key + " is compressed";
-  if (external > 0) return key + " is stored in external files";
-  if (address == HADDR_UNDEF) return key + " has no storage allocated";
-  if (!native) return key + " is not in native byte order";
-  offset = static_cast<std::int64_t>(address);
-  return "";
 }
 
 /// Collective (metadata reads are collective): opens the file and validates everything but the
@@ -196,7 +183,6 @@ struct OpenedFile {
 
 OpenedFile open_and_validate(const Communicator& comm, OpenedDataset& dataset, const ReaderOptions& options) {
   OpenedFile opened;
-  const bool comm_rank_is_root = comm.is_root();
   H5PropertyList access(STRIDER_H5_CHECK(H5Pcreate(H5P_FILE_ACCESS), "creating a file access property list"));
   STRIDER_H5_CHECK(H5Pset_fapl_mpio(access.get(), comm.native(), MPI_INFO_NULL), "selecting the MPI-IO driver");
   STRIDER_H5_CHECK(H5Pset_all_coll_metadata_ops(access.get(), true), "making metadata reads collective");
@@ -258,12 +244,13 @@ OpenedFile open_and_validate(const Communicator& comm, OpenedDataset& dataset, c
                                               : ""));
     info.has_labels = true;
     if (!options.labels_in_memory) {
-      const std::string why_not = raw_refusal(labels.dataset.get(), keys.labels, labels.native, dataset.labels_offset_bytes);
+      const std::string why_not =
+          raw_refusal(labels.dataset.get(), keys.labels, labels.native, labels.type, dataset.labels_offset_bytes);
       if (why_not.empty()) {
         info.labels_per_batch = dataset.labels_per_batch = true;
         dataset.labels_key = keys.labels;
         dataset.label_type = labels.type;
-      } else if (comm_rank_is_root) {
+      } else if (comm.is_root()) {
         log_info("holding the labels in memory: they cannot be read per batch because ", why_not);
       }
     }
