@@ -1,4 +1,5 @@
-// Per-batch labels (BatchLabels) and the POSIX file helpers the raw engines share.
+// Per-batch labels (BatchLabels) and the POSIX file helpers the raw engines share (FileDescriptor,
+// FileMapping, throw_system_error).
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -23,6 +24,49 @@ FileDescriptor::FileDescriptor(const std::string& path) : descriptor_(::open(pat
 
 FileDescriptor::~FileDescriptor() {
   if (descriptor_ >= 0) ::close(descriptor_);
+}
+
+FileMapping::FileMapping(int descriptor, std::int64_t offset, std::int64_t bytes, const std::string& what) {
+  if (bytes == 0) return;
+  const std::int64_t page = ::sysconf(_SC_PAGESIZE);
+  const std::int64_t aligned = offset / page * page;
+  map_bytes_ = static_cast<std::size_t>(offset - aligned + bytes);
+  map_ = ::mmap(nullptr, map_bytes_, PROT_READ, MAP_SHARED, descriptor, aligned);
+  if (map_ == MAP_FAILED) {
+    map_ = nullptr;
+    STRIDER_THROW_ERRNO("mmap()", "mapping " + what + " (" + std::to_string(map_bytes_) + " bytes)");
+  }
+  data_ = static_cast<const std::byte*>(map_) + (offset - aligned);
+  map_cached_pages();
+}
+
+FileMapping::~FileMapping() {
+  if (map_ != nullptr) ::munmap(map_, map_bytes_);
+}
+
+void FileMapping::map_cached_pages() noexcept {
+#ifdef MADV_POPULATE_READ
+  const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  const std::size_t window_pages = std::size_t{1} << 18;  // mincore 1 GiB (4 KiB pages) at a time
+  std::vector<unsigned char> resident(window_pages);
+  auto* base = static_cast<unsigned char*>(map_);
+  const std::size_t pages = (map_bytes_ + page - 1) / page;
+  for (std::size_t first = 0; first < pages; first += window_pages) {
+    const std::size_t count = std::min(window_pages, pages - first);
+    if (::mincore(base + first * page, std::min(count * page, map_bytes_ - first * page), resident.data()) != 0) return;
+    std::size_t run = 0;
+    while (run < count) {
+      if (!(resident[run] & 1)) {
+        ++run;
+        continue;
+      }
+      std::size_t end = run;
+      while (end < count && (resident[end] & 1)) ++end;
+      if (::madvise(base + (first + run) * page, (end - run) * page, MADV_POPULATE_READ) != 0) return;
+      run = end;
+    }
+  }
+#endif
 }
 
 namespace {
@@ -61,19 +105,9 @@ BatchLabels::BatchLabels(const OpenedDataset& dataset, bool mapped)
                                  std::to_string(offset_ + rows_ * size_) + " but the file has " +
                                  std::to_string(status.st_size) + " (truncated?)");
   if (!mapped) return;
-  const std::int64_t page = ::sysconf(_SC_PAGESIZE);
-  const std::int64_t aligned = offset_ / page * page;
-  map_bytes_ = static_cast<std::size_t>(offset_ - aligned + rows_ * size_);
-  map_ = ::mmap(nullptr, map_bytes_, PROT_READ, MAP_SHARED, file_.get(), aligned);
-  if (map_ == MAP_FAILED) {
-    map_ = nullptr;
-    STRIDER_THROW_ERRNO("mmap()", "mapping the " + std::to_string(rows_) + " labels " + key_ + " of " + path_);
-  }
-  mapped_ = static_cast<const std::byte*>(map_) + (offset_ - aligned);
-}
-
-BatchLabels::~BatchLabels() {
-  if (map_ != nullptr) ::munmap(map_, map_bytes_);
+  mapping_ = std::make_unique<FileMapping>(file_.get(), offset_, rows_ * size_,
+                                           "the " + std::to_string(rows_) + " labels " + key_ + " of " + path_);
+  mapped_ = mapping_->data();
 }
 
 std::int32_t BatchLabels::value(const std::byte* stored, std::int64_t row) const {
@@ -95,9 +129,19 @@ std::int32_t BatchLabels::value(const std::byte* stored, std::int64_t row) const
   return static_cast<std::int32_t>(wide);
 }
 
+const std::byte* BatchLabels::stored(std::int64_t first, std::int64_t count) {
+  if (mapped_ != nullptr) return mapped_ + first * size_;
+  const std::int64_t bytes = count * size_;
+  if (static_cast<std::int64_t>(scratch_.size()) < bytes) scratch_.resize(static_cast<std::size_t>(bytes));
+  pread_exactly(file_.get(), scratch_.data(), bytes, offset_ + first * size_, [&] {
+    return key_ + " rows " + std::to_string(first) + ".." + std::to_string(first + count - 1) + " of " + path_;
+  });
+  return scratch_.data();
+}
+
 void BatchLabels::read(const std::int64_t* indices, std::int64_t count, std::int32_t* out) {
   if (mapped_ != nullptr) {
-    for (std::int64_t k = 0; k < count; ++k) out[k] = value(mapped_ + indices[k] * size_, indices[k]);
+    for (std::int64_t k = 0; k < count; ++k) out[k] = value(stored(indices[k], 1), indices[k]);
     return;
   }
   order_.resize(static_cast<std::size_t>(count));
@@ -108,29 +152,17 @@ void BatchLabels::read(const std::int64_t* indices, std::int64_t count, std::int
     const std::int64_t first_row = order_[group].first;
     std::size_t end = group + 1;
     while (end < order_.size() && (order_[end].first - first_row + 1) * size_ <= kCoalesceBytes) ++end;
-    const std::int64_t last_row = order_[end - 1].first;
-    const std::int64_t bytes = (last_row - first_row + 1) * size_;
-    if (static_cast<std::int64_t>(scratch_.size()) < bytes) scratch_.resize(static_cast<std::size_t>(bytes));
-    pread_exactly(file_.get(), scratch_.data(), bytes, offset_ + first_row * size_, [&] {
-      return key_ + " rows " + std::to_string(first_row) + ".." + std::to_string(last_row) + " of " + path_;
-    });
+    const std::byte* rows = stored(first_row, order_[end - 1].first - first_row + 1);
     for (std::size_t i = group; i < end; ++i)
-      out[order_[i].second] = value(scratch_.data() + (order_[i].first - first_row) * size_, order_[i].first);
+      out[order_[i].second] = value(rows + (order_[i].first - first_row) * size_, order_[i].first);
     group = end;
   }
 }
 
 void BatchLabels::read_range(std::int64_t first, std::int64_t count, std::int32_t* out) {
   if (count <= 0) return;
-  const std::byte* stored = mapped_ != nullptr ? mapped_ + first * size_ : nullptr;
-  if (stored == nullptr) {
-    if (static_cast<std::int64_t>(scratch_.size()) < count * size_) scratch_.resize(static_cast<std::size_t>(count * size_));
-    pread_exactly(file_.get(), scratch_.data(), count * size_, offset_ + first * size_, [&] {
-      return key_ + " rows " + std::to_string(first) + ".." + std::to_string(first + count - 1) + " of " + path_;
-    });
-    stored = scratch_.data();
-  }
-  for (std::int64_t k = 0; k < count; ++k) out[k] = value(stored + k * size_, first + k);
+  const std::byte* rows = stored(first, count);
+  for (std::int64_t k = 0; k < count; ++k) out[k] = value(rows + k * size_, first + k);
 }
 
 }  // namespace strider::io_detail

@@ -1,12 +1,8 @@
 // The engines that bypass HDF5 in the data path: `direct` (pread of coalesced runs at the dataset's
 // file offset) and `mmap` (the file mapped read-only, rows gathered by memcpy). Both need a
 // contiguous, unfiltered, allocated dataset whose stored type is the native one (open_reader checks).
-#include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
-#include <cerrno>
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -46,21 +42,10 @@ class MmapReader final : public ReaderBase {
  public:
   MmapReader(OpenedDataset dataset, int copy_threads) : ReaderBase(std::move(dataset), true), pool_(copy_threads) {
     FileDescriptor file(dataset_.path);
-    const std::int64_t bytes = data_bytes_checked(dataset_, file.get());
-    if (bytes == 0) return;
-    const std::int64_t page = ::sysconf(_SC_PAGESIZE);
-    const std::int64_t aligned = dataset_.file_offset_bytes / page * page;
-    map_bytes_ = static_cast<std::size_t>(dataset_.file_offset_bytes - aligned + bytes);
-    map_ = ::mmap(nullptr, map_bytes_, PROT_READ, MAP_SHARED, file.get(), aligned);
-    if (map_ == MAP_FAILED) {
-      map_ = nullptr;
-      STRIDER_THROW_ERRNO("mmap()", "mapping " + std::to_string(map_bytes_) + " bytes of " + dataset_.path);
-    }
-    data_ = static_cast<const std::byte*>(map_) + (dataset_.file_offset_bytes - aligned);
-    map_cached_pages();
-  }
-  ~MmapReader() override {
-    if (map_ != nullptr) ::munmap(map_, map_bytes_);
+    mapping_ = std::make_unique<FileMapping>(file.get(), dataset_.file_offset_bytes,
+                                             data_bytes_checked(dataset_, file.get()),
+                                             dataset_.data_key + " of " + dataset_.path);
+    data_ = mapping_->data();
   }
   std::string engine() const override { return "mmap"; }
 
@@ -96,41 +81,9 @@ class MmapReader final : public ReaderBase {
     const std::byte* at = data_ + first_element(row) * element_size();
     for (std::int64_t line = 0; line < std::min<std::int64_t>(bytes, 1024); line += 64) __builtin_prefetch(at + line, 0, 0);
   }
-  /// Maps, up front, the pages of the mapping that are already in the page cache. Otherwise each page
-  /// costs a minor fault on its first touch: at 2 ranks on 2 cores the first epoch of w1 (256 MB) then
-  /// reads about 1 ms per batch instead of 36 us, and a busy step of 90 us stalls 5.5-6.7% instead of
-  /// 0-0.9%. Pages not cached are left alone (populating them would read the file, maybe more than
-  /// memory holds); they fault in on first use as before. Needs MADV_POPULATE_READ (Linux 5.14);
-  /// without it this does nothing. About 22 ms per 256 MB.
-  void map_cached_pages() noexcept {
-#ifdef MADV_POPULATE_READ
-    const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
-    const std::size_t window_pages = std::size_t{1} << 18;  // mincore 1 GiB (4 KiB pages) at a time
-    std::vector<unsigned char> resident(window_pages);
-    auto* base = static_cast<unsigned char*>(map_);
-    const std::size_t pages = (map_bytes_ + page - 1) / page;
-    for (std::size_t first = 0; first < pages; first += window_pages) {
-      const std::size_t count = std::min(window_pages, pages - first);
-      if (::mincore(base + first * page, std::min(count * page, map_bytes_ - first * page), resident.data()) != 0) return;
-      std::size_t run = 0;
-      while (run < count) {
-        if (!(resident[run] & 1)) {
-          ++run;
-          continue;
-        }
-        std::size_t end = run;
-        while (end < count && (resident[end] & 1)) ++end;
-        if (::madvise(base + (first + run) * page, (end - run) * page, MADV_POPULATE_READ) != 0) return;
-        run = end;
-      }
-    }
-#endif
-  }
-
   CopyPool pool_;
-  void* map_ = nullptr;
-  std::size_t map_bytes_ = 0;
-  const std::byte* data_ = nullptr;
+  std::unique_ptr<FileMapping> mapping_;
+  const std::byte* data_ = nullptr;  // the first element of the data
 };
 
 class DirectReader final : public ReaderBase {

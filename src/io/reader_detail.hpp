@@ -63,6 +63,29 @@ class FileDescriptor {
   int descriptor_;
 };
 
+/// A read-only mapping of bytes [offset, offset + bytes) of an open file (nothing for 0 bytes). The
+/// pages of it already in the page cache are mapped up front: otherwise each page costs a minor fault
+/// on its first touch (at 2 ranks on 2 cores the first epoch of w1, 256 MB, read about 1 ms per batch
+/// instead of 36 us, and a busy step of 90 us stalled 5.5-6.7% instead of 0-0.9%). Pages not cached
+/// are left alone (populating them would read the file, maybe more than memory holds) and fault in on
+/// first use. Needs MADV_POPULATE_READ (Linux 5.14), else maps nothing up front. About 22 ms per 256 MB.
+class FileMapping {
+ public:
+  /// `what` names the bytes for the error ("the 1000 labels /labels of data.h5").
+  FileMapping(int descriptor, std::int64_t offset, std::int64_t bytes, const std::string& what);
+  ~FileMapping();
+  FileMapping(const FileMapping&) = delete;
+  FileMapping& operator=(const FileMapping&) = delete;
+  /// Byte `offset` of the file; null for 0 bytes.
+  const std::byte* data() const noexcept { return data_; }
+
+ private:
+  void map_cached_pages() noexcept;
+  void* map_ = nullptr;
+  std::size_t map_bytes_ = 0;
+  const std::byte* data_ = nullptr;
+};
+
 /// pread of exactly `bytes` at `offset` (retries short reads and EINTR). `describe()` names what was
 /// read, for the error (built only on failure).
 template <class Describe>
@@ -88,9 +111,6 @@ void pread_exactly(int descriptor, std::byte* target, std::int64_t bytes, std::i
 class BatchLabels {
  public:
   BatchLabels(const OpenedDataset& dataset, bool mapped);
-  ~BatchLabels();
-  BatchLabels(const BatchLabels&) = delete;
-  BatchLabels& operator=(const BatchLabels&) = delete;
   /// out[k] = label of indices[k] (indices already checked to be in range).
   void read(const std::int64_t* indices, std::int64_t count, std::int32_t* out);
   /// out[k] = label of first + k (the range already checked).
@@ -98,15 +118,16 @@ class BatchLabels {
 
  private:
   std::int32_t value(const std::byte* stored, std::int64_t row) const;
+  /// The stored bytes of labels [first, first + count): in the mapping, or read into scratch_.
+  const std::byte* stored(std::int64_t first, std::int64_t count);
   std::string path_, key_;
   ElementType type_;
   std::int64_t size_;    // bytes per label
   std::int64_t offset_;  // file offset of label 0
   std::int64_t rows_;
   FileDescriptor file_;
-  void* map_ = nullptr;
-  std::size_t map_bytes_ = 0;
-  const std::byte* mapped_ = nullptr;  // label 0 in the mapping
+  std::unique_ptr<FileMapping> mapping_;  // the mmap engine's
+  const std::byte* mapped_ = nullptr;     // label 0 in the mapping, or null: pread
   std::vector<std::pair<std::int64_t, std::int64_t>> order_;  // (row, position), sorted
   std::vector<std::byte> scratch_;
 };
