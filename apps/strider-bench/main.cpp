@@ -42,7 +42,7 @@ struct BenchOptions {
   SamplerOptions sampler;
   std::int64_t epochs = 1;
   std::int64_t max_steps = 0;
-  int prefetch = 0;  // 0: auto_prefetch_depth; the depth used once the file is open
+  int prefetch = 0;  // 0: auto (prefetch_depth); the depth used once the file is open
   bool labels_per_batch = false;
   double compute_us = 0.0;
   std::string compute_mode = "busy";
@@ -161,8 +161,9 @@ int bench_main(const Communicator& world, int argc, char** argv) {
     cli::finish_sampler_options(result.values, options.sampler);
     if (options.epochs < 1) STRIDER_THROW(UsageError, "--epochs must be >= 1");
     if (options.max_steps < 0) STRIDER_THROW(UsageError, "--steps must be >= 0");
-    if (options.prefetch < 0 || options.prefetch > 64)
-      STRIDER_THROW(UsageError, "--prefetch must be in 0..64 (0: auto), got " + std::to_string(options.prefetch));
+    if (options.prefetch < 0 || options.prefetch > kMaxPrefetchDepth)
+      STRIDER_THROW(UsageError, "--prefetch must be in 0.." + std::to_string(kMaxPrefetchDepth) +
+                                    " (0: auto), got " + std::to_string(options.prefetch));
     if (options.compute_us < 0) STRIDER_THROW(UsageError, "--compute-us must be >= 0");
     if (options.compute_mode != "busy" && options.compute_mode != "sleep" && options.compute_mode != "work")
       STRIDER_THROW(UsageError, "--compute-mode must be busy, sleep or work, got '" + options.compute_mode + "'");
@@ -179,9 +180,8 @@ int bench_main(const Communicator& world, int argc, char** argv) {
   // so that a streaming run's memory does not grow with N.
   options.reader.labels_in_memory = sampler_needs_labels(options.sampler.mode);
   std::unique_ptr<BatchReader> reader = open_reader(world, options.data, options.reader);
-  const int depth = options.prefetch > 0 ? options.prefetch
-                                         : auto_prefetch_depth(reader->info(), options.sampler.batch_size,
-                                                               options.sampler.max_tokens);
+  const int depth =
+      prefetch_depth(options.prefetch, reader->info(), options.sampler.batch_size, options.sampler.max_tokens);
   if (world.is_root()) log_info("prefetch depth ", depth, options.prefetch > 0 ? "" : " (auto)");
   options.prefetch = depth;
   options.labels_per_batch = reader->info().labels_per_batch;

@@ -22,7 +22,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
-constexpr int max_depth = 64;
 
 /// Test-only fault injection: STRIDER_TEST_FAIL_READ="RANK:STEP" makes the I/O thread of world rank
 /// RANK fail when it reads STEP (of any epoch), as a failing disk would. -1: never.
@@ -91,7 +90,8 @@ struct Prefetcher::State {
   std::thread thread;
 };
 
-int auto_prefetch_depth(const DatasetInfo& info, std::int64_t batch_size, std::int64_t max_tokens) noexcept {
+int prefetch_depth(int requested, const DatasetInfo& info, std::int64_t batch_size, std::int64_t max_tokens) noexcept {
+  if (requested > 0) return requested;
   constexpr double ring_bytes = 16.0 * 1024 * 1024;
   constexpr int min_depth = 4;
   const double rows = batch_size > 0 ? static_cast<double>(batch_size) : static_cast<double>(info.num_samples);
@@ -103,7 +103,7 @@ int auto_prefetch_depth(const DatasetInfo& info, std::int64_t batch_size, std::i
   }
   if (batch_bytes <= 0) return min_depth;
   const double depth = std::ceil(ring_bytes / batch_bytes);
-  return static_cast<int>(std::clamp(depth, static_cast<double>(min_depth), static_cast<double>(max_depth)));
+  return static_cast<int>(std::clamp(depth, static_cast<double>(min_depth), static_cast<double>(kMaxPrefetchDepth)));
 }
 
 // ---- Batch ---------------------------------------------------------------------------------
@@ -139,8 +139,8 @@ void Batch::release() noexcept {
 Prefetcher::Prefetcher(std::unique_ptr<BatchReader> reader, PrefetcherOptions options)
     : depth_(options.depth), state_(std::make_unique<State>()) {
   if (!reader) STRIDER_THROW(UsageError, "the prefetcher needs a reader");
-  if (options.depth < 1 || options.depth > max_depth)
-    STRIDER_THROW(UsageError, "--prefetch depth must be in 1.." + std::to_string(max_depth) + ", got " +
+  if (options.depth < 1 || options.depth > kMaxPrefetchDepth)
+    STRIDER_THROW(UsageError, "--prefetch depth must be in 1.." + std::to_string(kMaxPrefetchDepth) + ", got " +
                                   std::to_string(options.depth));
   info_ = reader->info();
   state_->reader = std::move(reader);

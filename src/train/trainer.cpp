@@ -231,9 +231,8 @@ void TrainingRun::build_backend() {
   // The ring's buffers: pinned for fast asynchronous copies to the GPU, page-aligned otherwise.
   // With a GPU and at least two buffers, the next batch's copy is staged while a step runs.
   std::shared_ptr<HostAllocator> allocator = backend_->name() == "cuda" ? make_pinned_allocator() : nullptr;
-  const int depth = config_.prefetch > 0 ? config_.prefetch
-                                         : auto_prefetch_depth(reader_->info(), config_.sampler.batch_size,
-                                                               config_.sampler.max_tokens);
+  const int depth =
+      prefetch_depth(config_.prefetch, reader_->info(), config_.sampler.batch_size, config_.sampler.max_tokens);
   stage_next_ = backend_->name() == "cuda" && depth >= 2;
   prefetcher_ = std::make_unique<Prefetcher>(std::move(reader_), PrefetcherOptions{depth, allocator});
 }
@@ -454,8 +453,9 @@ TrainSummary TrainingRun::run() {
     if (!(config_.learning_rate > 0) || !std::isfinite(config_.learning_rate))
       STRIDER_THROW(UsageError, "--lr must be a positive number");
     if (config_.checkpoint_every < 0) STRIDER_THROW(UsageError, "--checkpoint-every must be >= 0");
-    if (config_.prefetch < 0 || config_.prefetch > 64)
-      STRIDER_THROW(UsageError, "--prefetch must be in 0..64 (0: auto), got " + std::to_string(config_.prefetch));
+    if (config_.prefetch < 0 || config_.prefetch > kMaxPrefetchDepth)
+      STRIDER_THROW(UsageError, "--prefetch must be in 0.." + std::to_string(kMaxPrefetchDepth) +
+                                    " (0: auto), got " + std::to_string(config_.prefetch));
     if (config_.reweight_every < 0) STRIDER_THROW(UsageError, "--reweight-every must be >= 0");
     if ((config_.resume || config_.checkpoint_every > 0) && config_.checkpoint_path.empty())
       STRIDER_THROW(UsageError, "--resume and --checkpoint-every need --checkpoint PATH");

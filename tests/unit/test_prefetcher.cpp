@@ -160,25 +160,26 @@ TEST_CASE("bad prefetcher options are usage errors", "[prefetcher]") {
   REQUIRE_THROWS_AS(prefetcher.start_epoch(sampler, sampler.num_steps() + 1), UsageError);
 }
 
-TEST_CASE("the auto ring depth holds 16 MiB of batches, within 4..64", "[prefetcher]") {
+TEST_CASE("the auto ring depth holds 16 MiB of batches, within 4..64; an explicit depth is kept", "[prefetcher]") {
   DatasetInfo fixed;
   fixed.num_samples = 1000000;
   fixed.sample_bytes = 256;
-  REQUIRE(auto_prefetch_depth(fixed, 256, 0) == 64);        // 64 KiB batches: 256 wanted, capped
-  REQUIRE(auto_prefetch_depth(fixed, 4096, 0) == 16);       // 1 MiB batches
-  REQUIRE(auto_prefetch_depth(fixed, 5000, 0) == 14);       // 1.22 MiB: rounded up
-  REQUIRE(auto_prefetch_depth(fixed, 65536, 0) == 4);       // 16 MiB batches: the floor
-  REQUIRE(auto_prefetch_depth(fixed, 0, 0) == 4);           // the epoch is one batch
+  REQUIRE(prefetch_depth(0, fixed, 256, 0) == 64);        // 64 KiB batches: 256 wanted, capped
+  REQUIRE(prefetch_depth(0, fixed, 4096, 0) == 16);       // 1 MiB batches
+  REQUIRE(prefetch_depth(0, fixed, 5000, 0) == 14);       // 1.22 MiB: rounded up
+  REQUIRE(prefetch_depth(0, fixed, 65536, 0) == 4);       // 16 MiB batches: the floor
+  REQUIRE(prefetch_depth(0, fixed, 0, 0) == 4);           // the epoch is one batch
   DatasetInfo sequences;
   sequences.variable_length = true;
   sequences.element_type = ElementType::int32;
   sequences.num_samples = 1000;
   sequences.num_tokens = 64000;                             // 64 tokens a row on average
-  REQUIRE(auto_prefetch_depth(sequences, 0, 1 << 20) == 4);   // 4 MiB token budget
-  REQUIRE(auto_prefetch_depth(sequences, 0, 1 << 18) == 16);  // 1 MiB token budget
-  REQUIRE(auto_prefetch_depth(sequences, 1024, 0) == 64);     // 1024 rows x 256 bytes: 256 wanted
+  REQUIRE(prefetch_depth(0, sequences, 0, 1 << 20) == 4);   // 4 MiB token budget
+  REQUIRE(prefetch_depth(0, sequences, 0, 1 << 18) == 16);  // 1 MiB token budget
+  REQUIRE(prefetch_depth(0, sequences, 1024, 0) == 64);     // 1024 rows x 256 bytes: 256 wanted
   DatasetInfo empty;
-  REQUIRE(auto_prefetch_depth(empty, 32, 0) == 4);
+  REQUIRE(prefetch_depth(0, empty, 32, 0) == 4);
+  REQUIRE(prefetch_depth(3, fixed, 256, 0) == 3);  // an explicit --prefetch is kept
 }
 
 TEST_CASE("a deep ring delivers whether the consumer releases batches at once or holds them", "[prefetcher]") {

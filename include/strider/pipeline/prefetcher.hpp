@@ -26,20 +26,23 @@
 
 namespace strider {
 
+/// The most batch buffers a ring holds (`--prefetch` 1..64).
+inline constexpr int kMaxPrefetchDepth = 64;
+
 /// Options of the prefetcher.
 struct PrefetcherOptions {
-  int depth = 4;                               ///< K, batch buffers in the ring (1..64); see auto_prefetch_depth
+  int depth = 4;                               ///< K, batch buffers in the ring (1..kMaxPrefetchDepth); see prefetch_depth
   std::shared_ptr<HostAllocator> allocator;    ///< null: page-aligned host memory
 };
 
-/// The ring depth the apps use for `--prefetch 0` (auto): enough batches to hold 16 MiB, at least 4
-/// and at most 64. A batch of small rows is read in tens of microseconds, so a ring of 4 holds well
+/// The ring depth for a `--prefetch` value: `requested` when it is positive; for 0 (auto) enough
+/// batches to hold 16 MiB, at least 4 and at most kMaxPrefetchDepth. A batch of small rows is read in tens of microseconds, so a ring of 4 holds well
 /// under a millisecond of work, less than the scheduler's time slice: when threads outnumber cores
 /// (ranks x (consumer + I/O thread)), a runnable I/O thread can wait that long and the consumer
 /// stalls. Measured (w1, 2 ranks on 2 cores, busy step of 2.5x the read): stall 3.7-5.3% at depth 4,
 /// 2.9-3.1% at 64. `batch_size` rows per batch (0: the whole dataset); sequences use `max_tokens`
 /// tokens per batch when set, else batch_size rows of average length.
-int auto_prefetch_depth(const DatasetInfo& info, std::int64_t batch_size, std::int64_t max_tokens) noexcept;
+int prefetch_depth(int requested, const DatasetInfo& info, std::int64_t batch_size, std::int64_t max_tokens) noexcept;
 
 /// Counters of one rank's prefetcher, cumulative since construction (or reset_stats()).
 struct PrefetchStats {

@@ -29,7 +29,7 @@ struct TrainerConfig {
   float momentum = 0.9f;
   ModelConfig model;                     ///< resolved against the dataset
   std::string backend = "auto";          ///< auto | cpu | cuda
-  int prefetch = 0;                      ///< ring depth (0: auto_prefetch_depth)
+  int prefetch = 0;                      ///< ring depth (0: auto, see prefetch_depth)
   std::int64_t eval_batch_size = 1024;   ///< samples per rank per evaluation batch
   std::int64_t reweight_every = 0;       ///< class-aware modes: re-weight from per-class recall every N epochs (0: never)
   std::string checkpoint_path;           ///< empty: no checkpoints
