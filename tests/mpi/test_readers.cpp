@@ -250,6 +250,31 @@ std::int64_t mismatches(const std::string& path, const std::string& engine, hid_
   return wrong;
 }
 
+std::int64_t agreed_sum(std::int64_t value) {
+  return world().all_reduce(value, ReduceOp::sum);
+}
+
+/// Every engine against the oracle on `path`, labels held and per batch. `raw`: direct and mmap can
+/// read the data (else they are refused on every rank, and auto picks hdf5); `labels_raw`: the labels
+/// can be read per batch (else they are held even when asked not to be).
+void check_every_engine(const std::string& path, bool raw, bool labels_raw, hid_t mem_type, bool variable_length) {
+  for (const std::string engine : {"hdf5", "direct", "mmap", "auto"}) {
+    INFO("engine " << engine);
+    if (!raw && (engine == std::string("direct") || engine == std::string("mmap"))) {
+      REQUIRE_THROWS_AS(open_reader(world(), path, ReaderOptions{{}, engine}), AgreedError);
+      continue;
+    }
+    for (const bool labels_in_memory : {true, false}) {
+      CAPTURE(labels_in_memory);
+      std::string chosen;
+      bool per_batch = false;
+      REQUIRE(agreed_sum(mismatches(path, engine, mem_type, variable_length, &chosen, labels_in_memory, &per_batch)) == 0);
+      REQUIRE(per_batch == (!labels_in_memory && labels_raw));
+      if (engine == std::string("auto")) REQUIRE(chosen == (raw ? "mmap" : "hdf5"));
+    }
+  }
+}
+
 /// Opens `path` with `engine`, labels read per batch (which the file must allow).
 std::unique_ptr<BatchReader> open_with_labels_per_batch(const std::string& path, const std::string& engine) {
   ReaderOptions options;
@@ -258,10 +283,6 @@ std::unique_ptr<BatchReader> open_with_labels_per_batch(const std::string& path,
   std::unique_ptr<BatchReader> reader = open_reader(world(), path, options);
   REQUIRE(reader->info().labels_per_batch);
   return reader;
-}
-
-std::int64_t agreed_sum(std::int64_t value) {
-  return world().all_reduce(value, ReduceOp::sum);
 }
 
 }  // namespace
@@ -279,26 +300,10 @@ TEST_CASE("every engine reads fixed-size samples as the per-row oracle does", "[
     for (const Layout& layout : layouts()) {
       const std::string path =
           make_file(test.name + "_" + layout.name, [&](const std::string& p) { write_fixed_any(p, test, layout); });
-      const bool raw = layout.name == "contiguous" && test.file_type != H5T_STD_I16BE;
-      for (const std::string engine : {"hdf5", "direct", "mmap", "auto"}) {
-        INFO(test.name << " " << layout.name << " engine " << engine);
-        if (!raw && (engine == std::string("direct") || engine == std::string("mmap"))) {
-          // Refused on every rank, with the reason.
-          REQUIRE_THROWS_AS(open_reader(world(), path, ReaderOptions{{}, engine}), AgreedError);
-          continue;
-        }
-        for (const bool labels_in_memory : {true, false}) {
-          CAPTURE(labels_in_memory);
-          std::string chosen;
-          bool per_batch = false;
-          const std::int64_t wrong = agreed_sum(mismatches(path, engine, io_detail::native_hdf5_type(test.element),
-                                                           false, &chosen, labels_in_memory, &per_batch));
-          REQUIRE(wrong == 0);
-          // The labels are int64 little-endian with the data's layout: per batch only when contiguous.
-          REQUIRE(per_batch == (!labels_in_memory && layout.name == "contiguous"));
-          if (engine == std::string("auto")) REQUIRE(chosen == (raw ? "mmap" : "hdf5"));
-        }
-      }
+      INFO(test.name << " " << layout.name);
+      // The labels are int64 little-endian with the data's layout: per batch only when contiguous.
+      check_every_engine(path, layout.name == "contiguous" && test.file_type != H5T_STD_I16BE,
+                         layout.name == "contiguous", io_detail::native_hdf5_type(test.element), false);
     }
   }
 }
@@ -307,21 +312,9 @@ TEST_CASE("every engine reads variable-length sequences as the per-row oracle do
   for (const Layout& layout : layouts()) {
     const std::string path =
         make_file("sequences_" + layout.name, [&](const std::string& p) { write_sequences(p, 333, layout); });
+    INFO(layout.name);
     const bool raw = layout.name == "contiguous";
-    for (const std::string engine : {"hdf5", "direct", "mmap", "auto"}) {
-      INFO(layout.name << " engine " << engine);
-      if (!raw && (engine == std::string("direct") || engine == std::string("mmap"))) {
-        REQUIRE_THROWS_AS(open_reader(world(), path, ReaderOptions{{}, engine}), AgreedError);
-        continue;
-      }
-      for (const bool labels_in_memory : {true, false}) {
-        CAPTURE(labels_in_memory);
-        std::string chosen;
-        bool per_batch = false;
-        REQUIRE(agreed_sum(mismatches(path, engine, H5T_NATIVE_INT32, true, &chosen, labels_in_memory, &per_batch)) == 0);
-        REQUIRE(per_batch == (!labels_in_memory && raw));
-      }
-    }
+    check_every_engine(path, raw, raw, H5T_NATIVE_INT32, true);
   }
 }
 
