@@ -25,7 +25,8 @@ inline std::uint64_t batch_hash(std::int64_t step, const std::vector<std::int64_
 
 /// batch_hash of a prefetched batch.
 inline std::uint64_t batch_hash(const Batch& batch) {
-  return batch_hash(batch.step(), batch.indices(), batch.samples(), batch.samples_bytes(), batch.labels(), batch.offsets());
+  return batch_hash(batch.step(), batch.indices(), batch.samples(), batch.samples_bytes(), batch.labels(),
+                    batch.offsets());
 }
 
 /// batch_hash of every step of the sampler's epoch, read directly with `reader` (no prefetcher).
@@ -40,10 +41,12 @@ inline std::vector<std::uint64_t> direct_batch_hashes(BatchReader& reader, const
     std::vector<std::byte> samples(static_cast<std::size_t>(bytes) + 1);
     std::vector<std::int32_t> labels(indices.size());
     std::vector<std::int64_t> offsets(indices.size() + 1);
-    reader.read(indices.data(), count,
-                BatchDestination{samples.data(), static_cast<std::int64_t>(samples.size()),
-                                 reader.info().has_labels ? labels.data() : nullptr, sequences ? offsets.data() : nullptr});
-    hashes.push_back(batch_hash(step, indices, samples.data(), bytes, reader.info().has_labels ? labels.data() : nullptr,
+    reader.read(
+        indices.data(), count,
+        BatchDestination{samples.data(), static_cast<std::int64_t>(samples.size()),
+                         reader.info().has_labels ? labels.data() : nullptr, sequences ? offsets.data() : nullptr});
+    hashes.push_back(batch_hash(step, indices, samples.data(), bytes,
+                                reader.info().has_labels ? labels.data() : nullptr,
                                 sequences ? offsets.data() : nullptr));
   }
   return hashes;

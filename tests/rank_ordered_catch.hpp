@@ -2,9 +2,9 @@
 // The part of every MPI test main (tests/mpi, tests/fuzz, tests/gpu) that runs Catch2 on each rank:
 // the report goes to a file, rank 0 prints the reports in rank order (whole reports of failing
 // ranks, the last line of the others), and every rank returns the same exit code.
-#include <catch2/catch.hpp>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <cstdio>
 #include <fstream>
 #include <iostream>

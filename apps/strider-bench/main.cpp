@@ -144,17 +144,19 @@ int bench_main(const Communicator& world, int argc, char** argv) {
   po::options_description description("strider-bench options");
   cli::add_dataset_options(description, options.reader.keys, &options.reader.engine);
   cli::add_sampler_options(description, options.sampler);
-  description.add_options()
-      ("data", po::value<std::string>(&options.data)->required(), "the file to read (HDF5)")
-      ("seed", po::value<std::int64_t>(&seed)->default_value(0), "sampler seed")
-      ("epochs", po::value<std::int64_t>(&options.epochs)->default_value(1), "epochs to run")
-      ("steps", po::value<std::int64_t>(&options.max_steps)->default_value(0), "at most this many steps per epoch (0: all)")
-      ("prefetch", po::value<int>(&options.prefetch)->default_value(0), "batches read ahead (1..64; 0: auto, 16 MiB of batches, 4..64)")
-      ("copy-threads", po::value<int>(&options.reader.copy_threads)->default_value(1), "direct/mmap: threads per batch")
-      ("compute-us", po::value<double>(&options.compute_us)->default_value(0), "emulated step time per batch, microseconds")
-      ("compute-mode", po::value<std::string>(&options.compute_mode)->default_value("busy"), "busy (spin on the clock) | sleep | work (fixed CPU work)")
-      ("json", po::value<std::string>(&options.json), "write the figures as JSON")
-      ("cold", po::bool_switch(&options.cold), "drop the file from the page cache first (posix_fadvise DONTNEED)");
+  description.add_options()("data", po::value<std::string>(&options.data)->required(), "the file to read (HDF5)")(
+      "seed", po::value<std::int64_t>(&seed)->default_value(0), "sampler seed")(
+      "epochs", po::value<std::int64_t>(&options.epochs)->default_value(1), "epochs to run")(
+      "steps", po::value<std::int64_t>(&options.max_steps)->default_value(0),
+      "at most this many steps per epoch (0: all)")("prefetch", po::value<int>(&options.prefetch)->default_value(0),
+                                                    "batches read ahead (1..64; 0: auto, 16 MiB of batches, 4..64)")(
+      "copy-threads", po::value<int>(&options.reader.copy_threads)->default_value(1), "direct/mmap: threads per batch")(
+      "compute-us", po::value<double>(&options.compute_us)->default_value(0),
+      "emulated step time per batch, microseconds")(
+      "compute-mode", po::value<std::string>(&options.compute_mode)->default_value("busy"),
+      "busy (spin on the clock) | sleep | work (fixed CPU work)")("json", po::value<std::string>(&options.json),
+                                                                  "write the figures as JSON")(
+      "cold", po::bool_switch(&options.cold), "drop the file from the page cache first (posix_fadvise DONTNEED)");
   const cli::Parsed parsed = world.collective_try([&] {
     cli::Parsed result = cli::parse(cli::arguments(argc, argv, 1), description, usage);
     if (result.help) return result;
@@ -162,8 +164,8 @@ int bench_main(const Communicator& world, int argc, char** argv) {
     if (options.epochs < 1) STRIDER_THROW(UsageError, "--epochs must be >= 1");
     if (options.max_steps < 0) STRIDER_THROW(UsageError, "--steps must be >= 0");
     if (options.prefetch < 0 || options.prefetch > kMaxPrefetchDepth)
-      STRIDER_THROW(UsageError, "--prefetch must be in 0.." + std::to_string(kMaxPrefetchDepth) +
-                                    " (0: auto), got " + std::to_string(options.prefetch));
+      STRIDER_THROW(UsageError, "--prefetch must be in 0.." + std::to_string(kMaxPrefetchDepth) + " (0: auto), got " +
+                                    std::to_string(options.prefetch));
     if (options.compute_us < 0) STRIDER_THROW(UsageError, "--compute-us must be >= 0");
     if (options.compute_mode != "busy" && options.compute_mode != "sleep" && options.compute_mode != "work")
       STRIDER_THROW(UsageError, "--compute-mode must be busy, sleep or work, got '" + options.compute_mode + "'");
@@ -188,9 +190,11 @@ int bench_main(const Communicator& world, int argc, char** argv) {
   Prefetcher prefetcher(std::move(reader), PrefetcherOptions{depth, nullptr});
   const DatasetInfo info = prefetcher.dataset();
   options.sampler.dataset_size = info.num_samples;
-  options.sampler.labels = std::shared_ptr<const std::vector<std::int32_t>>(std::shared_ptr<void>(), &prefetcher.labels());
+  options.sampler.labels =
+      std::shared_ptr<const std::vector<std::int32_t>>(std::shared_ptr<void>(), &prefetcher.labels());
   if (info.variable_length)
-    options.sampler.lengths = std::shared_ptr<const std::vector<std::int64_t>>(std::shared_ptr<void>(), &prefetcher.lengths());
+    options.sampler.lengths =
+        std::shared_ptr<const std::vector<std::int64_t>>(std::shared_ptr<void>(), &prefetcher.lengths());
   // Two samplers: while one epoch is read, the next epoch's plan is prepared on another thread
   // (set_epoch can cost O(N), e.g. torch's permutation), so the pipeline never waits for a plan.
   std::unique_ptr<Sampler> current, upcoming;
@@ -209,7 +213,8 @@ int bench_main(const Communicator& world, int argc, char** argv) {
       std::future<void> next_plan;
       if (epoch + 1 < options.epochs)
         next_plan = std::async(std::launch::async, [&, epoch] { upcoming->set_epoch(epoch + 1); });
-      const std::int64_t steps = options.max_steps > 0 ? std::min(options.max_steps, current->num_steps()) : current->num_steps();
+      const std::int64_t steps =
+          options.max_steps > 0 ? std::min(options.max_steps, current->num_steps()) : current->num_steps();
       prefetcher.start_epoch(*current, 0, steps);
       while (auto batch = prefetcher.next()) step.run();
       if (next_plan.valid()) next_plan.get();
@@ -237,7 +242,6 @@ int bench_main(const Communicator& world, int argc, char** argv) {
 
 /// Rank 0: the table on stdout and the JSON file.
 void report(const Communicator& world, const BenchOptions& options, const std::vector<RankFigures>& ranks) {
-
   double max_wall = 0, stall = 0, wall = 0, first_batch = 0, io_max = 0, io_sum = 0;
   std::int64_t samples = 0, useful = 0, read = 0, rss = 0;
   for (const RankFigures& rank : ranks) {
@@ -260,25 +264,26 @@ void report(const Communicator& world, const BenchOptions& options, const std::v
 
   std::ostringstream table;
   table << std::fixed << std::setprecision(3);
-  table << "strider-bench: " << options.data << ", " << world.size() << " ranks, sampler " << options.sampler.mode << ", batch "
-        << options.sampler.batch_size << ", engine " << options.reader.engine << (options.cold ? ", cold cache" : ", warm cache")
-        << ", compute " << options.compute_us << " us\n";
+  table << "strider-bench: " << options.data << ", " << world.size() << " ranks, sampler " << options.sampler.mode
+        << ", batch " << options.sampler.batch_size << ", engine " << options.reader.engine
+        << (options.cold ? ", cold cache" : ", warm cache") << ", compute " << options.compute_us << " us\n";
   table << "  rank  samples/s     GB/s  stall  first-batch(s)  read/useful  io(s)\n";
   for (const RankFigures& rank : ranks) {
     table << "  " << std::setw(4) << rank.rank << std::setw(11) << std::setprecision(0)
           << (rank.wall_seconds > 0 ? static_cast<double>(rank.samples) / rank.wall_seconds : 0) << std::setw(9)
-          << std::setprecision(3) << (rank.wall_seconds > 0 ? static_cast<double>(rank.useful_bytes) / rank.wall_seconds / 1e9 : 0)
-          << std::setw(6) << std::setprecision(1) << 100 * (rank.wall_seconds > 0 ? rank.stall_seconds / rank.wall_seconds : 0)
-          << "%" << std::setw(16) << std::setprecision(4) << rank.time_to_first_batch_seconds << std::setw(13)
           << std::setprecision(3)
+          << (rank.wall_seconds > 0 ? static_cast<double>(rank.useful_bytes) / rank.wall_seconds / 1e9 : 0)
+          << std::setw(6) << std::setprecision(1)
+          << 100 * (rank.wall_seconds > 0 ? rank.stall_seconds / rank.wall_seconds : 0) << "%" << std::setw(16)
+          << std::setprecision(4) << rank.time_to_first_batch_seconds << std::setw(13) << std::setprecision(3)
           << (rank.useful_bytes > 0 ? static_cast<double>(rank.bytes_read) / static_cast<double>(rank.useful_bytes) : 0)
           << std::setw(7) << rank.io_seconds << "\n";
   }
-  table << "  total " << std::setprecision(0) << samples_per_s << " samples/s, " << std::setprecision(3) << bytes_per_s / 1e9
-        << " GB/s useful, stall " << std::setprecision(1) << 100 * stall_fraction << "%, first batch " << std::setprecision(4)
-        << first_batch << " s, read/useful " << std::setprecision(3) << amplification << ", peak RSS "
-        << std::setprecision(1) << static_cast<double>(rss) / 1048576.0 << " MiB, read-time imbalance " << std::setprecision(3)
-        << imbalance << "\n";
+  table << "  total " << std::setprecision(0) << samples_per_s << " samples/s, " << std::setprecision(3)
+        << bytes_per_s / 1e9 << " GB/s useful, stall " << std::setprecision(1) << 100 * stall_fraction
+        << "%, first batch " << std::setprecision(4) << first_batch << " s, read/useful " << std::setprecision(3)
+        << amplification << ", peak RSS " << std::setprecision(1) << static_cast<double>(rss) / 1048576.0
+        << " MiB, read-time imbalance " << std::setprecision(3) << imbalance << "\n";
   std::cout << table.str() << std::flush;
 
   if (!options.json.empty()) {
@@ -306,11 +311,12 @@ void report(const Communicator& world, const BenchOptions& options, const std::v
     for (const RankFigures& rank : ranks) {
       json.begin_object();
       json.field("rank", rank.rank);
-      write_figures(json, rank.wall_seconds > 0 ? static_cast<double>(rank.samples) / rank.wall_seconds : 0,
-                    rank.wall_seconds > 0 ? static_cast<double>(rank.useful_bytes) / rank.wall_seconds : 0,
-                    rank.wall_seconds > 0 ? rank.stall_seconds / rank.wall_seconds : 0, rank.time_to_first_batch_seconds,
-                    rank.useful_bytes > 0 ? static_cast<double>(rank.bytes_read) / static_cast<double>(rank.useful_bytes) : 0,
-                    rank.peak_rss_bytes);
+      write_figures(
+          json, rank.wall_seconds > 0 ? static_cast<double>(rank.samples) / rank.wall_seconds : 0,
+          rank.wall_seconds > 0 ? static_cast<double>(rank.useful_bytes) / rank.wall_seconds : 0,
+          rank.wall_seconds > 0 ? rank.stall_seconds / rank.wall_seconds : 0, rank.time_to_first_batch_seconds,
+          rank.useful_bytes > 0 ? static_cast<double>(rank.bytes_read) / static_cast<double>(rank.useful_bytes) : 0,
+          rank.peak_rss_bytes);
       json.field("io_seconds", rank.io_seconds);
       json.field("samples", rank.samples);
       json.end_object();

@@ -157,26 +157,29 @@ std::string plan_text(const cli::Parsed& parsed, PlanOptions& options);
 int plan_main(int argc, char** argv, const Communicator* world) {
   PlanOptions options;
   cli::po::options_description description("plan options");
-  description.add_options()
-      ("samples", cli::po::value<std::int64_t>(&options.samples), "N, the number of samples in the dataset (required without --class-counts)")
-      ("world", cli::po::value<int>(&options.world)->default_value(1), "R, the number of ranks")
-      ("rank", cli::po::value<int>(&options.rank)->default_value(0), "the rank to print (0..R-1)")
-      ("seed", cli::po::value<std::int64_t>(&options.sampler.seed)->default_value(0), "the seed (int64)")
-      ("epoch", cli::po::value<std::int64_t>(&options.epoch)->default_value(0), "the epoch")
-      ("first-step", cli::po::value<std::int64_t>(&options.first_step)->default_value(0), "first step to print")
-      ("steps", cli::po::value<std::int64_t>(&options.steps), "number of steps to print (default: to the end of the epoch)")
-      ("all-ranks", cli::po::bool_switch(&options.all_ranks), "print every rank, one line each ('rank r: ...')")
-      ("json", cli::po::bool_switch(&options.json), "print JSON: {\"rank\", \"world\", \"epoch\", \"indices\", \"batches\"}")
-      ("lengths", cli::po::value<std::string>(&options.lengths_spec),
-       "synthetic per-sample lengths from the seed, e.g. lognormal:median=128,min=8,max=2048[,sigma=1] or uniform:min=8,max=2048")
-      ("stats", cli::po::bool_switch(&options.stats),
-       "print {\"padding_efficiency\", \"step_imbalance\", ...} over every rank instead of the plan (needs --lengths)")
-      ("class-counts", cli::po::value<std::string>(&options.class_counts),
-       "labels in blocks, e.g. 10000,200,50: the first 10000 indices are class 0, the next 200 class 1, ...")
-      ("histogram", cli::po::bool_switch(&options.histogram),
-       "print every rank's count of each class ('rank r: n0 n1 ...') instead of the plan (needs labels)")
-      ("data", cli::po::value<std::string>(&options.data_path),
-       "take N and the labels from this dataset file (runs under MPI; any rank count prints once)");
+  description.add_options()("samples", cli::po::value<std::int64_t>(&options.samples),
+                            "N, the number of samples in the dataset (required without --class-counts)")(
+      "world", cli::po::value<int>(&options.world)->default_value(1), "R, the number of ranks")(
+      "rank", cli::po::value<int>(&options.rank)->default_value(0), "the rank to print (0..R-1)")(
+      "seed", cli::po::value<std::int64_t>(&options.sampler.seed)->default_value(0), "the seed (int64)")(
+      "epoch", cli::po::value<std::int64_t>(&options.epoch)->default_value(0), "the epoch")(
+      "first-step", cli::po::value<std::int64_t>(&options.first_step)->default_value(0), "first step to print")(
+      "steps", cli::po::value<std::int64_t>(&options.steps),
+      "number of steps to print (default: to the end of the epoch)")(
+      "all-ranks", cli::po::bool_switch(&options.all_ranks), "print every rank, one line each ('rank r: ...')")(
+      "json", cli::po::bool_switch(&options.json),
+      "print JSON: {\"rank\", \"world\", \"epoch\", \"indices\", \"batches\"}")(
+      "lengths", cli::po::value<std::string>(&options.lengths_spec),
+      "synthetic per-sample lengths from the seed, e.g. lognormal:median=128,min=8,max=2048[,sigma=1] or "
+      "uniform:min=8,max=2048")(
+      "stats", cli::po::bool_switch(&options.stats),
+      "print {\"padding_efficiency\", \"step_imbalance\", ...} over every rank instead of the plan (needs --lengths)")(
+      "class-counts", cli::po::value<std::string>(&options.class_counts),
+      "labels in blocks, e.g. 10000,200,50: the first 10000 indices are class 0, the next 200 class 1, ...")(
+      "histogram", cli::po::bool_switch(&options.histogram),
+      "print every rank's count of each class ('rank r: n0 n1 ...') instead of the plan (needs labels)")(
+      "data", cli::po::value<std::string>(&options.data_path),
+      "take N and the labels from this dataset file (runs under MPI; any rank count prints once)");
   cli::add_dataset_options(description, options.reader.keys);
   cli::add_sampler_options(description, options.sampler);
   const auto parse = [&] {
@@ -201,7 +204,6 @@ int plan_main(int argc, char** argv, const Communicator* world) {
 }
 
 std::string plan_text(const cli::Parsed& parsed, PlanOptions& options) {
-
   if (!options.class_counts.empty()) {
     options.sampler.labels = std::make_shared<const std::vector<std::int32_t>>(
         labels_from_class_counts(cli::parse_int_list(options.class_counts, "class-counts")));
@@ -218,7 +220,8 @@ std::string plan_text(const cli::Parsed& parsed, PlanOptions& options) {
   if (options.samples < 0) STRIDER_THROW(UsageError, "--samples must be >= 0, got " + std::to_string(options.samples));
   if (options.world <= 0) STRIDER_THROW(UsageError, "--world must be positive, got " + std::to_string(options.world));
   if (options.rank < 0 || options.rank >= options.world)
-    STRIDER_THROW(UsageError, "--rank " + std::to_string(options.rank) + " is outside [0, " + std::to_string(options.world) + ")");
+    STRIDER_THROW(UsageError,
+                  "--rank " + std::to_string(options.rank) + " is outside [0, " + std::to_string(options.world) + ")");
   if (options.epoch < 0) STRIDER_THROW(UsageError, "--epoch must be >= 0, got " + std::to_string(options.epoch));
   if (options.first_step < 0) STRIDER_THROW(UsageError, "--first-step must be >= 0");
   if (parsed.values.count("steps") && options.steps < 0) STRIDER_THROW(UsageError, "--steps must be >= 0");

@@ -14,11 +14,10 @@
 //   5. a prefetcher that reads ahead in a thread    (Prefetcher)
 //   6. a backend holding the model                  (make_backend: CPU here, CUDA where a GPU works)
 
+#include <boost/program_options.hpp>
 #include <cmath>
 #include <iostream>
 #include <vector>
-
-#include <boost/program_options.hpp>
 
 #include "strider/comm/mpi_runtime.hpp"
 #include "strider/comm/seed.hpp"
@@ -32,7 +31,8 @@ namespace {
 /// The "simulation": explicit heat diffusion on this rank's cells of a rod, ends held at zero.
 class HeatRod {
  public:
-  HeatRod(const strider::Communicator& comm, int cells) : comm_(comm), temperature_(static_cast<std::size_t>(cells) + 2, 0.0) {
+  HeatRod(const strider::Communicator& comm, int cells)
+      : comm_(comm), temperature_(static_cast<std::size_t>(cells) + 2, 0.0) {
     // A hot spot in the middle of the global rod.
     for (int i = 1; i <= cells; ++i) {
       const double x = (comm.rank() * cells + i - 1) / static_cast<double>(comm.size() * cells);
@@ -45,15 +45,17 @@ class HeatRod {
     const int left = comm_.rank() - 1, right = comm_.rank() + 1;
     const int n = static_cast<int>(temperature_.size()) - 2;
     MPI_Comm comm = comm_.native();
-    MPI_Sendrecv(&temperature_[1], 1, MPI_DOUBLE, left >= 0 ? left : MPI_PROC_NULL, 0, &temperature_[static_cast<std::size_t>(n) + 1], 1,
-                 MPI_DOUBLE, right < comm_.size() ? right : MPI_PROC_NULL, 0, comm, MPI_STATUS_IGNORE);
-    MPI_Sendrecv(&temperature_[static_cast<std::size_t>(n)], 1, MPI_DOUBLE, right < comm_.size() ? right : MPI_PROC_NULL, 1,
-                 &temperature_[0], 1, MPI_DOUBLE, left >= 0 ? left : MPI_PROC_NULL, 1, comm, MPI_STATUS_IGNORE);
+    MPI_Sendrecv(&temperature_[1], 1, MPI_DOUBLE, left >= 0 ? left : MPI_PROC_NULL, 0,
+                 &temperature_[static_cast<std::size_t>(n) + 1], 1, MPI_DOUBLE,
+                 right < comm_.size() ? right : MPI_PROC_NULL, 0, comm, MPI_STATUS_IGNORE);
+    MPI_Sendrecv(&temperature_[static_cast<std::size_t>(n)], 1, MPI_DOUBLE,
+                 right < comm_.size() ? right : MPI_PROC_NULL, 1, &temperature_[0], 1, MPI_DOUBLE,
+                 left >= 0 ? left : MPI_PROC_NULL, 1, comm, MPI_STATUS_IGNORE);
     std::vector<double> next = temperature_;
     for (int i = 1; i <= n; ++i)
-      next[static_cast<std::size_t>(i)] += 0.25 * (temperature_[static_cast<std::size_t>(i) - 1] -
-                                                   2 * temperature_[static_cast<std::size_t>(i)] +
-                                                   temperature_[static_cast<std::size_t>(i) + 1]);
+      next[static_cast<std::size_t>(i)] +=
+          0.25 * (temperature_[static_cast<std::size_t>(i) - 1] - 2 * temperature_[static_cast<std::size_t>(i)] +
+                  temperature_[static_cast<std::size_t>(i) + 1]);
     temperature_.swap(next);
   }
 
@@ -100,7 +102,8 @@ int run(strider::Communicator& comm, int argc, char** argv) {
   // 3 + 5. The reader goes to the prefetcher, whose I/O thread owns it from now on.
   strider::ReaderOptions reader_options;
   reader_options.require_labels = true;
-  strider::Prefetcher prefetcher(strider::open_reader(comm, data, reader_options), strider::PrefetcherOptions{4, nullptr});
+  strider::Prefetcher prefetcher(strider::open_reader(comm, data, reader_options),
+                                 strider::PrefetcherOptions{4, nullptr});
   const strider::DatasetInfo& dataset = prefetcher.dataset();
 
   // 4. The sampler: torch's DistributedSampler order, batches of batch_size per rank.
@@ -112,7 +115,8 @@ int run(strider::Communicator& comm, int argc, char** argv) {
 
   // 6. The model: an MLP on the file's features, the same initial parameters on every rank.
   std::string why;
-  std::unique_ptr<strider::Backend> backend = comm.collective_try([&] { return strider::make_backend("auto", comm, &why); });
+  std::unique_ptr<strider::Backend> backend =
+      comm.collective_try([&] { return strider::make_backend("auto", comm, &why); });
   strider::ModelConfig model;
   std::int32_t max_label = 0;
   for (std::int32_t label : prefetcher.labels()) max_label = std::max(max_label, label);
@@ -154,8 +158,8 @@ int run(strider::Communicator& comm, int argc, char** argv) {
     batch.reset();  // the buffer goes back to the ring
 
     if (t % (train_every * 25) == 0 && comm.is_root())
-      std::cout << "step " << t << ": heat " << rod.total_heat() << ", mean training loss " << loss_sum / static_cast<double>(trained)
-                << " over " << trained << " samples" << std::endl;
+      std::cout << "step " << t << ": heat " << rod.total_heat() << ", mean training loss "
+                << loss_sum / static_cast<double>(trained) << " over " << trained << " samples" << std::endl;
     else if (t % (train_every * 25) == 0)
       rod.total_heat();  // collective: every rank takes part
   }

@@ -33,39 +33,39 @@ int train_main(const Communicator& world, int argc, char** argv) {
   TrainerConfig& config = options.config;
   po::options_description data("Data");
   cli::add_dataset_options(data, config.reader.keys, &config.reader.engine);
-  data.add_options()
-      ("data", po::value<std::string>(&config.data_path)->required(), "the training file (HDF5)")
-      ("eval-data", po::value<std::string>(&config.eval_path), "evaluation file (default: the training file)")
-      ("prefetch", po::value<int>(&config.prefetch)->default_value(config.prefetch), "batches read ahead per rank (1..64; 0: auto, 16 MiB of batches, 4..64)");
+  data.add_options()("data", po::value<std::string>(&config.data_path)->required(), "the training file (HDF5)")(
+      "eval-data", po::value<std::string>(&config.eval_path), "evaluation file (default: the training file)")(
+      "prefetch", po::value<int>(&config.prefetch)->default_value(config.prefetch),
+      "batches read ahead per rank (1..64; 0: auto, 16 MiB of batches, 4..64)");
   po::options_description sampling("Sampling");
   cli::add_sampler_options(sampling, config.sampler);
-  sampling.add_options()
-      ("seed", po::value<std::int64_t>(&options.seed), "seed (default: drawn on rank 0 and logged)")
-      ("epochs", po::value<std::int64_t>(&config.epochs)->default_value(config.epochs), "epochs to train")
-      ("reweight-every", po::value<std::int64_t>(&config.reweight_every)->default_value(0),
-       "weighted sampler: update class weights from per-class recall every N epochs (0: never)");
+  sampling.add_options()("seed", po::value<std::int64_t>(&options.seed), "seed (default: drawn on rank 0 and logged)")(
+      "epochs", po::value<std::int64_t>(&config.epochs)->default_value(config.epochs), "epochs to train")(
+      "reweight-every", po::value<std::int64_t>(&config.reweight_every)->default_value(0),
+      "weighted sampler: update class weights from per-class recall every N epochs (0: never)");
   po::options_description model("Model and optimizer");
-  model.add_options()
-      ("model", po::value<std::string>(&config.model.kind)->default_value(config.model.kind),
-       "auto | softmax | mlp | bag (auto: mlp for features, bag for sequences)")
-      ("hidden", po::value<std::int64_t>(&config.model.hidden)->default_value(config.model.hidden), "mlp hidden units")
-      ("embed-dim", po::value<std::int64_t>(&config.model.embed_dim)->default_value(config.model.embed_dim), "bag: embedding width")
-      ("vocab", po::value<std::int64_t>(&config.model.vocab)->default_value(0), "bag: embedding rows (0: from the token type)")
-      ("lr", po::value<float>(&config.learning_rate)->default_value(config.learning_rate), "learning rate")
-      ("momentum", po::value<float>(&config.momentum)->default_value(config.momentum), "SGD momentum")
-      ("backend", po::value<std::string>(&config.backend)->default_value(config.backend), "auto | cpu | cuda");
+  model.add_options()("model", po::value<std::string>(&config.model.kind)->default_value(config.model.kind),
+                      "auto | softmax | mlp | bag (auto: mlp for features, bag for sequences)")(
+      "hidden", po::value<std::int64_t>(&config.model.hidden)->default_value(config.model.hidden), "mlp hidden units")(
+      "embed-dim", po::value<std::int64_t>(&config.model.embed_dim)->default_value(config.model.embed_dim),
+      "bag: embedding width")("vocab", po::value<std::int64_t>(&config.model.vocab)->default_value(0),
+                              "bag: embedding rows (0: from the token type)")(
+      "lr", po::value<float>(&config.learning_rate)->default_value(config.learning_rate), "learning rate")(
+      "momentum", po::value<float>(&config.momentum)->default_value(config.momentum), "SGD momentum")(
+      "backend", po::value<std::string>(&config.backend)->default_value(config.backend), "auto | cpu | cuda");
   po::options_description run("Checkpoints and output");
-  run.add_options()
-      ("checkpoint", po::value<std::string>(&config.checkpoint_path), "checkpoint file (written atomically)")
-      ("checkpoint-every", po::value<std::int64_t>(&config.checkpoint_every)->default_value(0),
-       "steps between checkpoints (0: at each epoch's end only)")
-      ("resume", po::bool_switch(&config.resume), "resume from --checkpoint if it exists (else start fresh)")
-      ("stats-json", po::value<std::string>(&options.stats_json), "write per-epoch and per-rank statistics as JSON")
-      ("trace-samples", po::value<std::string>(&config.trace_path), "each rank writes PATH.rank<r>: 'epoch step id id ...'")
-      ("eval-batch-size", po::value<std::int64_t>(&config.eval_batch_size)->default_value(config.eval_batch_size),
-       "samples per rank per evaluation batch")
-      ("step-timeout-s", po::value<double>(&config.step_timeout_seconds)->default_value(config.step_timeout_seconds),
-       "abort the job when one step takes longer (a hung read or collective); 0 disables");
+  run.add_options()("checkpoint", po::value<std::string>(&config.checkpoint_path),
+                    "checkpoint file (written atomically)")(
+      "checkpoint-every", po::value<std::int64_t>(&config.checkpoint_every)->default_value(0),
+      "steps between checkpoints (0: at each epoch's end only)")(
+      "resume", po::bool_switch(&config.resume), "resume from --checkpoint if it exists (else start fresh)")(
+      "stats-json", po::value<std::string>(&options.stats_json), "write per-epoch and per-rank statistics as JSON")(
+      "trace-samples", po::value<std::string>(&config.trace_path),
+      "each rank writes PATH.rank<r>: 'epoch step id id ...'")(
+      "eval-batch-size", po::value<std::int64_t>(&config.eval_batch_size)->default_value(config.eval_batch_size),
+      "samples per rank per evaluation batch")(
+      "step-timeout-s", po::value<double>(&config.step_timeout_seconds)->default_value(config.step_timeout_seconds),
+      "abort the job when one step takes longer (a hung read or collective); 0 disables");
   po::options_description all;
   all.add(data).add(sampling).add(model).add(run);
 
@@ -78,7 +78,8 @@ int train_main(const Communicator& world, int argc, char** argv) {
   if (parsed.help) return 0;
 
   const TrainSummary summary = train(world, config);
-  if (!options.stats_json.empty()) world.collective_try([&] {
+  if (!options.stats_json.empty())
+    world.collective_try([&] {
       if (world.is_root()) write_train_stats_json(options.stats_json, summary);
     });
   return summary.preempted ? exit_code_preempted : 0;

@@ -25,7 +25,8 @@
 
 int main(int argc, char** argv) {
   if (argc < 6) {
-    std::fprintf(stderr, "usage: gather_limit FILE DATA_OFFSET ROW_BYTES|ELEMENT_BYTES ROWS BATCH [SECONDS [OFFSETS_AT]]\n");
+    std::fprintf(stderr,
+                 "usage: gather_limit FILE DATA_OFFSET ROW_BYTES|ELEMENT_BYTES ROWS BATCH [SECONDS [OFFSETS_AT]]\n");
     return 2;
   }
   const char* path = argv[1];
@@ -45,7 +46,8 @@ int main(int argc, char** argv) {
   struct stat info {};
   ::fstat(descriptor, &info);
   const std::size_t size = static_cast<std::size_t>(info.st_size);
-  auto* base = static_cast<const std::byte*>(::mmap(nullptr, size, PROT_READ, MAP_SHARED | MAP_POPULATE, descriptor, 0));
+  auto* base =
+      static_cast<const std::byte*>(::mmap(nullptr, size, PROT_READ, MAP_SHARED | MAP_POPULATE, descriptor, 0));
   if (base == MAP_FAILED) {
     std::perror("mmap");
     return 1;

@@ -36,9 +36,12 @@ constexpr std::int64_t max_bytes_per_call = INT_MAX / 2;
 
 MPI_Op native_op(ReduceOp op) {
   switch (op) {
-    case ReduceOp::sum: return MPI_SUM;
-    case ReduceOp::min: return MPI_MIN;
-    case ReduceOp::max: return MPI_MAX;
+    case ReduceOp::sum:
+      return MPI_SUM;
+    case ReduceOp::min:
+      return MPI_MIN;
+    case ReduceOp::max:
+      return MPI_MAX;
   }
   return MPI_SUM;
 }
@@ -63,7 +66,9 @@ Communicator Communicator::duplicate(MPI_Comm parent) {
   return result;
 }
 
-void Communicator::barrier() const { STRIDER_MPI_CHECK(MPI_Barrier(native()), "in a barrier"); }
+void Communicator::barrier() const {
+  STRIDER_MPI_CHECK(MPI_Barrier(native()), "in a barrier");
+}
 
 void Communicator::broadcast(std::string& value, int root) const {
   std::int64_t length = static_cast<std::int64_t>(value.size());
@@ -77,7 +82,8 @@ void Communicator::broadcast_bytes(void* data, std::int64_t bytes, int root) con
   for (std::int64_t done = 0; done < bytes || (bytes == 0 && done == 0); done += max_bytes_per_call) {
     const int piece = static_cast<int>(std::min(max_bytes_per_call, bytes - done));
     if (piece == 0) break;
-    STRIDER_MPI_CHECK(MPI_Bcast(cursor + done, piece, MPI_BYTE, root, native()), "broadcasting from rank " + std::to_string(root));
+    STRIDER_MPI_CHECK(MPI_Bcast(cursor + done, piece, MPI_BYTE, root, native()),
+                      "broadcasting from rank " + std::to_string(root));
   }
 }
 

@@ -2,8 +2,8 @@
 
 #include <chrono>
 #include <cstdio>
-#include <thread>
 #include <memory>
+#include <thread>
 
 #include "strider/core/log.hpp"
 

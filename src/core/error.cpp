@@ -31,8 +31,7 @@ ErrorContext with_rank(ErrorContext context) {
 
 }  // namespace
 
-Error::Error(ErrorContext context)
-    : Error(with_rank(std::move(context)), 0) {}
+Error::Error(ErrorContext context) : Error(with_rank(std::move(context)), 0) {}
 
 Error::Error(std::string reason, const char* file, int line)
     : Error(ErrorContext{"", file ? file : "", line, -1, 0, std::move(reason)}) {}
@@ -44,9 +43,7 @@ Error::Error(ErrorContext&& context, int)
       reason_(make_reason(context_)) {}
 
 AgreedError::AgreedError(std::string message, int failing_rank, int exit_code)
-    : Error(ErrorContext{"", "", 0, -2, 0, std::move(message)}),
-      failing_rank_(failing_rank),
-      exit_code_(exit_code) {}
+    : Error(ErrorContext{"", "", 0, -2, 0, std::move(message)}), failing_rank_(failing_rank), exit_code_(exit_code) {}
 
 int exit_code_for(const std::exception& error) noexcept {
   if (auto* agreed = dynamic_cast<const AgreedError*>(&error)) return agreed->exit_code();

@@ -3,6 +3,8 @@
 
 #if !STRIDER_HAS_CUDA
 namespace strider {
-GpuProbe probe_gpus() noexcept { return GpuProbe{0, "strider was built without CUDA (STRIDER_ENABLE_CUDA=OFF or no nvcc/NCCL)"}; }
+GpuProbe probe_gpus() noexcept {
+  return GpuProbe{0, "strider was built without CUDA (STRIDER_ENABLE_CUDA=OFF or no nvcc/NCCL)"};
+}
 }  // namespace strider
 #endif

@@ -114,18 +114,35 @@ std::int32_t BatchLabels::value(const std::byte* stored, std::int64_t row) const
   bool fits = true;
   std::int64_t wide = 0;
   switch (type_) {
-    case ElementType::int8: wide = load<std::int8_t>(stored, &fits); break;
-    case ElementType::uint8: wide = load<std::uint8_t>(stored, &fits); break;
-    case ElementType::int16: wide = load<std::int16_t>(stored, &fits); break;
-    case ElementType::uint16: wide = load<std::uint16_t>(stored, &fits); break;
-    case ElementType::int32: wide = load<std::int32_t>(stored, &fits); break;
-    case ElementType::uint32: wide = load<std::uint32_t>(stored, &fits); break;
-    case ElementType::int64: wide = load<std::int64_t>(stored, &fits); break;
-    case ElementType::uint64: wide = load<std::uint64_t>(stored, &fits); break;
-    default: fits = false; break;  // open_reader refuses float labels
+    case ElementType::int8:
+      wide = load<std::int8_t>(stored, &fits);
+      break;
+    case ElementType::uint8:
+      wide = load<std::uint8_t>(stored, &fits);
+      break;
+    case ElementType::int16:
+      wide = load<std::int16_t>(stored, &fits);
+      break;
+    case ElementType::uint16:
+      wide = load<std::uint16_t>(stored, &fits);
+      break;
+    case ElementType::int32:
+      wide = load<std::int32_t>(stored, &fits);
+      break;
+    case ElementType::uint32:
+      wide = load<std::uint32_t>(stored, &fits);
+      break;
+    case ElementType::int64:
+      wide = load<std::int64_t>(stored, &fits);
+      break;
+    case ElementType::uint64:
+      wide = load<std::uint64_t>(stored, &fits);
+      break;
+    default:
+      fits = false;
+      break;  // open_reader refuses float labels
   }
-  if (!fits)
-    STRIDER_THROW(DataError, key_ + "[" + std::to_string(row) + "] in " + path_ + " does not fit int32");
+  if (!fits) STRIDER_THROW(DataError, key_ + "[" + std::to_string(row) + "] in " + path_ + " does not fit int32");
   return static_cast<std::int32_t>(wide);
 }
 

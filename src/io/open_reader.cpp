@@ -114,7 +114,10 @@ std::string shape_text(const std::vector<std::int64_t>& dims) {
 }
 
 const char* layout_name(H5D_layout_t layout) {
-  return layout == H5D_CHUNKED ? "chunked" : layout == H5D_COMPACT ? "compact" : layout == H5D_CONTIGUOUS ? "contiguous" : "other";
+  return layout == H5D_CHUNKED      ? "chunked"
+         : layout == H5D_COMPACT    ? "compact"
+         : layout == H5D_CONTIGUOUS ? "contiguous"
+                                    : "other";
 }
 
 /// Why a dataset cannot be read with pread at a file offset ("" when it can), the one test for the
@@ -169,8 +172,7 @@ void inspect_layout(OpenedDataset& dataset, hid_t data, bool native) {
     const hsize_t stored = H5Dget_storage_size(data);
     if (chunks > 0) dataset.average_chunk_storage_bytes = static_cast<std::int64_t>(stored / chunks);
   }
-  dataset.raw_refusal =
-      raw_refusal(data, dataset.data_key, native, info.element_type, dataset.file_offset_bytes);
+  dataset.raw_refusal = raw_refusal(data, dataset.data_key, native, info.element_type, dataset.file_offset_bytes);
   dataset.raw_readable = dataset.raw_refusal.empty();
 }
 

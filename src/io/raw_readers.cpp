@@ -42,9 +42,9 @@ class MmapReader final : public ReaderBase {
  public:
   MmapReader(OpenedDataset dataset, int copy_threads) : ReaderBase(std::move(dataset), true), pool_(copy_threads) {
     FileDescriptor file(dataset_.path);
-    mapping_ = std::make_unique<FileMapping>(file.get(), dataset_.file_offset_bytes,
-                                             data_bytes_checked(dataset_, file.get()),
-                                             dataset_.data_key + " of " + dataset_.path);
+    mapping_ =
+        std::make_unique<FileMapping>(file.get(), dataset_.file_offset_bytes, data_bytes_checked(dataset_, file.get()),
+                                      dataset_.data_key + " of " + dataset_.path);
     data_ = mapping_->data();
   }
   std::string engine() const override { return "mmap"; }
@@ -79,7 +79,8 @@ class MmapReader final : public ReaderBase {
   /// Prefetches the first KiB of a row; the hardware prefetcher follows longer rows on its own.
   void prefetch_row(std::int64_t row, std::int64_t bytes) const noexcept {
     const std::byte* at = data_ + first_element(row) * element_size();
-    for (std::int64_t line = 0; line < std::min<std::int64_t>(bytes, 1024); line += 64) __builtin_prefetch(at + line, 0, 0);
+    for (std::int64_t line = 0; line < std::min<std::int64_t>(bytes, 1024); line += 64)
+      __builtin_prefetch(at + line, 0, 0);
   }
   CopyPool pool_;
   std::unique_ptr<FileMapping> mapping_;

@@ -15,8 +15,8 @@
 #include <utility>
 #include <vector>
 
-#include "strider/io/batch_reader.hpp"
 #include "strider/core/error.hpp"
+#include "strider/io/batch_reader.hpp"
 #include "strider/io/hdf5_handle.hpp"
 
 namespace strider::io_detail {
@@ -28,16 +28,16 @@ hid_t native_hdf5_type(ElementType type);
 struct OpenedDataset {
   std::string path;
   DatasetInfo info;
-  std::string data_key;                 ///< samples or tokens dataset name
-  std::vector<std::int32_t> labels;     ///< N, or empty (no labels, or labels read per batch)
-  bool labels_per_batch = false;        ///< labels are read with each batch (see BatchLabels), not held
-  std::string labels_key;               ///< the labels dataset, when labels_per_batch
+  std::string data_key;                         ///< samples or tokens dataset name
+  std::vector<std::int32_t> labels;             ///< N, or empty (no labels, or labels read per batch)
+  bool labels_per_batch = false;                ///< labels are read with each batch (see BatchLabels), not held
+  std::string labels_key;                       ///< the labels dataset, when labels_per_batch
   ElementType label_type = ElementType::int32;  ///< its stored (native) type, when labels_per_batch
   std::int64_t labels_offset_bytes = -1;        ///< its file offset, when labels_per_batch
-  std::vector<std::int64_t> offsets;    ///< sequences: N+1 token offsets
-  std::vector<std::int64_t> lengths;    ///< sequences: N lengths
-  std::int64_t row_elements = 0;        ///< fixed size: elements of one sample
-  std::vector<std::int64_t> dims;       ///< the data dataset's shape
+  std::vector<std::int64_t> offsets;            ///< sequences: N+1 token offsets
+  std::vector<std::int64_t> lengths;            ///< sequences: N lengths
+  std::int64_t row_elements = 0;                ///< fixed size: elements of one sample
+  std::vector<std::int64_t> dims;               ///< the data dataset's shape
   bool raw_readable = false;            ///< contiguous, unfiltered, allocated, native type: direct/mmap can read it
   std::string raw_refusal;              ///< why not, when !raw_readable
   std::int64_t file_offset_bytes = -1;  ///< H5Dget_offset of the data, when contiguous and allocated
@@ -126,8 +126,8 @@ class BatchLabels {
   std::int64_t offset_;  // file offset of label 0
   std::int64_t rows_;
   FileDescriptor file_;
-  std::unique_ptr<FileMapping> mapping_;  // the mmap engine's
-  const std::byte* mapped_ = nullptr;     // label 0 in the mapping, or null: pread
+  std::unique_ptr<FileMapping> mapping_;                      // the mmap engine's
+  const std::byte* mapped_ = nullptr;                         // label 0 in the mapping, or null: pread
   std::vector<std::pair<std::int64_t, std::int64_t>> order_;  // (row, position), sorted
   std::vector<std::byte> scratch_;
 };

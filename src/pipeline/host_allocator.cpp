@@ -20,7 +20,8 @@ class PageAlignedAllocator final : public HostAllocator {
     const std::size_t rounded = (std::max<std::size_t>(bytes, 1) + page_bytes - 1) / page_bytes * page_bytes;
     void* pointer = std::aligned_alloc(page_bytes, rounded);
     if (pointer == nullptr)
-      STRIDER_THROW(SystemError, "cannot allocate " + std::to_string(bytes) + " bytes of host memory for batch buffers");
+      STRIDER_THROW(SystemError,
+                    "cannot allocate " + std::to_string(bytes) + " bytes of host memory for batch buffers");
     // Touch every page now, on the allocating thread, so that the I/O thread does not take the page
     // faults while the consumer waits for its first batches.
     std::memset(pointer, 0, rounded);
@@ -32,7 +33,9 @@ class PageAlignedAllocator final : public HostAllocator {
 
 }  // namespace
 
-std::shared_ptr<HostAllocator> make_page_aligned_allocator() { return std::make_shared<PageAlignedAllocator>(); }
+std::shared_ptr<HostAllocator> make_page_aligned_allocator() {
+  return std::make_shared<PageAlignedAllocator>();
+}
 
 #if !STRIDER_HAS_CUDA
 std::shared_ptr<HostAllocator> make_pinned_allocator() {
@@ -60,7 +63,9 @@ HostBuffer& HostBuffer::operator=(HostBuffer&& other) noexcept {
   return *this;
 }
 
-HostBuffer::~HostBuffer() { free(); }
+HostBuffer::~HostBuffer() {
+  free();
+}
 
 void HostBuffer::free() noexcept {
   if (data_ != nullptr && allocator_) allocator_->deallocate(data_, bytes_);

@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
-#include <condition_variable>
 #include <deque>
 #include <mutex>
 #include <thread>
@@ -20,8 +20,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
-
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
 
 /// Test-only fault injection: STRIDER_TEST_FAIL_READ="RANK:STEP" makes the I/O thread of world rank
 /// RANK fail when it reads STEP (of any epoch), as a failing disk would. -1: never.
@@ -49,8 +50,8 @@ struct Slot {
 
 /// What the I/O thread hands the consumer, in plan order.
 struct Delivery {
-  int slot = -1;                // a filled slot, or -1 for an error or the end of the epoch
-  std::exception_ptr error;     // the I/O thread's failure
+  int slot = -1;             // a filled slot, or -1 for an error or the end of the epoch
+  std::exception_ptr error;  // the I/O thread's failure
 };
 
 struct Prefetcher::State {
@@ -98,7 +99,8 @@ int prefetch_depth(int requested, const DatasetInfo& info, std::int64_t batch_si
   double batch_bytes = rows * static_cast<double>(info.sample_bytes);
   if (info.variable_length) {
     const double token_bytes = static_cast<double>(element_bytes(info.element_type));
-    const double mean_tokens = info.num_samples > 0 ? static_cast<double>(info.num_tokens) / static_cast<double>(info.num_samples) : 0.0;
+    const double mean_tokens =
+        info.num_samples > 0 ? static_cast<double>(info.num_tokens) / static_cast<double>(info.num_samples) : 0.0;
     batch_bytes = token_bytes * (max_tokens > 0 ? static_cast<double>(max_tokens) : rows * mean_tokens);
   }
   if (batch_bytes <= 0) return min_depth;
@@ -108,7 +110,9 @@ int prefetch_depth(int requested, const DatasetInfo& info, std::int64_t batch_si
 
 // ---- Batch ---------------------------------------------------------------------------------
 
-Batch::Batch(Batch&& other) noexcept { *this = std::move(other); }
+Batch::Batch(Batch&& other) noexcept {
+  *this = std::move(other);
+}
 
 Batch& Batch::operator=(Batch&& other) noexcept {
   if (this != &other) {
@@ -126,7 +130,9 @@ Batch& Batch::operator=(Batch&& other) noexcept {
   return *this;
 }
 
-Batch::~Batch() { release(); }
+Batch::~Batch() {
+  release();
+}
 
 void Batch::release() noexcept {
   if (owner_ != nullptr) owner_->release_slot(slot_);
@@ -161,8 +167,12 @@ Prefetcher::~Prefetcher() {
   if (state_->thread.joinable()) state_->thread.join();
 }
 
-const std::vector<std::int32_t>& Prefetcher::labels() const noexcept { return state_->reader->labels(); }
-const std::vector<std::int64_t>& Prefetcher::lengths() const noexcept { return state_->reader->lengths(); }
+const std::vector<std::int32_t>& Prefetcher::labels() const noexcept {
+  return state_->reader->labels();
+}
+const std::vector<std::int64_t>& Prefetcher::lengths() const noexcept {
+  return state_->reader->lengths();
+}
 
 std::size_t Prefetcher::buffer_bytes() const noexcept {
   std::lock_guard<std::mutex> lock(state_->mutex);
@@ -187,7 +197,8 @@ void Prefetcher::start_epoch(const Sampler& sampler, std::int64_t first_step, st
     max_bytes = 0;
     for (std::int64_t step = first_step; step < end_step; ++step) {
       sampler.batch(step, indices);
-      max_bytes = std::max(max_bytes, s.reader->samples_bytes(indices.data(), static_cast<std::int64_t>(indices.size())));
+      max_bytes =
+          std::max(max_bytes, s.reader->samples_bytes(indices.data(), static_cast<std::int64_t>(indices.size())));
     }
   }
   {

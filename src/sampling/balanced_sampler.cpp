@@ -45,7 +45,8 @@ BalancedSampler::BalancedSampler(const BalancedSamplerConfig& config, int world_
       break;
     case BalanceTarget::count:
       if (config.per_class <= 0)
-        STRIDER_THROW(UsageError, "the balanced per-class count must be positive, got " + std::to_string(config.per_class));
+        STRIDER_THROW(UsageError,
+                      "the balanced per-class count must be positive, got " + std::to_string(config.per_class));
       per_class_ = config.per_class;
       break;
   }
@@ -67,8 +68,8 @@ void BalancedSampler::batch(std::int64_t step, std::vector<std::int64_t>& indice
     const std::uint64_t run_start = detail::mul_div(c + k, global, count);
     const std::uint64_t run_end = detail::mul_div(c + k + 1, global, count);
     const std::uint64_t before = run_start - detail::mul_div(c, global, count);
-    deal(classes_in_use()[c], static_cast<std::int64_t>(before), static_cast<std::int64_t>(run_end - run_start), run_start,
-         indices);
+    deal(classes_in_use()[c], static_cast<std::int64_t>(before), static_cast<std::int64_t>(run_end - run_start),
+         run_start, indices);
   }
   finish_batch(step, indices);
 }

@@ -11,7 +11,8 @@ namespace {
 
 std::shared_ptr<const ClassIndex> class_index_of(const SamplerOptions& options) {
   if (!options.labels)
-    STRIDER_THROW(UsageError, "the " + options.mode + " sampler needs class labels (--class-counts or a labels dataset)");
+    STRIDER_THROW(UsageError,
+                  "the " + options.mode + " sampler needs class labels (--class-counts or a labels dataset)");
   if (static_cast<std::int64_t>(options.labels->size()) != options.dataset_size)
     STRIDER_THROW(UsageError, options.mode + ": " + std::to_string(options.labels->size()) +
                                   " labels for a dataset of " + std::to_string(options.dataset_size) + " samples");
@@ -30,7 +31,9 @@ Config common_config(const SamplerOptions& options) {
 
 }  // namespace
 
-std::vector<std::string> class_aware_modes() { return {"balanced", "weighted", "stratified"}; }
+std::vector<std::string> class_aware_modes() {
+  return {"balanced", "weighted", "stratified"};
+}
 
 std::unique_ptr<Sampler> make_class_aware_sampler(const SamplerOptions& options, int world_size, int rank) {
   if (options.mode == "balanced") {
@@ -46,7 +49,8 @@ std::unique_ptr<Sampler> make_class_aware_sampler(const SamplerOptions& options,
       config.sample_weights = options.sample_weights;
       if (static_cast<std::int64_t>(options.sample_weights->size()) != options.dataset_size)
         STRIDER_THROW(UsageError, "weighted: " + std::to_string(options.sample_weights->size()) +
-                                      " sample weights for a dataset of " + std::to_string(options.dataset_size) + " samples");
+                                      " sample weights for a dataset of " + std::to_string(options.dataset_size) +
+                                      " samples");
       if (options.labels) config.classes = class_index_of(options);
     } else {
       config.classes = class_index_of(options);

@@ -15,7 +15,9 @@ constexpr std::uint64_t batch_order_stream = 0xba7c400000000000ULL;
 
 CounterStream::CounterStream(std::uint64_t key, std::uint64_t counter) : state_(mix64(key ^ mix64(counter))) {}
 
-std::uint64_t CounterStream::next() { return mix64(state_ + golden_gamma * ++drawn_); }
+std::uint64_t CounterStream::next() {
+  return mix64(state_ + golden_gamma * ++drawn_);
+}
 
 std::uint64_t CounterStream::below(std::uint64_t bound) {
   if (bound <= 1) return 0;
@@ -46,8 +48,7 @@ std::int64_t ClassCycler::sample(int label, std::int64_t occurrence) const {
   const auto position = static_cast<std::uint64_t>(occurrence);
   const std::uint64_t pass = position / count;
   std::uint64_t offset = 0;
-  if (pass > 0 && shuffle_)
-    offset = CounterStream(pass_key_ ^ static_cast<std::uint64_t>(label), pass).below(count);
+  if (pass > 0 && shuffle_) offset = CounterStream(pass_key_ ^ static_cast<std::uint64_t>(label), pass).below(count);
   return list[static_cast<std::size_t>((position % count + offset) % count)];
 }
 
@@ -60,9 +61,10 @@ void deal_run(const ClassCycler& cycler, int label, std::int64_t first, std::int
     out.push_back(cycler.sample(label, first + t));
 }
 
-void shuffle_batch(std::vector<std::int64_t>& batch, std::int64_t seed, std::int64_t epoch, std::int64_t step, int rank) {
-  std::mt19937_64 engine(derive_seed(seed, epoch, batch_order_stream ^ mix64(static_cast<std::uint64_t>(step)) ^
-                                                      static_cast<std::uint64_t>(rank)));
+void shuffle_batch(std::vector<std::int64_t>& batch, std::int64_t seed, std::int64_t epoch, std::int64_t step,
+                   int rank) {
+  std::mt19937_64 engine(derive_seed(
+      seed, epoch, batch_order_stream ^ mix64(static_cast<std::uint64_t>(step)) ^ static_cast<std::uint64_t>(rank)));
   shuffle_in_place(batch, engine);
 }
 
@@ -78,8 +80,9 @@ std::int64_t fixed_batch_consumed(std::int64_t steps, std::int64_t num_steps, st
 std::int64_t fixed_batch_step_for(std::int64_t consumed, std::int64_t num_steps, std::int64_t global_batch) {
   if (consumed == 0) return 0;
   if (consumed < 0 || global_batch <= 0 || consumed % global_batch != 0 || consumed / global_batch > num_steps)
-    STRIDER_THROW(UsageError, "no step boundary at global sample " + std::to_string(consumed) + " for a global batch of " +
-                                  std::to_string(global_batch) + " and " + std::to_string(num_steps) + " steps");
+    STRIDER_THROW(UsageError, "no step boundary at global sample " + std::to_string(consumed) +
+                                  " for a global batch of " + std::to_string(global_batch) + " and " +
+                                  std::to_string(num_steps) + " steps");
   return consumed / global_batch;
 }
 

@@ -57,7 +57,8 @@ void deal_run(const ClassCycler& cycler, int label, std::int64_t first, std::int
 
 /// Shuffles one rank's batch with a stream of its own (seed, epoch, step, rank): batches are dealt
 /// class by class and would otherwise come grouped by class.
-void shuffle_batch(std::vector<std::int64_t>& batch, std::int64_t seed, std::int64_t epoch, std::int64_t step, int rank);
+void shuffle_batch(std::vector<std::int64_t>& batch, std::int64_t seed, std::int64_t epoch, std::int64_t step,
+                   int rank);
 
 /// Steps of modes whose every step is one full global batch: ceil(total / global_batch), or floor
 /// with drop_last.

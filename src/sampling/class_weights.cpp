@@ -58,9 +58,10 @@ std::vector<double> apply_class_weight_rule(const std::vector<double>& weights, 
 
 void update_class_weights(const Communicator& comm, std::vector<double>& weights, const std::vector<double>& metrics,
                           const ClassWeightRule& rule) {
-  broadcast_from_root(comm, weights, metrics, [&rule](const std::vector<double>& current, const std::vector<double>& values) {
-    return apply_class_weight_rule(current, values, rule);
-  });
+  broadcast_from_root(comm, weights, metrics,
+                      [&rule](const std::vector<double>& current, const std::vector<double>& values) {
+                        return apply_class_weight_rule(current, values, rule);
+                      });
 }
 
 void update_class_weights(const Communicator& comm, std::vector<double>& weights, const std::vector<double>& metrics,

@@ -21,8 +21,9 @@ DistributedSampler::DistributedSampler(const DistributedSamplerConfig& config, i
   total_size_ = static_cast<std::uint64_t>(samples_per_rank_) * static_cast<std::uint64_t>(r);
   if (n == 0) samples_per_rank_ = 0, total_size_ = 0;
   batch_size_ = config.batch_size > 0 ? config.batch_size : std::max<std::int64_t>(samples_per_rank_, 1);
-  num_steps_ = config.drop_last_batch ? samples_per_rank_ / batch_size_
-                                      : samples_per_rank_ / batch_size_ + (samples_per_rank_ % batch_size_ != 0 ? 1 : 0);
+  num_steps_ = config.drop_last_batch
+                   ? samples_per_rank_ / batch_size_
+                   : samples_per_rank_ / batch_size_ + (samples_per_rank_ % batch_size_ != 0 ? 1 : 0);
   on_epoch();
 }
 
@@ -36,7 +37,9 @@ void DistributedSampler::on_epoch() {
   }
 }
 
-std::int64_t DistributedSampler::max_batch_size() const { return std::min(batch_size_, samples_per_rank_); }
+std::int64_t DistributedSampler::max_batch_size() const {
+  return std::min(batch_size_, samples_per_rank_);
+}
 
 std::int64_t DistributedSampler::index_at(std::int64_t position) const {
   // Global position in the padded order; it can exceed 2^63 - 1 only for N within R of 2^63.
@@ -55,7 +58,9 @@ void DistributedSampler::batch(std::int64_t step, std::vector<std::int64_t>& ind
     indices[static_cast<std::size_t>(position - first)] = index_at(position);
 }
 
-std::int64_t DistributedSampler::global_batch_size() const { return batch_size_ * world_size(); }
+std::int64_t DistributedSampler::global_batch_size() const {
+  return batch_size_ * world_size();
+}
 
 std::int64_t DistributedSampler::consumed_after(std::int64_t steps) const {
   // Unsigned: for N near 2^63 the padded total exceeds INT64_MAX by less than R; saturate there.
@@ -69,8 +74,9 @@ std::int64_t DistributedSampler::step_for_consumed(std::int64_t consumed) const 
   const std::int64_t global_batch = global_batch_size();
   if (consumed == consumed_after(num_steps_)) return num_steps_;
   if (consumed < 0 || consumed % global_batch != 0 || consumed / global_batch > num_steps_)
-    STRIDER_THROW(UsageError, "no step boundary at global sample " + std::to_string(consumed) + " for a global batch of " +
-                                  std::to_string(global_batch) + " and " + std::to_string(num_steps_) + " steps");
+    STRIDER_THROW(UsageError, "no step boundary at global sample " + std::to_string(consumed) +
+                                  " for a global batch of " + std::to_string(global_batch) + " and " +
+                                  std::to_string(num_steps_) + " steps");
   return consumed / global_batch;
 }
 

@@ -13,7 +13,8 @@ namespace {
 template <typename T>
 T parse_number(std::string_view text, std::string_view field) {
   T value{};
-  const auto [end, status] = std::from_chars(text.data(), text.data() + text.size(), value, field == "config" ? 16 : 10);
+  const auto [end, status] =
+      std::from_chars(text.data(), text.data() + text.size(), value, field == "config" ? 16 : 10);
   if (status != std::errc() || end != text.data() + text.size())
     STRIDER_THROW(DataError, "sampler state: bad value '" + std::string(text) + "' for " + std::string(field));
   return value;
@@ -23,8 +24,8 @@ T parse_number(std::string_view text, std::string_view field) {
 
 std::string SamplerState::serialize() const {
   std::ostringstream text;
-  text << "mode=" << mode << " config=" << std::hex << config_hash << std::dec << " seed=" << seed
-       << " epoch=" << epoch << " consumed=" << consumed << " global_batch=" << global_batch_size;
+  text << "mode=" << mode << " config=" << std::hex << config_hash << std::dec << " seed=" << seed << " epoch=" << epoch
+       << " consumed=" << consumed << " global_batch=" << global_batch_size;
   return text.str();
 }
 
@@ -39,15 +40,23 @@ SamplerState SamplerState::parse(std::string_view text) {
     begin = end + 1;
     if (field.empty()) continue;
     const std::size_t equals = field.find('=');
-    if (equals == std::string_view::npos) STRIDER_THROW(DataError, "sampler state: no '=' in '" + std::string(field) + "'");
+    if (equals == std::string_view::npos)
+      STRIDER_THROW(DataError, "sampler state: no '=' in '" + std::string(field) + "'");
     const std::string_view key = field.substr(0, equals), value = field.substr(equals + 1);
-    if (key == "mode") state.mode = std::string(value);
-    else if (key == "config") state.config_hash = parse_number<std::uint64_t>(value, key);
-    else if (key == "seed") state.seed = parse_number<std::int64_t>(value, key);
-    else if (key == "epoch") state.epoch = parse_number<std::int64_t>(value, key);
-    else if (key == "consumed") state.consumed = parse_number<std::int64_t>(value, key);
-    else if (key == "global_batch") state.global_batch_size = parse_number<std::int64_t>(value, key);
-    else STRIDER_THROW(DataError, "sampler state: unknown field '" + std::string(key) + "'");
+    if (key == "mode")
+      state.mode = std::string(value);
+    else if (key == "config")
+      state.config_hash = parse_number<std::uint64_t>(value, key);
+    else if (key == "seed")
+      state.seed = parse_number<std::int64_t>(value, key);
+    else if (key == "epoch")
+      state.epoch = parse_number<std::int64_t>(value, key);
+    else if (key == "consumed")
+      state.consumed = parse_number<std::int64_t>(value, key);
+    else if (key == "global_batch")
+      state.global_batch_size = parse_number<std::int64_t>(value, key);
+    else
+      STRIDER_THROW(DataError, "sampler state: unknown field '" + std::string(key) + "'");
     ++fields_seen;
   }
   if (fields_seen != 6 || state.mode.empty())
@@ -75,8 +84,8 @@ void Sampler::set_epoch(std::int64_t epoch) {
 
 void Sampler::check_step(std::int64_t step) const {
   if (step < 0 || step >= num_steps())
-    STRIDER_THROW(UsageError, "step " + std::to_string(step) + " is outside the epoch's " +
-                                  std::to_string(num_steps()) + " steps");
+    STRIDER_THROW(UsageError,
+                  "step " + std::to_string(step) + " is outside the epoch's " + std::to_string(num_steps()) + " steps");
 }
 
 SamplerState Sampler::state(std::int64_t steps_done) const {
@@ -93,8 +102,9 @@ std::int64_t Sampler::resume(const SamplerState& saved) {
     STRIDER_THROW(UsageError, "the saved state has seed " + std::to_string(saved.seed) + ", this run uses " +
                                   std::to_string(seed_));
   if (saved.config_hash != config_hash())
-    STRIDER_THROW(UsageError, "the saved state's sampler configuration differs from this run's (dataset size or "
-                              "sampler options changed)");
+    STRIDER_THROW(UsageError,
+                  "the saved state's sampler configuration differs from this run's (dataset size or "
+                  "sampler options changed)");
   if (saved.global_batch_size != global_batch_size())
     STRIDER_THROW(UsageError, "the saved state has a global batch of " + std::to_string(saved.global_batch_size) +
                                   " samples, this run has " + std::to_string(global_batch_size()) +

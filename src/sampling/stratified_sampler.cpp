@@ -38,7 +38,8 @@ void parse_stratify_target(const std::string& text, StratifiedSamplerConfig& con
     char* parsed_end = nullptr;
     const double value = item.empty() ? 0.0 : std::strtod(item.c_str(), &parsed_end);
     if (item.empty() || parsed_end != item.c_str() + item.size())
-      STRIDER_THROW(UsageError, "--stratify-target must be freq, uniform or comma-separated weights, got '" + text + "'");
+      STRIDER_THROW(UsageError,
+                    "--stratify-target must be freq, uniform or comma-separated weights, got '" + text + "'");
     config.target_weights.push_back(value);
     begin = end + 1;
   }
@@ -49,7 +50,8 @@ StratifiedSampler::StratifiedSampler(const StratifiedSamplerConfig& config, int 
                        config.seed, "stratified"),
       config_(config) {
   if (config.num_samples < 0)
-    STRIDER_THROW(UsageError, "the number of samples per epoch must be >= 0, got " + std::to_string(config.num_samples));
+    STRIDER_THROW(UsageError,
+                  "the number of samples per epoch must be >= 0, got " + std::to_string(config.num_samples));
   const ClassIndex& index = classes();
   const int class_count = index.num_classes();
   if (config.target == StratifyTarget::weights) {
@@ -64,13 +66,19 @@ StratifiedSampler::StratifiedSampler(const StratifiedSamplerConfig& config, int 
   for (int label = 0; label < class_count; ++label) {
     std::uint64_t weight = 0;
     switch (config.target) {
-      case StratifyTarget::freq: weight = static_cast<std::uint64_t>(index.count(label)); break;
-      case StratifyTarget::uniform: weight = index.count(label) > 0 ? 1 : 0; break;
+      case StratifyTarget::freq:
+        weight = static_cast<std::uint64_t>(index.count(label));
+        break;
+      case StratifyTarget::uniform:
+        weight = index.count(label) > 0 ? 1 : 0;
+        break;
       case StratifyTarget::weights: {
         const double given = config.target_weights[static_cast<std::size_t>(label)];
         if (given > 0 && index.count(label) == 0)
           STRIDER_THROW(UsageError, "class " + std::to_string(label) + " has a stratification weight but no samples");
-        if (given > 0) weight = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::llround(given / weight_sum * weight_scale)));
+        if (given > 0)
+          weight =
+              std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::llround(given / weight_sum * weight_scale)));
         break;
       }
     }
@@ -87,7 +95,8 @@ StratifiedSampler::StratifiedSampler(const StratifiedSamplerConfig& config, int 
                                   " classes in the target");
   deal_order_.resize(weights_.size());
   for (std::size_t c = 0; c < deal_order_.size(); ++c) deal_order_[c] = c;
-  std::stable_sort(deal_order_.begin(), deal_order_.end(), [&](std::size_t a, std::size_t b) { return weights_[a] < weights_[b]; });
+  std::stable_sort(deal_order_.begin(), deal_order_.end(),
+                   [&](std::size_t a, std::size_t b) { return weights_[a] < weights_[b]; });
   plan_compositions();
 }
 
@@ -111,7 +120,9 @@ void StratifiedSampler::plan_compositions() {
   std::vector<int128> deficit(count, 0);
   for (std::int64_t step = 0; step < num_steps(); ++step) {
     for (std::size_t c : candidates) deficit[c] += remainder[c];
-    const auto more = [&](std::size_t a, std::size_t b) { return deficit[a] != deficit[b] ? deficit[a] > deficit[b] : a < b; };
+    const auto more = [&](std::size_t a, std::size_t b) {
+      return deficit[a] != deficit[b] ? deficit[a] > deficit[b] : a < b;
+    };
     std::nth_element(candidates.begin(), candidates.begin() + static_cast<std::ptrdiff_t>(ups), candidates.end(), more);
     const std::int64_t* previous = &before_[static_cast<std::size_t>(step) * count];
     std::int64_t* next = &before_[static_cast<std::size_t>(step + 1) * count];
@@ -128,7 +139,8 @@ double StratifiedSampler::target_proportion(int label) const {
   const auto& present = classes_in_use();
   const auto found = std::find(present.begin(), present.end(), label);
   if (found == present.end()) return 0.0;
-  return static_cast<double>(weights_[static_cast<std::size_t>(found - present.begin())]) / static_cast<double>(weight_total_);
+  return static_cast<double>(weights_[static_cast<std::size_t>(found - present.begin())]) /
+         static_cast<double>(weight_total_);
 }
 
 std::int64_t StratifiedSampler::global_count(std::int64_t step, int label) const {

@@ -18,8 +18,10 @@ constexpr double integer_total = 4611686018427387904.0;  // 2^62: the quantised 
 DistributedSamplerConfig position_config(const WeightedSamplerConfig& config) {
   std::int64_t draws = config.num_samples;
   if (draws == 0) {
-    if (config.sample_weights) draws = static_cast<std::int64_t>(config.sample_weights->size());
-    else if (config.classes) draws = config.classes->size();
+    if (config.sample_weights)
+      draws = static_cast<std::int64_t>(config.sample_weights->size());
+    else if (config.classes)
+      draws = config.classes->size();
   }
   DistributedSamplerConfig positions;
   positions.dataset_size = draws;
@@ -33,7 +35,8 @@ DistributedSamplerConfig position_config(const WeightedSamplerConfig& config) {
 
 const WeightedSamplerConfig& checked(const WeightedSamplerConfig& config) {
   if (config.num_samples < 0)
-    STRIDER_THROW(UsageError, "the number of samples per epoch must be >= 0, got " + std::to_string(config.num_samples));
+    STRIDER_THROW(UsageError,
+                  "the number of samples per epoch must be >= 0, got " + std::to_string(config.num_samples));
   if (!config.sample_weights && !config.classes)
     STRIDER_THROW(UsageError, "the weighted sampler needs labels (for class weights) or per-sample weights");
   return config;
@@ -53,18 +56,22 @@ void check_weights(const std::vector<double>& weights, const std::string& what) 
 }
 
 WeightedSampler::WeightedSampler(const WeightedSamplerConfig& config, int world_size, int rank)
-    : Sampler(world_size, rank, config.seed), config_(checked(config)), positions_(position_config(config), world_size, rank) {
+    : Sampler(world_size, rank, config.seed),
+      config_(checked(config)),
+      positions_(position_config(config), world_size, rank) {
   if (!config_.sample_weights && config_.class_weights.empty()) {
     const ClassIndex& index = *config_.classes;
     config_.class_weights.assign(static_cast<std::size_t>(index.num_classes()), 0.0);
     for (int label = 0; label < index.num_classes(); ++label)
-      if (index.count(label) > 0) config_.class_weights[static_cast<std::size_t>(label)] = 1.0 / static_cast<double>(index.count(label));
+      if (index.count(label) > 0)
+        config_.class_weights[static_cast<std::size_t>(label)] = 1.0 / static_cast<double>(index.count(label));
   }
   build_cumulative();
 }
 
 void WeightedSampler::set_class_weights(std::vector<double> class_weights) {
-  if (config_.sample_weights) STRIDER_THROW(UsageError, "this weighted sampler uses per-sample weights, not class weights");
+  if (config_.sample_weights)
+    STRIDER_THROW(UsageError, "this weighted sampler uses per-sample weights, not class weights");
   std::swap(config_.class_weights, class_weights);
   try {
     build_cumulative();
@@ -108,7 +115,9 @@ void WeightedSampler::build_cumulative() {
   std::uint64_t running = 0;
   for (std::size_t i = 0; i < masses.size(); ++i) {
     std::uint64_t quantised = 0;
-    if (masses[i] > 0) quantised = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::llround(masses[i] / total * integer_total)));
+    if (masses[i] > 0)
+      quantised =
+          std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::llround(masses[i] / total * integer_total)));
     running += quantised;
     cumulative_[i] = running;
   }
@@ -117,14 +126,15 @@ void WeightedSampler::build_cumulative() {
 double WeightedSampler::class_probability(int label) const {
   if (config_.sample_weights || label < 0 || label >= static_cast<int>(cumulative_.size())) return 0.0;
   const std::uint64_t before = label == 0 ? 0 : cumulative_[static_cast<std::size_t>(label) - 1];
-  return static_cast<double>(cumulative_[static_cast<std::size_t>(label)] - before) / static_cast<double>(cumulative_.back());
+  return static_cast<double>(cumulative_[static_cast<std::size_t>(label)] - before) /
+         static_cast<double>(cumulative_.back());
 }
 
 std::int64_t WeightedSampler::sample_at(std::int64_t position) const {
   detail::CounterStream stream(derive_seed(seed(), epoch(), draw_stream), static_cast<std::uint64_t>(position));
   const std::uint64_t ticket = stream.below(cumulative_.back());
-  const auto chosen = static_cast<std::size_t>(std::upper_bound(cumulative_.begin(), cumulative_.end(), ticket) -
-                                               cumulative_.begin());
+  const auto chosen =
+      static_cast<std::size_t>(std::upper_bound(cumulative_.begin(), cumulative_.end(), ticket) - cumulative_.begin());
   if (config_.sample_weights) return static_cast<std::int64_t>(chosen);
   const int label = static_cast<int>(chosen);
   const ClassIndex& index = *config_.classes;

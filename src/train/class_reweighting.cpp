@@ -4,10 +4,13 @@
 
 namespace strider::detail {
 
-bool sampler_supports_reweighting(const std::string& mode) { return mode == "weighted"; }
+bool sampler_supports_reweighting(const std::string& mode) {
+  return mode == "weighted";
+}
 
 std::vector<double> agree_on_new_class_weights(const Communicator& comm, std::vector<double> weights,
-                                               const std::vector<std::int32_t>& labels, const std::vector<double>& recall) {
+                                               const std::vector<std::int32_t>& labels,
+                                               const std::vector<double>& recall) {
   if (weights.empty()) {
     std::vector<double> counts(recall.size(), 0.0);
     for (std::int32_t label : labels)

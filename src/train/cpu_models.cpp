@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "element_values.hpp"
-#include "train/batch_checks.hpp"
 #include "strider/core/error.hpp"
+#include "train/batch_checks.hpp"
 
 namespace strider::detail {
 namespace {

@@ -22,8 +22,7 @@ class EvalSampler final : public Sampler {
     check_step(step);
     const std::int64_t first = step * batch_size_, count = std::min(batch_size_, mine_ - first);
     indices.resize(static_cast<std::size_t>(count));
-    for (std::int64_t i = 0; i < count; ++i)
-      indices[static_cast<std::size_t>(i)] = (first + i) * world_size() + rank();
+    for (std::int64_t i = 0; i < count; ++i) indices[static_cast<std::size_t>(i)] = (first + i) * world_size() + rank();
   }
   std::int64_t consumed_after(std::int64_t steps) const override { return std::min(steps * batch_size_, mine_); }
   std::int64_t step_for_consumed(std::int64_t consumed) const override { return consumed / batch_size_; }

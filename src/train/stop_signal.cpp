@@ -7,7 +7,9 @@ namespace {
 
 volatile std::sig_atomic_t stop_flag = 0;
 
-extern "C" void on_stop_signal(int) { stop_flag = 1; }
+extern "C" void on_stop_signal(int) {
+  stop_flag = 1;
+}
 
 }  // namespace
 
@@ -20,9 +22,13 @@ void install_stop_signal_handlers() {
   sigaction(SIGTERM, &action, nullptr);
 }
 
-bool stop_signal_received() noexcept { return stop_flag != 0; }
+bool stop_signal_received() noexcept {
+  return stop_flag != 0;
+}
 
-void clear_stop_signal() noexcept { stop_flag = 0; }
+void clear_stop_signal() noexcept {
+  stop_flag = 0;
+}
 
 bool agree_on_stop(const Communicator& comm) {
   return comm.all_reduce(stop_signal_received() ? 1 : 0, ReduceOp::max) != 0;

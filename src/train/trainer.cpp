@@ -3,19 +3,19 @@
 #include <sys/stat.h>
 
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
-#include <thread>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iomanip>
 #include <sstream>
+#include <thread>
 
 #include "strider/comm/seed.hpp"
+#include "strider/config.hpp"
 #include "strider/core/error.hpp"
 #include "strider/core/json_writer.hpp"
-#include "strider/config.hpp"
 #include "strider/core/log.hpp"
 #include "strider/device/cuda_backend.hpp"
 #include "strider/pipeline/prefetcher.hpp"
@@ -33,7 +33,9 @@ namespace strider {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
 
 /// A non-owning shared_ptr (the prefetcher owns the vector and outlives every sampler).
 template <typename T>
@@ -119,7 +121,8 @@ std::string format_recall(const std::vector<double>& recall) {
 std::pair<std::int64_t, std::int64_t> file_state(const std::string& path) {
   struct stat info {};
   if (::stat(path.c_str(), &info) != 0) return {-1, -1};
-  return {static_cast<std::int64_t>(info.st_size), static_cast<std::int64_t>(info.st_mtim.tv_sec) * 1000000000 + info.st_mtim.tv_nsec};
+  return {static_cast<std::int64_t>(info.st_size),
+          static_cast<std::int64_t>(info.st_mtim.tv_sec) * 1000000000 + info.st_mtim.tv_nsec};
 }
 
 /// Everything a run carries between epochs.
@@ -147,7 +150,8 @@ class TrainingRun {
   std::unique_ptr<Prefetcher> prefetcher_;
   std::unique_ptr<Backend> backend_;
   bool stage_next_ = false;
-  std::pair<std::int64_t, std::int64_t> data_file_state_;  // size and mtime when opened  // stage the next batch's host-to-device copy during a step (CUDA)
+  std::pair<std::int64_t, std::int64_t> data_file_state_;  // size and mtime when opened  // stage the next batch's
+                                                           // host-to-device copy during a step (CUDA)
   std::unique_ptr<Sampler> sampler_;
   std::uint64_t fingerprint_ = 0;
   int num_classes_ = 0;
@@ -160,7 +164,8 @@ class TrainingRun {
   std::unique_ptr<StepWatchdog> watchdog_;
   double rank_wall_seconds_ = 0.0;
   // Test-only: STRIDER_TEST_STEP_DELAY_US slows every step, so that tests can signal a run mid-epoch.
-  std::int64_t test_step_delay_us_ = std::getenv("STRIDER_TEST_STEP_DELAY_US") ? std::atoll(std::getenv("STRIDER_TEST_STEP_DELAY_US")) : 0;
+  std::int64_t test_step_delay_us_ =
+      std::getenv("STRIDER_TEST_STEP_DELAY_US") ? std::atoll(std::getenv("STRIDER_TEST_STEP_DELAY_US")) : 0;
   // Test-only: STRIDER_TEST_HANG_AT="RANK:STEP" makes that rank hang in that step (the watchdog's test).
   std::int64_t test_hang_step_ = [] {
     int rank = -1;
@@ -180,8 +185,8 @@ void TrainingRun::open_data() {
   auto opened = open_reader(comm_, config_.data_path, reader);
   comm_.collective_try([&] {
     if (opened->info().num_samples < comm_.size())
-      STRIDER_THROW(UsageError, "the dataset has " + std::to_string(opened->info().num_samples) + " samples, fewer than the " +
-                                    std::to_string(comm_.size()) + " ranks");
+      STRIDER_THROW(UsageError, "the dataset has " + std::to_string(opened->info().num_samples) +
+                                    " samples, fewer than the " + std::to_string(comm_.size()) + " ranks");
   });
   // Rank 0 streams every label once (fingerprint, class count, value checks) and broadcasts.
   std::int32_t max_label = 0;
@@ -206,8 +211,9 @@ void TrainingRun::open_data() {
 void TrainingRun::check_data_unchanged() {
   comm_.collective_try([&] {
     if (file_state(config_.data_path) != data_file_state_)
-      STRIDER_THROW(DataError, config_.data_path + " changed during training (its size or modification time differs from "
-                                                   "when it was opened); refusing to train on data that no longer matches");
+      STRIDER_THROW(DataError, config_.data_path +
+                                   " changed during training (its size or modification time differs from "
+                                   "when it was opened); refusing to train on data that no longer matches");
   });
 }
 
@@ -217,7 +223,8 @@ void TrainingRun::build_backend() {
   // Every rank must run the same backend (the gradient all-reduce differs): agree on it.
   const int cuda_here = backend_->name() == "cuda" ? 1 : 0;
   if (comm_.all_reduce(cuda_here, ReduceOp::min) != comm_.all_reduce(cuda_here, ReduceOp::max))
-    STRIDER_THROW(UsageError, "some ranks found a working GPU and others did not; pass --backend cpu or fix the GPU binding");
+    STRIDER_THROW(UsageError,
+                  "some ranks found a working GPU and others did not; pass --backend cpu or fix the GPU binding");
   summary_.backend = backend_->name();
   if (comm_.is_root()) log_info(why);
   ModelConfig model = config_.model;
@@ -251,14 +258,16 @@ bool TrainingRun::try_resume() {
   const bool exists = checkpoint_exists(config_.checkpoint_path);
   if (comm_.all_reduce(exists ? 1 : 0, ReduceOp::min) == 0) {
     if (comm_.all_reduce(exists ? 1 : 0, ReduceOp::max) == 1)
-      STRIDER_THROW(UsageError, "checkpoint " + config_.checkpoint_path + " is visible on some ranks only; put it on a shared file system");
+      STRIDER_THROW(UsageError, "checkpoint " + config_.checkpoint_path +
+                                    " is visible on some ranks only; put it on a shared file system");
     if (comm_.is_root()) log_info("--resume: no checkpoint at ", config_.checkpoint_path, "; starting fresh");
     return false;
   }
   comm_.collective_try([&] {
     const Checkpoint checkpoint = read_checkpoint(config_.checkpoint_path);
     if (checkpoint.field("dataset.fingerprint") != fingerprint_hex(fingerprint_))
-      STRIDER_THROW(UsageError, "checkpoint " + config_.checkpoint_path + " was written for another dataset (fingerprint " +
+      STRIDER_THROW(UsageError, "checkpoint " + config_.checkpoint_path +
+                                    " was written for another dataset (fingerprint " +
                                     checkpoint.field("dataset.fingerprint") + ", this data has " +
                                     fingerprint_hex(fingerprint_) + ")");
     const SamplerState state = SamplerState::parse(checkpoint.field("sampler.state"));
@@ -307,8 +316,9 @@ bool TrainingRun::train_epoch() {
   const std::int64_t steps = sampler_->num_steps();
   const auto all_steps = comm_.all_gather(steps);
   for (std::int64_t count : all_steps)
-    if (count != steps) STRIDER_THROW(Error, "ranks disagree on the number of steps in epoch " + std::to_string(epoch_) +
-                                                 " (a sampler bug): collectives would hang");
+    if (count != steps)
+      STRIDER_THROW(Error, "ranks disagree on the number of steps in epoch " + std::to_string(epoch_) +
+                               " (a sampler bug): collectives would hang");
   prefetcher_->start_epoch(*sampler_, first_step_);
 
   double loss_sum = 0.0;
@@ -330,7 +340,8 @@ bool TrainingRun::train_epoch() {
       trace_.write(epoch_, step, batch->indices());
       if (batch->offsets() != nullptr) {
         std::int64_t longest = 0;
-        for (std::int64_t i = 0; i < batch->size(); ++i) longest = std::max(longest, batch->offsets()[i + 1] - batch->offsets()[i]);
+        for (std::int64_t i = 0; i < batch->size(); ++i)
+          longest = std::max(longest, batch->offsets()[i + 1] - batch->offsets()[i]);
         tokens[0] += static_cast<double>(batch->offsets()[batch->size()]);
         tokens[1] += static_cast<double>(longest * batch->size());
       }
@@ -428,8 +439,8 @@ void TrainingRun::evaluate() {
                              std::to_string(eval.dataset().num_samples));
   if (comm_.is_root()) {
     std::ostringstream line;
-    line << std::fixed << std::setprecision(3) << "evaluation on " << path << ": accuracy " << counts.accuracy() << " over "
-         << counts.total() << " samples (" << std::setprecision(2) << seconds_since(start)
+    line << std::fixed << std::setprecision(3) << "evaluation on " << path << ": accuracy " << counts.accuracy()
+         << " over " << counts.total() << " samples (" << std::setprecision(2) << seconds_since(start)
          << " s); per-class recall " << format_recall(summary_.per_class_recall);
     print_on_root(line.str());
   }
@@ -454,8 +465,8 @@ TrainSummary TrainingRun::run() {
       STRIDER_THROW(UsageError, "--lr must be a positive number");
     if (config_.checkpoint_every < 0) STRIDER_THROW(UsageError, "--checkpoint-every must be >= 0");
     if (config_.prefetch < 0 || config_.prefetch > kMaxPrefetchDepth)
-      STRIDER_THROW(UsageError, "--prefetch must be in 0.." + std::to_string(kMaxPrefetchDepth) +
-                                    " (0: auto), got " + std::to_string(config_.prefetch));
+      STRIDER_THROW(UsageError, "--prefetch must be in 0.." + std::to_string(kMaxPrefetchDepth) + " (0: auto), got " +
+                                    std::to_string(config_.prefetch));
     if (config_.reweight_every < 0) STRIDER_THROW(UsageError, "--reweight-every must be >= 0");
     if ((config_.resume || config_.checkpoint_every > 0) && config_.checkpoint_path.empty())
       STRIDER_THROW(UsageError, "--resume and --checkpoint-every need --checkpoint PATH");
@@ -470,7 +481,8 @@ TrainSummary TrainingRun::run() {
   resumed_ = try_resume();
   if (!resumed_) rebuild_sampler();
   comm_.collective_try([&] {
-    if (!config_.trace_path.empty()) trace_ = TraceWriter(config_.trace_path, comm_.rank(), epoch_, first_step_, resumed_);
+    if (!config_.trace_path.empty())
+      trace_ = TraceWriter(config_.trace_path, comm_.rank(), epoch_, first_step_, resumed_);
   });
   watchdog_ = std::make_unique<StepWatchdog>(config_.step_timeout_seconds);
 
@@ -483,17 +495,19 @@ TrainSummary TrainingRun::run() {
         save_checkpoint();
         summary_.preempted = true;
         collect_rank_summaries();
-        if (comm_.is_root()) print_on_root("stopped by a signal; checkpoint written, exiting with status 75 to be requeued");
+        if (comm_.is_root())
+          print_on_root("stopped by a signal; checkpoint written, exiting with status 75 to be requeued");
         return summary_;
       }
     }
     first_step_ = 0;
     resumed_ = false;
-    const bool reweight_due = config_.reweight_every > 0 && (epoch_ + 1) % config_.reweight_every == 0 && epoch_ + 1 < config_.epochs;
+    const bool reweight_due =
+        config_.reweight_every > 0 && (epoch_ + 1) % config_.reweight_every == 0 && epoch_ + 1 < config_.epochs;
     if (reweight_due) {
       evaluate();
-      config_.sampler.class_weights = detail::agree_on_new_class_weights(comm_, config_.sampler.class_weights,
-                                                                         prefetcher_->labels(), summary_.per_class_recall);
+      config_.sampler.class_weights = detail::agree_on_new_class_weights(
+          comm_, config_.sampler.class_weights, prefetcher_->labels(), summary_.per_class_recall);
       rebuild_sampler();
       sampler_->set_epoch(epoch_);
       if (comm_.is_root()) print_on_root("class weights now " + join_numbers(config_.sampler.class_weights));
@@ -513,7 +527,9 @@ TrainSummary TrainingRun::run() {
 
 }  // namespace
 
-TrainSummary train(const Communicator& comm, const TrainerConfig& config) { return TrainingRun(comm, config).run(); }
+TrainSummary train(const Communicator& comm, const TrainerConfig& config) {
+  return TrainingRun(comm, config).run();
+}
 
 void write_train_stats_json(const std::string& path, const TrainSummary& summary) {
   std::ofstream file(path);

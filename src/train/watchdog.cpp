@@ -11,7 +11,8 @@
 namespace strider {
 namespace {
 std::int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
 }
 }  // namespace
 
@@ -38,7 +39,9 @@ void StepWatchdog::step_started(std::int64_t epoch, std::int64_t step) noexcept 
   deadline_ns_.store(now_ns() + static_cast<std::int64_t>(timeout_seconds_ * 1e9), std::memory_order_release);
 }
 
-void StepWatchdog::pause() noexcept { deadline_ns_.store(0, std::memory_order_release); }
+void StepWatchdog::pause() noexcept {
+  deadline_ns_.store(0, std::memory_order_release);
+}
 
 void StepWatchdog::watch() {
   std::unique_lock<std::mutex> lock(mutex_);
@@ -48,10 +51,10 @@ void StepWatchdog::watch() {
     if (stopping_ || deadline == 0 || now_ns() < deadline + stagger_ns_) continue;
     char timeout_text[32];
     std::snprintf(timeout_text, sizeof timeout_text, "%g", timeout_seconds_);
-    const std::string line = "strider: error: [rank " + std::to_string(current_world_rank()) + "] step " +
-                             std::to_string(step_.load()) + " of epoch " + std::to_string(epoch_.load()) +
-                             " did not finish within " + timeout_text +
-                             " s (--step-timeout-s): a read or a collective is stuck on this rank or another; aborting the job\n";
+    const std::string line =
+        "strider: error: [rank " + std::to_string(current_world_rank()) + "] step " + std::to_string(step_.load()) +
+        " of epoch " + std::to_string(epoch_.load()) + " did not finish within " + timeout_text +
+        " s (--step-timeout-s): a read or a collective is stuck on this rank or another; aborting the job\n";
     std::fwrite(line.data(), 1, line.size(), stderr);
     std::fflush(stderr);
     // Let the launcher forward this line before its own abort banner.

@@ -1,10 +1,10 @@
 // Random HDF5 files against open_reader: shapes (empty too), types (unsupported ones too), layouts,
 // labels of the wrong length or type, offsets that decrease or run past the tokens. Known-bad files
 // must be refused with one agreed line on every rank; accepted files must read every row.
-#include <catch2/catch.hpp>
 #include <hdf5.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <cstdlib>
 #include <random>
 
@@ -46,10 +46,10 @@ void write_dataset(hid_t file, const char* name, hid_t type, const std::vector<h
 }
 
 struct Expectation {
-  bool must_fail = false;        // a known-bad file
-  std::int64_t samples = -1;     // N when accepted
+  bool must_fail = false;     // a known-bad file
+  std::int64_t samples = -1;  // N when accepted
   bool sequences = false;
-  std::string why;               // rank 0: what makes it bad
+  std::string why;  // rank 0: what makes it bad
 };
 
 /// Rank 0 writes a random file; returns what a correct reader must conclude.
@@ -60,7 +60,8 @@ Expectation write_random_file(const std::string& path, std::mt19937_64& random) 
   const hsize_t n = random() % 6;  // 0: an empty dataset
   expect.samples = static_cast<std::int64_t>(n);
 
-  const hid_t types[] = {H5T_NATIVE_INT8, H5T_NATIVE_UINT16, H5T_NATIVE_INT32, H5T_NATIVE_INT64, H5T_NATIVE_FLOAT, H5T_NATIVE_DOUBLE};
+  const hid_t types[] = {H5T_NATIVE_INT8,  H5T_NATIVE_UINT16, H5T_NATIVE_INT32,
+                         H5T_NATIVE_INT64, H5T_NATIVE_FLOAT,  H5T_NATIVE_DOUBLE};
   if (random() % 2) {  // fixed-size samples
     std::vector<hsize_t> shape = {n};
     for (int d = 0, extra = static_cast<int>(random() % 3); d < extra; ++d) shape.push_back(1 + random() % 3);
@@ -97,17 +98,22 @@ Expectation write_random_file(const std::string& path, std::mt19937_64& random) 
       offsets.push_back(offsets.back());
       expect.samples = static_cast<std::int64_t>(n) + 1;
     }
-    write_dataset(file, "/tokens", types[random() % 4], {static_cast<hsize_t>(std::max<std::int64_t>(tokens, 1))}, chunked, random);
+    write_dataset(file, "/tokens", types[random() % 4], {static_cast<hsize_t>(std::max<std::int64_t>(tokens, 1))},
+                  chunked, random);
     write_dataset(file, "/offsets", H5T_NATIVE_INT64, {offsets.size()}, false, random, &offsets);
   }
   if (expect.samples == 0) expect.must_fail = true, expect.why += "empty; ";
   const int labels = static_cast<int>(random() % 4);  // 0: none, 1: right, 2: wrong length, 3: floats
-  if (labels == 1) write_dataset(file, "/labels", H5T_NATIVE_INT32, {static_cast<hsize_t>(std::max<std::int64_t>(expect.samples, 0))}, chunked, random);
+  if (labels == 1)
+    write_dataset(file, "/labels", H5T_NATIVE_INT32, {static_cast<hsize_t>(std::max<std::int64_t>(expect.samples, 0))},
+                  chunked, random);
   if (labels == 2) {
     write_dataset(file, "/labels", H5T_NATIVE_INT32, {static_cast<hsize_t>(expect.samples + 1)}, chunked, random);
     expect.must_fail = true, expect.why += "labels of another length; ";
   }
-  if (labels == 3) write_dataset(file, "/labels", H5T_NATIVE_FLOAT, {static_cast<hsize_t>(std::max<std::int64_t>(expect.samples, 0))}, chunked, random);
+  if (labels == 3)
+    write_dataset(file, "/labels", H5T_NATIVE_FLOAT, {static_cast<hsize_t>(std::max<std::int64_t>(expect.samples, 0))},
+                  chunked, random);
   H5Fclose(file);
   return expect;
 }

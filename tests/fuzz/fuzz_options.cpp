@@ -1,7 +1,6 @@
 // Random command lines against the apps' real sampler and dataset options: every one must parse and
 // build a sampler, or fail with a strider error (a UsageError, exit 2) — never anything else.
 #include <catch2/catch.hpp>
-
 #include <cstdlib>
 #include <random>
 
@@ -18,13 +17,56 @@ int fuzz_cases(int fallback) {
 }  // namespace
 
 TEST_CASE("fuzz: sampler and dataset options", "[fuzz]") {
-  const std::vector<std::string> tokens = {
-      "--sampler", "distributed", "balanced", "weighted", "stratified", "bucketed", "streaming", "block", "nope",
-      "--batch-size", "-1", "0", "1", "7", "64", "99999999999999999999", "abc", "--class-weights", "1,nan",
-      "1,2,3", "0,0,0", "-1,2", "1,,2", "--max-tokens", "--megabatch", "--step-group", "--balance", "min", "max",
-      "--stratify-target", "uniform", "freq", "x,y", "--num-samples", "--block-size", "--block-window",
-      "--no-shuffle", "--drop-last", "--drop-last-batch", "--most-expensive-first", "--max-batch-size",
-      "--batch-size-multiple", "--data-key", "/samples", "--engine", "mmap", "", "--", "=", "--batch-size=3"};
+  const std::vector<std::string> tokens = {"--sampler",
+                                           "distributed",
+                                           "balanced",
+                                           "weighted",
+                                           "stratified",
+                                           "bucketed",
+                                           "streaming",
+                                           "block",
+                                           "nope",
+                                           "--batch-size",
+                                           "-1",
+                                           "0",
+                                           "1",
+                                           "7",
+                                           "64",
+                                           "99999999999999999999",
+                                           "abc",
+                                           "--class-weights",
+                                           "1,nan",
+                                           "1,2,3",
+                                           "0,0,0",
+                                           "-1,2",
+                                           "1,,2",
+                                           "--max-tokens",
+                                           "--megabatch",
+                                           "--step-group",
+                                           "--balance",
+                                           "min",
+                                           "max",
+                                           "--stratify-target",
+                                           "uniform",
+                                           "freq",
+                                           "x,y",
+                                           "--num-samples",
+                                           "--block-size",
+                                           "--block-window",
+                                           "--no-shuffle",
+                                           "--drop-last",
+                                           "--drop-last-batch",
+                                           "--most-expensive-first",
+                                           "--max-batch-size",
+                                           "--batch-size-multiple",
+                                           "--data-key",
+                                           "/samples",
+                                           "--engine",
+                                           "mmap",
+                                           "",
+                                           "--",
+                                           "=",
+                                           "--batch-size=3"};
   std::mt19937_64 random(20261129);
   int parsed = 0, refused = 0;
   for (int round = 0; round < fuzz_cases(3000); ++round) {

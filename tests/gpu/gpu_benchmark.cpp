@@ -35,11 +35,16 @@ Options parse(int argc, char** argv) {
     const std::string key = argv[i];
     const long long value = std::atoll(argv[i + 1]);
     if (value <= 0) STRIDER_THROW(UsageError, key + " needs a positive value, got '" + argv[i + 1] + "'");
-    if (key == "--steps") options.steps = static_cast<int>(value);
-    else if (key == "--batch") options.batch = value;
-    else if (key == "--features") options.features = value;
-    else if (key == "--hidden") options.hidden = value;
-    else STRIDER_THROW(UsageError, "unknown option " + key + " (--steps, --batch, --features, --hidden)");
+    if (key == "--steps")
+      options.steps = static_cast<int>(value);
+    else if (key == "--batch")
+      options.batch = value;
+    else if (key == "--features")
+      options.features = value;
+    else if (key == "--hidden")
+      options.hidden = value;
+    else
+      STRIDER_THROW(UsageError, "unknown option " + key + " (--steps, --batch, --features, --hidden)");
   }
   return options;
 }
@@ -89,11 +94,12 @@ void run(const Communicator& comm, const Options& options, bool staged) {
               staged ? "staged" : "unstaged", stats.device, stats.device_name.c_str(), options.steps,
               static_cast<long long>(options.batch), static_cast<long long>(options.features),
               static_cast<long long>(options.hidden), loss);
-  std::printf("%-9s h2d %.2f GB/s (copy stream), pipeline %.2f GB/s (wall), %.1f steps/s, utilization %.3f "
-              "(kernel %.1f ms / wall %.1f ms), copies overlapped with the previous step %.1f%%\n",
-              staged ? "staged" : "unstaged", static_cast<double>(stats.h2d_bytes) / (stats.h2d_ms * 1e6), static_cast<double>(stats.h2d_bytes) / (wall_ms * 1e6),
-              1e3 * options.steps / wall_ms, stats.kernel_ms / wall_ms, stats.kernel_ms, wall_ms,
-              staged_copy_ms > 0 ? 100.0 * overlapped_ms / staged_copy_ms : 0.0);
+  std::printf(
+      "%-9s h2d %.2f GB/s (copy stream), pipeline %.2f GB/s (wall), %.1f steps/s, utilization %.3f "
+      "(kernel %.1f ms / wall %.1f ms), copies overlapped with the previous step %.1f%%\n",
+      staged ? "staged" : "unstaged", static_cast<double>(stats.h2d_bytes) / (stats.h2d_ms * 1e6),
+      static_cast<double>(stats.h2d_bytes) / (wall_ms * 1e6), 1e3 * options.steps / wall_ms, stats.kernel_ms / wall_ms,
+      stats.kernel_ms, wall_ms, staged_copy_ms > 0 ? 100.0 * overlapped_ms / staged_copy_ms : 0.0);
 }
 
 }  // namespace

@@ -71,7 +71,8 @@ PinnedBatch make_token_batch(std::int64_t count, ElementType type, int classes, 
     labels[i] = static_cast<std::int32_t>(mix64(seed + 7 * static_cast<std::uint64_t>(i)) % classes);
   }
   const std::int64_t tokens = offsets[count] - offsets[0];
-  batch.samples = HostBuffer(pinned(), static_cast<std::size_t>(std::max<std::int64_t>(tokens, 1)) * element_bytes(type));
+  batch.samples =
+      HostBuffer(pinned(), static_cast<std::size_t>(std::max<std::int64_t>(tokens, 1)) * element_bytes(type));
   strider::detail::with_element_type(type, [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_integral_v<T>) {

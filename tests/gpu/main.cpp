@@ -4,7 +4,6 @@
 // (tests/rank_ordered_catch.hpp): reports in rank order, one exit code for all ranks.
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
-
 #include <iostream>
 #include <memory>
 
@@ -17,7 +16,9 @@ namespace {
 std::unique_ptr<strider::Communicator> world_communicator;
 }  // namespace
 
-const strider::Communicator& strider::gpu_testing::world() { return *world_communicator; }
+const strider::Communicator& strider::gpu_testing::world() {
+  return *world_communicator;
+}
 
 int main(int argc, char** argv) {
   strider::MpiRuntime runtime(argc, argv);
@@ -28,8 +29,8 @@ int main(int argc, char** argv) {
   const int devices_everywhere = world.all_reduce(probe.device_count > 0 ? 1 : 0, strider::ReduceOp::min);
   if (devices_everywhere == 0) {
     if (world.is_root()) {
-      std::cout << "skipped: no CUDA device (" << (probe.reason.empty() ? "another rank has none" : probe.reason)
-                << ")" << std::endl;
+      std::cout << "skipped: no CUDA device (" << (probe.reason.empty() ? "another rank has none" : probe.reason) << ")"
+                << std::endl;
     }
     world_communicator.reset();
     return STRIDER_GPU_SKIP_CODE;

@@ -3,9 +3,8 @@
 // is refused (UsageError on every rank) and then allows it: gradients then go through MPI in host
 // memory, since NCCL refuses two ranks on one device. Every rank computes, then the ranks agree on
 // the outcome before asserting, so that a failure on one rank cannot leave the other blocked.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cstdlib>
 #include <string>
 
@@ -19,7 +18,9 @@ using namespace strider::gpu_testing;
 
 namespace {
 
-bool all_ranks(bool local) { return world().all_reduce(local ? 1 : 0, ReduceOp::min) == 1; }
+bool all_ranks(bool local) {
+  return world().all_reduce(local ? 1 : 0, ReduceOp::min) == 1;
+}
 
 }  // namespace
 
@@ -56,8 +57,9 @@ TEST_CASE("gradients all-reduced on the GPUs equal the CPU backend's MPI all-red
   for (int step = 0; step < 3; ++step) {
     // Ranks hold batches of different sizes; one rank's batch is empty at step 2.
     const std::int64_t rows = (step == 2 && comm.rank() == 1) ? 0 : 40 + 24 * comm.rank();
-    PinnedBatch batch = make_feature_batch(std::max<std::int64_t>(rows, 1), 24, ElementType::float32, 5,
-                                           1000 * static_cast<std::uint64_t>(step) + static_cast<std::uint64_t>(comm.rank()));
+    PinnedBatch batch =
+        make_feature_batch(std::max<std::int64_t>(rows, 1), 24, ElementType::float32, 5,
+                           1000 * static_cast<std::uint64_t>(step) + static_cast<std::uint64_t>(comm.rank()));
     batch.input.count = rows;
     const StepResult on_gpu = cuda->forward_backward(batch.input);
     cpu.forward_backward(batch.input);
@@ -66,7 +68,8 @@ TEST_CASE("gradients all-reduced on the GPUs equal the CPU backend's MPI all-red
     cpu.all_reduce_gradients(comm, global);
     const std::vector<float> gpu_gradients = cuda->gradients();
     const std::vector<float> cpu_gradients = cpu.gradients();
-    if (max_abs_difference(gpu_gradients, cpu_gradients) > 2e-4 * (1.0 + max_abs(cpu_gradients))) gradients_match = false;
+    if (max_abs_difference(gpu_gradients, cpu_gradients) > 2e-4 * (1.0 + max_abs(cpu_gradients)))
+      gradients_match = false;
     // Every rank must hold the same all-reduced gradients (the parameters then stay identical).
     std::vector<float> root_gradients = gpu_gradients;
     comm.broadcast(root_gradients);

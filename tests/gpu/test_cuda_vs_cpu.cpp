@@ -2,7 +2,6 @@
 // correct counts, gradients, parameters and momentum after SGD steps, predictions, for softmax, mlp
 // and bag with several element types; bad batches are refused before the gradients change.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <cstdlib>
 #include <string>
@@ -57,7 +56,8 @@ std::vector<Case> cases() {
     c.config.embed_dim = 24;
     c.config.num_classes = 4;
     c.config.seed = 5;
-    for (int b = 0; b < 4; ++b) c.batches.push_back(make_token_batch(50 + 3 * b, type, 4, vocab, 12, 1000 * b, 200 + b));
+    for (int b = 0; b < 4; ++b)
+      c.batches.push_back(make_token_batch(50 + 3 * b, type, 4, vocab, 12, 1000 * b, 200 + b));
     all.push_back(std::move(c));
   };
   bag_case(ElementType::uint8, 64);

@@ -31,10 +31,11 @@ int main(int argc, char** argv) {
       strider::make_backend("cuda", world, nullptr);
       expect(false, "cuda without a GPU must throw UsageError");
     } catch (const strider::UsageError& error) {
-      expect(error.reason().find(probe.reason) != std::string::npos, "the UsageError names the reason: " + error.reason());
+      expect(error.reason().find(probe.reason) != std::string::npos,
+             "the UsageError names the reason: " + error.reason());
     }
-    std::cout << (failures == 0 ? "passed" : "failed") << ": no GPU (" << probe.reason << "): auto -> cpu, cuda -> UsageError"
-              << std::endl;
+    std::cout << (failures == 0 ? "passed" : "failed") << ": no GPU (" << probe.reason
+              << "): auto -> cpu, cuda -> UsageError" << std::endl;
     return failures == 0 ? 0 : 1;
   });
 }

@@ -2,7 +2,6 @@
 // forward_backward(batch k), the copy of batch k+1 runs while step k computes; every step starts after
 // its own batch's copy has ended (the compute stream waits on the copy's event).
 #include <catch2/catch.hpp>
-
 #include <map>
 
 #include "gpu_test_support.hpp"
@@ -19,7 +18,8 @@ TEST_CASE("the copy of batch k+1 overlaps step k", "[overlap]") {
   constexpr int ring = 3;
   constexpr int steps = 12;
   std::vector<PinnedBatch> batches;
-  for (int b = 0; b < ring; ++b) batches.push_back(make_feature_batch(count, features, ElementType::float32, 10, 40 + b));
+  for (int b = 0; b < ring; ++b)
+    batches.push_back(make_feature_batch(count, features, ElementType::float32, 10, 40 + b));
 
   const auto cuda = make_cuda_backend(world(), true);
   ModelConfig config;
@@ -59,11 +59,13 @@ TEST_CASE("the copy of batch k+1 overlaps step k", "[overlap]") {
       const TimedInterval& next_copy = copies[step.batch + 1];
       const double copy_ms = next_copy.end_ms - next_copy.start_ms;
       const double shared_ms = overlap_ms(next_copy, step);
-      UNSCOPED_INFO("step " << k << ": next copy " << copy_ms << " ms, of which " << shared_ms << " ms during the step");
+      UNSCOPED_INFO("step " << k << ": next copy " << copy_ms << " ms, of which " << shared_ms
+                            << " ms during the step");
       if (copy_ms > 0 && shared_ms >= 0.5 * copy_ms) ++overlapped;
     }
   }
-  INFO("H2D " << static_cast<double>(stats.h2d_bytes) / (stats.h2d_ms * 1e6) << " GB/s, kernel " << stats.kernel_ms << " ms");
+  INFO("H2D " << static_cast<double>(stats.h2d_bytes) / (stats.h2d_ms * 1e6) << " GB/s, kernel " << stats.kernel_ms
+              << " ms");
   // The last step's next copy is never consumed; of the others, nearly all must overlap.
   CHECK(overlapped >= steps - 3);
 }

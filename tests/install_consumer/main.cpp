@@ -2,7 +2,6 @@
 #include <mpi.h>
 
 #include <iostream>
-
 #include <strider/comm/communicator.hpp>
 #include <strider/comm/seed.hpp>
 #include <strider/sampling/distributed_sampler.hpp>

@@ -2,7 +2,6 @@
 // (tests/rank_ordered_catch.hpp), and every rank exits with the same code.
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
-
 #include <memory>
 
 #include "mpi_test_support.hpp"
@@ -13,7 +12,9 @@ namespace {
 std::unique_ptr<strider::Communicator> world_communicator;
 }  // namespace
 
-const strider::Communicator& strider::testing::world() { return *world_communicator; }
+const strider::Communicator& strider::testing::world() {
+  return *world_communicator;
+}
 
 int main(int argc, char** argv) {
   strider::MpiRuntime runtime(argc, argv);

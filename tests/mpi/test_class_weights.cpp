@@ -2,7 +2,6 @@
 // the same weighted plan; failures reach every rank. Collective-safe: compute locally, gather, then
 // REQUIRE on every rank.
 #include <catch2/catch.hpp>
-
 #include <cstring>
 
 #include "mpi_test_support.hpp"
@@ -90,8 +89,9 @@ TEST_CASE("class weight update: a bad update on rank 0 fails on every rank", "[m
   REQUIRE(weights == original);
   threw = 0;
   try {
-    update_class_weights(comm, weights, {0, 0, 0},
-                         [](const std::vector<double>&, const std::vector<double>&) { return std::vector<double>{0, 0, 0}; });
+    update_class_weights(comm, weights, {0, 0, 0}, [](const std::vector<double>&, const std::vector<double>&) {
+      return std::vector<double>{0, 0, 0};
+    });
   } catch (const AgreedError& error) {
     threw = std::string(error.what()).find("all zero") != std::string::npos ? 1 : 0;
   }

@@ -1,12 +1,11 @@
 // Communicator, seed agreement, failure agreement and plan consensus at 1..4 ranks.
 #include <catch2/catch.hpp>
-
 #include <set>
 
 #include "mpi_test_support.hpp"
 #include "strider/comm/seed.hpp"
-#include "strider/core/hash.hpp"
 #include "strider/core/error.hpp"
+#include "strider/core/hash.hpp"
 #include "strider/sampling/distributed_sampler.hpp"
 
 using namespace strider;
@@ -43,7 +42,8 @@ TEST_CASE("collectives: broadcast, all-reduce, all-gather", "[mpi][comm]") {
   std::vector<std::int64_t> values = comm.is_root() ? std::vector<std::int64_t>{1, 2, 3} : std::vector<std::int64_t>{};
   comm.broadcast(values);
   REQUIRE(values == std::vector<std::int64_t>{1, 2, 3});
-  REQUIRE(comm.all_reduce(std::int64_t{comm.rank()}, ReduceOp::sum) == std::int64_t{comm.size()} * (comm.size() - 1) / 2);
+  REQUIRE(comm.all_reduce(std::int64_t{comm.rank()}, ReduceOp::sum) ==
+          std::int64_t{comm.size()} * (comm.size() - 1) / 2);
   REQUIRE(comm.all_reduce(comm.rank(), ReduceOp::max) == comm.size() - 1);
   REQUIRE(comm.all_reduce(2.5, ReduceOp::min) == 2.5);
   const auto ranks = comm.all_gather(comm.rank());

@@ -1,9 +1,9 @@
 // The whole pipeline on a real file at 1..4 ranks: sampler -> reader (every engine, several copy
 // threads) -> prefetcher (every depth) gives the same bytes as direct reads of the same plan.
-#include <catch2/catch.hpp>
-
-#include <cstdio>
 #include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdio>
 
 #include "batch_hashes.hpp"
 #include "mpi_test_support.hpp"

@@ -268,7 +268,8 @@ void check_every_engine(const std::string& path, bool raw, bool labels_raw, hid_
       CAPTURE(labels_in_memory);
       std::string chosen;
       bool per_batch = false;
-      REQUIRE(agreed_sum(mismatches(path, engine, mem_type, variable_length, &chosen, labels_in_memory, &per_batch)) == 0);
+      REQUIRE(agreed_sum(mismatches(path, engine, mem_type, variable_length, &chosen, labels_in_memory, &per_batch)) ==
+              0);
       REQUIRE(per_batch == (!labels_in_memory && labels_raw));
       if (engine == std::string("auto")) REQUIRE(chosen == (raw ? "mmap" : "hdf5"));
     }
@@ -328,8 +329,8 @@ TEST_CASE("labels read per batch are checked per batch: a label beyond int32 fai
     H5File file = create_file(p);
     write_dataset(file.get(), "/samples", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, {static_cast<hsize_t>(rows), 4},
                   samples.data(), layouts()[0]);
-    write_dataset(file.get(), "/labels", H5T_STD_U64LE, H5T_NATIVE_UINT64, {static_cast<hsize_t>(rows)},
-                  labels.data(), layouts()[0]);
+    write_dataset(file.get(), "/labels", H5T_STD_U64LE, H5T_NATIVE_UINT64, {static_cast<hsize_t>(rows)}, labels.data(),
+                  layouts()[0]);
   });
   // Held in memory, the file is refused at open, as before.
   REQUIRE_THROWS_AS(open_reader(world(), path, ReaderOptions{}), AgreedError);
@@ -338,7 +339,8 @@ TEST_CASE("labels read per batch are checked per batch: a label beyond int32 fai
     std::unique_ptr<BatchReader> reader = open_with_labels_per_batch(path, engine);
     std::vector<std::byte> samples(4 * sizeof(float) * 3);
     std::vector<std::int32_t> labels(3, -1);
-    const BatchDestination destination{samples.data(), static_cast<std::int64_t>(samples.size()), labels.data(), nullptr};
+    const BatchDestination destination{samples.data(), static_cast<std::int64_t>(samples.size()), labels.data(),
+                                       nullptr};
     const std::vector<std::int64_t> good = {49, 4, 6};
     reader->read(good.data(), 3, destination);
     REQUIRE(labels == std::vector<std::int32_t>{49 % 3, 4 % 3, 6 % 3});
@@ -354,7 +356,8 @@ TEST_CASE("labels read per batch are checked per batch: a label beyond int32 fai
 
 TEST_CASE("labels read per batch give the same ranges and the same dataset fingerprint as held ones", "[mpi][io]") {
   const FixedCase test{"fingerprint", ElementType::float32, H5T_IEEE_F32LE, {300, 2}};
-  const std::string path = make_file("fingerprint", [&](const std::string& p) { write_fixed_any(p, test, layouts()[0]); });
+  const std::string path =
+      make_file("fingerprint", [&](const std::string& p) { write_fixed_any(p, test, layouts()[0]); });
   const DatasetKeys keys;
   std::unique_ptr<BatchReader> held = open_reader(world(), path, ReaderOptions{});
   REQUIRE_FALSE(held->info().labels_per_batch);

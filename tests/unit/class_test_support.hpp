@@ -2,7 +2,6 @@
 // Helpers shared by the class-aware sampler tests (balanced, weighted, stratified).
 
 #include <catch2/catch.hpp>
-
 #include <memory>
 #include <vector>
 

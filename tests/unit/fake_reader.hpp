@@ -15,15 +15,17 @@ namespace strider::testing {
 
 struct FakeReaderOptions {
   std::int64_t samples = 1000;
-  std::int64_t sample_floats = 4;     // fixed-size samples: floats per sample
-  bool variable_length = false;       // sequences of int32 tokens instead
+  std::int64_t sample_floats = 4;  // fixed-size samples: floats per sample
+  bool variable_length = false;    // sequences of int32 tokens instead
   int classes = 5;
-  std::int64_t fail_at_read = -1;     // throw DataError on this read call (0-based)
-  std::chrono::microseconds delay{0}; // sleep per read
+  std::int64_t fail_at_read = -1;      // throw DataError on this read call (0-based)
+  std::chrono::microseconds delay{0};  // sleep per read
 };
 
 /// The value of element e of sample i (fixed-size) or token e of row i (sequences).
-inline float fake_value(std::int64_t sample, std::int64_t element) { return static_cast<float>(sample * 1000 + element); }
+inline float fake_value(std::int64_t sample, std::int64_t element) {
+  return static_cast<float>(sample * 1000 + element);
+}
 
 class FakeReader final : public BatchReader {
  public:
@@ -62,13 +64,15 @@ class FakeReader final : public BatchReader {
   void read(const std::int64_t* indices, std::int64_t count, const BatchDestination& out) override {
     const std::int64_t call = calls_++;
     if (options_.delay.count() > 0) std::this_thread::sleep_for(options_.delay);
-    if (call == options_.fail_at_read) STRIDER_THROW(DataError, "injected read failure at read " + std::to_string(call));
+    if (call == options_.fail_at_read)
+      STRIDER_THROW(DataError, "injected read failure at read " + std::to_string(call));
     if (samples_bytes(indices, count) > out.samples_capacity_bytes) STRIDER_THROW(UsageError, "batch does not fit");
     std::int64_t cursor = 0;
     for (std::int64_t i = 0; i < count; ++i) {
       const std::int64_t sample = indices[i];
       if (sample < 0 || sample >= info_.num_samples) STRIDER_THROW(UsageError, "index out of range");
-      const std::int64_t elements = info_.variable_length ? lengths_[static_cast<std::size_t>(sample)] : options_.sample_floats;
+      const std::int64_t elements =
+          info_.variable_length ? lengths_[static_cast<std::size_t>(sample)] : options_.sample_floats;
       if (out.offsets != nullptr) out.offsets[i] = cursor;
       for (std::int64_t e = 0; e < elements; ++e) {
         if (info_.variable_length) {

@@ -2,9 +2,8 @@
 // Invariants every sampling mode is tested against, written once (STYLE.md 11). A mode's test calls
 // check_sampler_invariants with a factory that builds rank r of R's sampler.
 
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <functional>
 #include <map>
 #include <memory>
@@ -106,7 +105,8 @@ inline std::map<std::int64_t, std::int64_t> index_counts(const SamplerFactory& m
 }
 
 /// Global batch k as a sorted multiset: the union of every rank's k-th batch.
-inline std::vector<std::vector<std::int64_t>> global_batches(const SamplerFactory& make, int world, std::int64_t epoch) {
+inline std::vector<std::vector<std::int64_t>> global_batches(const SamplerFactory& make, int world,
+                                                             std::int64_t epoch) {
   std::vector<std::vector<std::int64_t>> global;
   for (int rank = 0; rank < world; ++rank) {
     auto sampler = make(world, rank);

@@ -1,7 +1,6 @@
 // The balanced sampler: the shared invariants, per-rank class balance, targets, elastic resume.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <map>
 
 #include "class_test_support.hpp"
@@ -34,9 +33,9 @@ TEST_CASE("balanced sampler invariants", "[balanced][invariants]") {
     bool shuffle, drop_last;
   };
   const std::vector<Case> cases = {
-      {{1000, 20, 5}, 8, 3, "max", true, false},  {{1000, 20, 5}, 8, 4, "min", true, false},
-      {{7, 3, 0, 5}, 2, 3, "max", true, false},   {{7, 3, 0, 5}, 4, 2, "25", true, true},
-      {{50, 50}, 0, 3, "max", true, false},       {{40, 9, 1}, 5, 3, "max", false, false},
+      {{1000, 20, 5}, 8, 3, "max", true, false},     {{1000, 20, 5}, 8, 4, "min", true, false},
+      {{7, 3, 0, 5}, 2, 3, "max", true, false},      {{7, 3, 0, 5}, 4, 2, "25", true, true},
+      {{50, 50}, 0, 3, "max", true, false},          {{40, 9, 1}, 5, 3, "max", false, false},
       {{100, 1, 30, 7, 2}, 3, 7, "max", true, false}};
   for (const Case& c : cases) {
     CAPTURE(c.counts, c.batch, c.world, c.balance, c.shuffle, c.drop_last);
@@ -169,8 +168,10 @@ TEST_CASE("class index: counting sort groups samples by class in index order", "
   ClassIndex index(labels);
   REQUIRE(index.num_classes() == 3);
   REQUIRE(index.size() == 6);
-  REQUIRE(std::vector<std::int64_t>(index.members(0), index.members(0) + index.count(0)) == std::vector<std::int64_t>{1, 4});
-  REQUIRE(std::vector<std::int64_t>(index.members(2), index.members(2) + index.count(2)) == std::vector<std::int64_t>{0, 2, 5});
+  REQUIRE(std::vector<std::int64_t>(index.members(0), index.members(0) + index.count(0)) ==
+          std::vector<std::int64_t>{1, 4});
+  REQUIRE(std::vector<std::int64_t>(index.members(2), index.members(2) + index.count(2)) ==
+          std::vector<std::int64_t>{0, 2, 5});
   REQUIRE(ClassIndex(labels, 5).num_classes() == 5);
   REQUIRE(ClassIndex(labels, 5).count(4) == 0);
   REQUIRE(ClassIndex(labels, 5).labels_hash() != index.labels_hash());

@@ -1,6 +1,5 @@
 // Core pieces: error messages, JSON writer, the move-only handle, log levels, hashing.
 #include <catch2/catch.hpp>
-
 #include <sstream>
 
 #include "strider/core/error.hpp"
@@ -14,7 +13,8 @@ using namespace strider;
 TEST_CASE("errors carry the call, the location and a hint", "[core][error]") {
   const Error error(ErrorContext{"H5Dread(dataset, type, ...)", "src/io/h5_reader.cpp", 88, 3, -1,
                                  "reading /samples rows 1024..2047"});
-  REQUIRE(std::string(error.what()) == "[rank 3] H5Dread failed reading /samples rows 1024..2047 (src/io/h5_reader.cpp:88)");
+  REQUIRE(std::string(error.what()) ==
+          "[rank 3] H5Dread failed reading /samples rows 1024..2047 (src/io/h5_reader.cpp:88)");
   REQUIRE(error.reason() == "H5Dread failed reading /samples rows 1024..2047");
   REQUIRE(error.context().code == -1);
 

@@ -1,6 +1,5 @@
 // The distributed sampler: PyTorch's goldens, invariants, padding, elastic resume, 64-bit sizes.
 #include <catch2/catch.hpp>
-
 #include <fstream>
 #include <limits>
 #include <sstream>
@@ -56,8 +55,8 @@ TEST_CASE("torch randperm and DistributedSampler goldens from PyTorch 1.13.1", "
       std::int64_t n = 0;
       std::string seed_text;
       fields >> word >> n >> seed_text;
-      const std::uint64_t seed = seed_text[0] == '-' ? static_cast<std::uint64_t>(std::stoll(seed_text))
-                                                     : std::stoull(seed_text);
+      const std::uint64_t seed =
+          seed_text[0] == '-' ? static_cast<std::uint64_t>(std::stoll(seed_text)) : std::stoull(seed_text);
       REQUIRE(torch_randperm(n, seed) == expected_list);
       ++randperm_lines;
       continue;
@@ -101,15 +100,15 @@ TEST_CASE("distributed sampler invariants", "[distributed][invariants]") {
     int world;
     bool shuffle, drop_last, drop_last_batch;
   };
-  const std::vector<Case> cases = {{100, 4, 3, true, false, false}, {100, 4, 3, true, true, false},
-                                   {101, 5, 4, true, false, true},  {7, 2, 3, false, false, false},
+  const std::vector<Case> cases = {{100, 4, 3, true, false, false},   {100, 4, 3, true, true, false},
+                                   {101, 5, 4, true, false, true},    {7, 2, 3, false, false, false},
                                    {1000, 16, 2, true, false, false}, {5, 1, 7, true, false, false},
                                    {64, 0, 4, true, false, false}};
   for (const Case& c : cases) {
     CAPTURE(c.n, c.batch, c.world, c.shuffle, c.drop_last, c.drop_last_batch);
     const auto make = [&](int world, int rank) -> std::unique_ptr<Sampler> {
-      return std::make_unique<DistributedSampler>(config_of(c.n, c.batch, c.shuffle, c.drop_last, -42, c.drop_last_batch),
-                                                  world, rank);
+      return std::make_unique<DistributedSampler>(
+          config_of(c.n, c.batch, c.shuffle, c.drop_last, -42, c.drop_last_batch), world, rank);
     };
     strider::testing::InvariantOptions options;
     options.world_size = c.world;

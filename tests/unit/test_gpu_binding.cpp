@@ -2,7 +2,6 @@
 // shared-device detection from UUIDs, the environment flags, interval overlap, and make_backend's
 // choice when no GPU works (this machine has none).
 #include <catch2/catch.hpp>
-
 #include <cstdlib>
 #include <string>
 

@@ -1,7 +1,6 @@
 // The prefetcher against direct reads of the same plan: order, content, determinism across depths,
 // error propagation, stop and restart, destruction while filling. Also run under ThreadSanitizer.
 #include <catch2/catch.hpp>
-
 #include <cstring>
 
 #include "batch_hashes.hpp"
@@ -125,9 +124,13 @@ TEST_CASE("destruction while the I/O thread is filling does not hang", "[prefetc
     options.samples = 10000;
     options.delay = std::chrono::microseconds(200);
     DistributedSampler sampler = make_sampler(options.samples, 4);
-    auto prefetcher = std::make_unique<Prefetcher>(std::make_unique<FakeReader>(options), PrefetcherOptions{depth, nullptr});
+    auto prefetcher =
+        std::make_unique<Prefetcher>(std::make_unique<FakeReader>(options), PrefetcherOptions{depth, nullptr});
     prefetcher->start_epoch(sampler);
-    { auto first = prefetcher->next(); REQUIRE(first.has_value()); }
+    {
+      auto first = prefetcher->next();
+      REQUIRE(first.has_value());
+    }
     prefetcher.reset();  // mid-epoch, ring full or filling
     REQUIRE(prefetcher == nullptr);
   }
@@ -164,11 +167,11 @@ TEST_CASE("the auto ring depth holds 16 MiB of batches, within 4..64; an explici
   DatasetInfo fixed;
   fixed.num_samples = 1000000;
   fixed.sample_bytes = 256;
-  REQUIRE(prefetch_depth(0, fixed, 256, 0) == 64);        // 64 KiB batches: 256 wanted, capped
-  REQUIRE(prefetch_depth(0, fixed, 4096, 0) == 16);       // 1 MiB batches
-  REQUIRE(prefetch_depth(0, fixed, 5000, 0) == 14);       // 1.22 MiB: rounded up
-  REQUIRE(prefetch_depth(0, fixed, 65536, 0) == 4);       // 16 MiB batches: the floor
-  REQUIRE(prefetch_depth(0, fixed, 0, 0) == 4);           // the epoch is one batch
+  REQUIRE(prefetch_depth(0, fixed, 256, 0) == 64);   // 64 KiB batches: 256 wanted, capped
+  REQUIRE(prefetch_depth(0, fixed, 4096, 0) == 16);  // 1 MiB batches
+  REQUIRE(prefetch_depth(0, fixed, 5000, 0) == 14);  // 1.22 MiB: rounded up
+  REQUIRE(prefetch_depth(0, fixed, 65536, 0) == 4);  // 16 MiB batches: the floor
+  REQUIRE(prefetch_depth(0, fixed, 0, 0) == 4);      // the epoch is one batch
   DatasetInfo sequences;
   sequences.variable_length = true;
   sequences.element_type = ElementType::int32;

@@ -1,7 +1,6 @@
 // The stratified sampler: the shared invariants, every global and per-rank batch within one sample
 // of the target, cycling, elastic resume, bad options.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <limits>
 
@@ -27,8 +26,8 @@ StratifiedSamplerConfig stratified_config(std::shared_ptr<const ClassIndex> clas
 }
 
 // Every rank's batch and every global batch within one sample of the target, at every step.
-void check_batches_follow_target(const std::shared_ptr<const ClassIndex>& classes, const StratifiedSamplerConfig& config,
-                                 int world) {
+void check_batches_follow_target(const std::shared_ptr<const ClassIndex>& classes,
+                                 const StratifiedSamplerConfig& config, int world) {
   std::vector<std::unique_ptr<StratifiedSampler>> ranks;
   for (int rank = 0; rank < world; ++rank) {
     ranks.push_back(std::make_unique<StratifiedSampler>(config, world, rank));
@@ -45,7 +44,8 @@ void check_batches_follow_target(const std::shared_ptr<const ClassIndex>& classe
         const double target = first.target_proportion(label) * static_cast<double>(batch.size());
         CAPTURE(world, step, rank, label, counts[label], target);
         REQUIRE(std::abs(static_cast<double>(counts[label]) - target) < 1.0 + 1e-9);
-        if (target > 0 && static_cast<std::int64_t>(batch.size()) >= static_cast<std::int64_t>(first.classes_in_use().size()) &&
+        if (target > 0 &&
+            static_cast<std::int64_t>(batch.size()) >= static_cast<std::int64_t>(first.classes_in_use().size()) &&
             target >= 1)
           REQUIRE(counts[label] >= 1);
         global[label] += counts[label];
@@ -71,8 +71,8 @@ TEST_CASE("stratified sampler invariants", "[stratified][invariants]") {
     bool shuffle, drop_last;
   };
   const std::vector<Case> cases = {
-      {{1000, 20, 5}, "freq", 0, 8, 3, true, false},     {{1000, 20, 5}, "uniform", 0, 6, 4, true, false},
-      {{7, 3, 0, 5}, "1,2,0,1", 40, 3, 3, true, true},  {{40, 9, 1}, "uniform", 101, 3, 2, false, false},
+      {{1000, 20, 5}, "freq", 0, 8, 3, true, false},      {{1000, 20, 5}, "uniform", 0, 6, 4, true, false},
+      {{7, 3, 0, 5}, "1,2,0,1", 40, 3, 3, true, true},    {{40, 9, 1}, "uniform", 101, 3, 2, false, false},
       {{100, 1, 30, 7, 2}, "freq", 0, 5, 7, true, false}, {{50, 50}, "freq", 0, 0, 3, true, false}};
   for (const Case& c : cases) {
     CAPTURE(c.counts, c.target, c.draws, c.batch, c.world, c.shuffle, c.drop_last);
@@ -135,9 +135,9 @@ TEST_CASE("stratified: bad options are usage errors", "[stratified][errors]") {
   StratifiedSamplerConfig config;
   REQUIRE_THROWS_AS(parse_stratify_target("often", config), UsageError);
   REQUIRE_THROWS_AS(parse_stratify_target("1,,2", config), UsageError);
-  REQUIRE_THROWS_AS(StratifiedSampler(config, 1, 0), UsageError);                                  // no labels
-  REQUIRE_THROWS_AS(StratifiedSampler(stratified_config(classes, 2), 1, 0), UsageError);            // B < K
-  REQUIRE_THROWS_AS(StratifiedSampler(stratified_config(classes, 3, "1,2"), 1, 0), UsageError);     // wrong count
+  REQUIRE_THROWS_AS(StratifiedSampler(config, 1, 0), UsageError);                                // no labels
+  REQUIRE_THROWS_AS(StratifiedSampler(stratified_config(classes, 2), 1, 0), UsageError);         // B < K
+  REQUIRE_THROWS_AS(StratifiedSampler(stratified_config(classes, 3, "1,2"), 1, 0), UsageError);  // wrong count
   REQUIRE_THROWS_AS(StratifiedSampler(stratified_config(classes, 3, "1,-2,1"), 1, 0), UsageError);
   REQUIRE_THROWS_AS(StratifiedSampler(stratified_config(classes, 3, "0,0,0"), 1, 0), UsageError);
   REQUIRE_THROWS_AS(StratifiedSampler(stratified_config(classes, 3, "1,nan,1"), 1, 0), UsageError);

@@ -221,7 +221,8 @@ TEST_CASE("the dataset fingerprint follows the data, not the path", "[train][che
   REQUIRE(fingerprint_hex(base).size() == 16);
 }
 
-TEST_CASE("the fingerprint streams labels in chunks: every chunk counts, and the largest label is found", "[train][checkpoint]") {
+TEST_CASE("the fingerprint streams labels in chunks: every chunk counts, and the largest label is found",
+          "[train][checkpoint]") {
   DatasetInfo info;
   info.num_samples = 2'500'000;  // three chunks of up to 2^20 labels
   info.sample_shape = {4};

@@ -1,7 +1,6 @@
 // The weighted sampler: the shared invariants, chi-square agreement with the weights, zero weights,
 // invalid weights, weight updates, elastic resume; the class weight rule.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <limits>
 #include <map>
@@ -17,7 +16,8 @@ using strider::testing::blocks;
 namespace {
 
 WeightedSamplerConfig weighted_config(std::shared_ptr<const ClassIndex> classes, std::int64_t batch,
-                                      std::vector<double> weights = {}, std::int64_t draws = 0, std::int64_t seed = 11) {
+                                      std::vector<double> weights = {}, std::int64_t draws = 0,
+                                      std::int64_t seed = 11) {
   WeightedSamplerConfig config;
   config.classes = std::move(classes);
   config.class_weights = std::move(weights);
@@ -34,7 +34,9 @@ double chi_square(const std::vector<std::int64_t>& observed, const std::vector<d
   double statistic = 0;
   for (std::size_t i = 0; i < observed.size(); ++i) {
     const double expected = probabilities[i] * static_cast<double>(total);
-    if (expected > 0) statistic += (static_cast<double>(observed[i]) - expected) * (static_cast<double>(observed[i]) - expected) / expected;
+    if (expected > 0)
+      statistic +=
+          (static_cast<double>(observed[i]) - expected) * (static_cast<double>(observed[i]) - expected) / expected;
   }
   return statistic;
 }
@@ -72,7 +74,8 @@ TEST_CASE("weighted: class frequencies agree with the weights (chi-square, fixed
   const auto classes = blocks({1000, 200, 50, 10});
   const std::vector<double> weights = {1, 3, 10, 20};  // masses 1000 600 500 200
   const strider::testing::SamplerFactory make = [&](int world, int rank) -> std::unique_ptr<Sampler> {
-    return std::make_unique<WeightedSampler>(weighted_config(classes, weights.empty() ? 0 : 64, weights, 100000), world, rank);
+    return std::make_unique<WeightedSampler>(weighted_config(classes, weights.empty() ? 0 : 64, weights, 100000), world,
+                                             rank);
   };
   const auto counts = strider::testing::rank_class_counts(make, *classes, 4, 2);
   std::vector<std::int64_t> total(4, 0);
@@ -145,7 +148,8 @@ TEST_CASE("weighted: zero-weight classes never appear; per-sample weights", "[we
 TEST_CASE("weighted: invalid weights are usage errors", "[weighted][errors]") {
   const auto classes = blocks({10, 10});
   const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
-  for (const std::vector<double>& bad : std::vector<std::vector<double>>{{-1, 1}, {nan, 1}, {inf, 1}, {0, 0}, {1}, {1, 1, 1}}) {
+  for (const std::vector<double>& bad :
+       std::vector<std::vector<double>>{{-1, 1}, {nan, 1}, {inf, 1}, {0, 0}, {1}, {1, 1, 1}}) {
     CAPTURE(bad);
     REQUIRE_THROWS_AS(WeightedSampler(weighted_config(classes, 2, bad), 2, 0), UsageError);
   }
@@ -168,7 +172,8 @@ TEST_CASE("weighted: new weights change the plan and the config hash", "[weighte
   WeightedSampler again(weighted_config(classes, 10, {1, 4}, 100), 2, 1);
   REQUIRE(plan_hash(again) == plan_hash(sampler));
   REQUIRE(again.config_hash() == sampler.config_hash());
-  REQUIRE(again.config_hash() != WeightedSampler(weighted_config(blocks({49, 51}), 10, {1, 4}, 100), 2, 1).config_hash());
+  REQUIRE(again.config_hash() !=
+          WeightedSampler(weighted_config(blocks({49, 51}), 10, {1, 4}, 100), 2, 1).config_hash());
 }
 
 TEST_CASE("weighted: elastic resume keeps every global batch", "[weighted][elastic]") {

@@ -11,10 +11,10 @@ namespace strider::detail {
 [[noreturn]] void throw_mpi_error(int code, const char* call, const char* file, int line, const std::string& hint);
 }  // namespace strider::detail
 
-#define STRIDER_MPI_CHECK(call, hint)                                                                  \
-  do {                                                                                                 \
-    const int strider_mpi_code_ = (call);                                                              \
-    if (strider_mpi_code_ != 0 /* MPI_SUCCESS */)                                                      \
-      ::strider::detail::throw_mpi_error(strider_mpi_code_, #call,                                     \
-                                         ::strider::detail::relative_source_path(__FILE__), __LINE__, hint); \
+#define STRIDER_MPI_CHECK(call, hint)                                                                                 \
+  do {                                                                                                                \
+    const int strider_mpi_code_ = (call);                                                                             \
+    if (strider_mpi_code_ != 0 /* MPI_SUCCESS */)                                                                     \
+      ::strider::detail::throw_mpi_error(strider_mpi_code_, #call, ::strider::detail::relative_source_path(__FILE__), \
+                                         __LINE__, hint);                                                             \
   } while (0)

@@ -14,12 +14,12 @@ namespace strider {
 /// Where an error was raised: the call text (or a short description), the source location and the
 /// MPI rank (-1 when MPI is not running).
 struct ErrorContext {
-  std::string call;      ///< the failing call as written (e.g. "H5Dread(...)"), or empty
-  std::string file;      ///< source file, relative to the repository root where possible
-  int line = 0;          ///< source line
-  int rank = -1;         ///< world rank of the process that raised it, -1 without MPI
-  std::int64_t code = 0; ///< the native error code (MPI error class, herr_t, cudaError_t, ...)
-  std::string hint;      ///< what the caller was doing, in words ("reading /samples rows 0..255")
+  std::string call;       ///< the failing call as written (e.g. "H5Dread(...)"), or empty
+  std::string file;       ///< source file, relative to the repository root where possible
+  int line = 0;           ///< source line
+  int rank = -1;          ///< world rank of the process that raised it, -1 without MPI
+  std::int64_t code = 0;  ///< the native error code (MPI error class, herr_t, cudaError_t, ...)
+  std::string hint;       ///< what the caller was doing, in words ("reading /samples rows 0..255")
 };
 
 /// Base of every strider error. what() is the full one-line message with rank and location;
@@ -118,7 +118,7 @@ const char* relative_source_path(const char* file) noexcept;
   throw ExceptionType((reason), ::strider::detail::relative_source_path(__FILE__), __LINE__)
 
 /// Throws UsageError with reason unless condition holds.
-#define STRIDER_REQUIRE(condition, reason)                 \
-  do {                                                     \
+#define STRIDER_REQUIRE(condition, reason)                          \
+  do {                                                              \
     if (!(condition)) STRIDER_THROW(::strider::UsageError, reason); \
   } while (0)

@@ -29,16 +29,16 @@ double overlap_ms(const TimedInterval& a, const TimedInterval& b) noexcept;
 
 /// What the CUDA backend measured since initialize() (or the last reset).
 struct CudaBackendStats {
-  int device = -1;                  ///< the bound device ordinal
-  std::string device_name;          ///< cudaDeviceProp::name
-  std::string device_uuid;          ///< "GPU-..."
-  std::string all_reduce;           ///< "nccl", "mpi-host" (shared device) or "" before the first
-  std::int64_t steps = 0;           ///< forward_backward calls
-  std::int64_t staged_hits = 0;     ///< forward_backward/predict calls that found their batch staged
-  std::int64_t h2d_bytes = 0;       ///< bytes copied host to device for batches
-  double h2d_ms = 0.0;              ///< copy-stream time of those copies (events)
-  double kernel_ms = 0.0;           ///< compute-stream time of steps and SGD updates (events)
-  double all_reduce_ms = 0.0;       ///< compute-stream time of gradient all-reduces (events)
+  int device = -1;                               ///< the bound device ordinal
+  std::string device_name;                       ///< cudaDeviceProp::name
+  std::string device_uuid;                       ///< "GPU-..."
+  std::string all_reduce;                        ///< "nccl", "mpi-host" (shared device) or "" before the first
+  std::int64_t steps = 0;                        ///< forward_backward calls
+  std::int64_t staged_hits = 0;                  ///< forward_backward/predict calls that found their batch staged
+  std::int64_t h2d_bytes = 0;                    ///< bytes copied host to device for batches
+  double h2d_ms = 0.0;                           ///< copy-stream time of those copies (events)
+  double kernel_ms = 0.0;                        ///< compute-stream time of steps and SGD updates (events)
+  double all_reduce_ms = 0.0;                    ///< compute-stream time of gradient all-reduces (events)
   std::vector<TimedInterval> copy_intervals;     ///< the last batches' copies (at most 256)
   std::vector<TimedInterval> compute_intervals;  ///< the last steps' compute (at most 256)
 };

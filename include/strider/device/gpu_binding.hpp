@@ -24,9 +24,9 @@ int choose_device(int local_rank, int device_count);
 /// What a rank reports about its device so the ranks of a node can compare (trivially copyable, for
 /// Communicator::all_gather).
 struct DeviceIdentity {
-  char host[64] = {};            ///< host name (truncated, zero-terminated)
-  unsigned char uuid[16] = {};   ///< the device's UUID (cudaDeviceProp::uuid)
-  std::int32_t device = -1;      ///< the ordinal this rank bound (relative to its visible devices)
+  char host[64] = {};           ///< host name (truncated, zero-terminated)
+  unsigned char uuid[16] = {};  ///< the device's UUID (cudaDeviceProp::uuid)
+  std::int32_t device = -1;     ///< the ordinal this rank bound (relative to its visible devices)
 };
 
 /// A DeviceIdentity from its parts (host truncated to 63 characters). Not collective.

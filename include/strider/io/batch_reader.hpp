@@ -28,10 +28,10 @@ const char* element_name(ElementType type) noexcept;
 
 /// Dataset names inside the file (the apps' --data-key, --label-key, --tokens-key, --offsets-key).
 struct DatasetKeys {
-  std::string data = "/samples";    ///< fixed-size samples [N, ...]
-  std::string labels = "/labels";   ///< integer labels [N] (optional unless a class-aware mode is used)
-  std::string tokens = "/tokens";   ///< variable-length sequences: all tokens [T]
-  std::string offsets = "/offsets"; ///< int64 [N+1]: row i is tokens[offsets[i]:offsets[i+1]]
+  std::string data = "/samples";     ///< fixed-size samples [N, ...]
+  std::string labels = "/labels";    ///< integer labels [N] (optional unless a class-aware mode is used)
+  std::string tokens = "/tokens";    ///< variable-length sequences: all tokens [T]
+  std::string offsets = "/offsets";  ///< int64 [N+1]: row i is tokens[offsets[i]:offsets[i+1]]
 };
 
 /// What open_reader found in the file.
@@ -41,21 +41,21 @@ struct DatasetInfo {
   std::int64_t num_samples = 0;            ///< N
   std::vector<std::int64_t> sample_shape;  ///< shape of one fixed-size sample ({64}, {3, 32, 32}); empty for sequences
   ElementType element_type = ElementType::float32;  ///< type of the samples (or tokens)
-  std::int64_t sample_bytes = 0;           ///< bytes of one fixed-size sample (0 for sequences)
-  std::int64_t num_tokens = 0;             ///< T, for sequences
+  std::int64_t sample_bytes = 0;                    ///< bytes of one fixed-size sample (0 for sequences)
+  std::int64_t num_tokens = 0;                      ///< T, for sequences
   bool has_labels = false;
-  bool labels_per_batch = false;           ///< labels are read with each batch, not held (labels() is empty)
-  std::string layout;                      ///< "contiguous", "chunked" or "compact" (of samples / tokens)
-  std::vector<std::int64_t> chunk_shape;   ///< when chunked
-  bool compressed = false;                 ///< any filter on the data
+  bool labels_per_batch = false;          ///< labels are read with each batch, not held (labels() is empty)
+  std::string layout;                     ///< "contiguous", "chunked" or "compact" (of samples / tokens)
+  std::vector<std::int64_t> chunk_shape;  ///< when chunked
+  bool compressed = false;                ///< any filter on the data
 };
 
 /// Where read() puts a batch of `count` samples. All memory is the caller's.
 struct BatchDestination {
-  std::byte* samples = nullptr;            ///< the samples (or tokens) back to back, in batch order
-  std::int64_t samples_capacity_bytes = 0; ///< size of `samples`; read() throws if the batch does not fit
-  std::int32_t* labels = nullptr;          ///< count labels (nullptr: not wanted; ignored without labels)
-  std::int64_t* offsets = nullptr;         ///< sequences: count+1 token offsets into `samples` (nullptr: not wanted)
+  std::byte* samples = nullptr;             ///< the samples (or tokens) back to back, in batch order
+  std::int64_t samples_capacity_bytes = 0;  ///< size of `samples`; read() throws if the batch does not fit
+  std::int32_t* labels = nullptr;           ///< count labels (nullptr: not wanted; ignored without labels)
+  std::int64_t* offsets = nullptr;          ///< sequences: count+1 token offsets into `samples` (nullptr: not wanted)
 };
 
 /// Counters of one reader (this rank).
@@ -63,21 +63,21 @@ struct ReadStats {
   std::int64_t bytes_read = 0;    ///< bytes read from the file (including whole chunks)
   std::int64_t useful_bytes = 0;  ///< bytes of the samples delivered
   std::int64_t batches = 0;
-  std::int64_t read_calls = 0;    ///< pread / H5Dread / memcpy-run calls
-  double read_seconds = 0.0;      ///< time inside read()
+  std::int64_t read_calls = 0;  ///< pread / H5Dread / memcpy-run calls
+  double read_seconds = 0.0;    ///< time inside read()
 };
 
 /// Options for open_reader.
 struct ReaderOptions {
   DatasetKeys keys;
-  std::string engine = "auto";    ///< auto | hdf5 | direct | mmap
-  bool require_labels = false;    ///< class-aware modes: a missing labels dataset is an error
+  std::string engine = "auto";  ///< auto | hdf5 | direct | mmap
+  bool require_labels = false;  ///< class-aware modes: a missing labels dataset is an error
   /// true: every label is read once at open and held (4 bytes per row; class-aware samplers and the
   /// trainer need them). false: each batch's labels are read with it, so memory does not grow with N
   /// (the streaming and block modes); needs a contiguous, unfiltered labels dataset in native byte
   /// order, else the labels are held anyway (logged).
   bool labels_in_memory = true;
-  int copy_threads = 1;           ///< direct/mmap only: threads that copy one batch (1: the caller's thread)
+  int copy_threads = 1;  ///< direct/mmap only: threads that copy one batch (1: the caller's thread)
 };
 
 /// Reads batches of one dataset. Not thread-safe: after open, one thread calls read().
@@ -107,6 +107,7 @@ class BatchReader {
 /// Collective over comm: every rank must call. Opens `path` with the MPI-IO driver, validates it
 /// (shapes, types, labels and offsets), reads labels and offsets once, and builds the engine.
 /// Failures are agreed: every rank throws the same AgreedError ("cannot open data.h5: ...").
-std::unique_ptr<BatchReader> open_reader(const Communicator& comm, const std::string& path, const ReaderOptions& options);
+std::unique_ptr<BatchReader> open_reader(const Communicator& comm, const std::string& path,
+                                         const ReaderOptions& options);
 
 }  // namespace strider

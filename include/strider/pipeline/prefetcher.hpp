@@ -31,14 +31,14 @@ inline constexpr int kMaxPrefetchDepth = 64;
 
 /// Options of the prefetcher.
 struct PrefetcherOptions {
-  int depth = 4;                               ///< K, batch buffers in the ring (1..kMaxPrefetchDepth); see prefetch_depth
-  std::shared_ptr<HostAllocator> allocator;    ///< null: page-aligned host memory
+  int depth = 4;  ///< K, batch buffers in the ring (1..kMaxPrefetchDepth); see prefetch_depth
+  std::shared_ptr<HostAllocator> allocator;  ///< null: page-aligned host memory
 };
 
 /// The ring depth for a `--prefetch` value: `requested` when it is positive; for 0 (auto) enough
-/// batches to hold 16 MiB, at least 4 and at most kMaxPrefetchDepth. A batch of small rows is read in tens of microseconds, so a ring of 4 holds well
-/// under a millisecond of work, less than the scheduler's time slice: when threads outnumber cores
-/// (ranks x (consumer + I/O thread)), a runnable I/O thread can wait that long and the consumer
+/// batches to hold 16 MiB, at least 4 and at most kMaxPrefetchDepth. A batch of small rows is read in tens of
+/// microseconds, so a ring of 4 holds well under a millisecond of work, less than the scheduler's time slice: when
+/// threads outnumber cores (ranks x (consumer + I/O thread)), a runnable I/O thread can wait that long and the consumer
 /// stalls. Measured (w1, 2 ranks on 2 cores, busy step of 2.5x the read): stall 3.7-5.3% at depth 4,
 /// 2.9-3.1% at 64. `batch_size` rows per batch (0: the whole dataset); sequences use `max_tokens`
 /// tokens per batch when set, else batch_size rows of average length.
@@ -46,14 +46,14 @@ int prefetch_depth(int requested, const DatasetInfo& info, std::int64_t batch_si
 
 /// Counters of one rank's prefetcher, cumulative since construction (or reset_stats()).
 struct PrefetchStats {
-  double stall_seconds = 0.0;          ///< time the consumer waited inside next() for a batch
-  double wall_seconds = 0.0;           ///< time since the first start_epoch (or reset_stats)
-  double io_seconds = 0.0;             ///< time the I/O thread spent reading
+  double stall_seconds = 0.0;                 ///< time the consumer waited inside next() for a batch
+  double wall_seconds = 0.0;                  ///< time since the first start_epoch (or reset_stats)
+  double io_seconds = 0.0;                    ///< time the I/O thread spent reading
   double time_to_first_batch_seconds = -1.0;  ///< from the first start_epoch to the first batch delivered
-  std::int64_t bytes_read = 0;         ///< bytes the reader read from the file
-  std::int64_t useful_bytes = 0;       ///< bytes of samples delivered
-  std::int64_t batches = 0;            ///< batches delivered to the consumer
-  std::int64_t samples = 0;            ///< samples delivered to the consumer
+  std::int64_t bytes_read = 0;                ///< bytes the reader read from the file
+  std::int64_t useful_bytes = 0;              ///< bytes of samples delivered
+  std::int64_t batches = 0;                   ///< batches delivered to the consumer
+  std::int64_t samples = 0;                   ///< samples delivered to the consumer
   /// stall_seconds / wall_seconds: the one definition of stall fraction used everywhere.
   double stall_fraction() const noexcept { return wall_seconds > 0 ? stall_seconds / wall_seconds : 0.0; }
 };

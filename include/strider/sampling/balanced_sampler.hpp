@@ -24,10 +24,10 @@ enum class BalanceTarget {
 struct BalancedSamplerConfig {
   std::shared_ptr<const ClassIndex> classes;  ///< the labels' class index (required)
   BalanceTarget target = BalanceTarget::max;
-  std::int64_t per_class = 0;                 ///< T for BalanceTarget::count (> 0)
-  std::int64_t batch_size = 0;                ///< B per rank; 0: the whole epoch is one batch
-  bool shuffle = true;                        ///< shuffle each class's samples with seed+epoch
-  bool drop_last = false;                     ///< drop a last partial global batch instead of filling it
+  std::int64_t per_class = 0;   ///< T for BalanceTarget::count (> 0)
+  std::int64_t batch_size = 0;  ///< B per rank; 0: the whole epoch is one batch
+  bool shuffle = true;          ///< shuffle each class's samples with seed+epoch
+  bool drop_last = false;       ///< drop a last partial global batch instead of filling it
   std::int64_t seed = 0;
 };
 

@@ -23,7 +23,9 @@ class ClassIndex {
   /// K, the number of classes (some may have no sample).
   int num_classes() const noexcept { return static_cast<int>(offsets_.size()) - 1; }
   /// Samples of class `label` (0 <= label < K).
-  std::int64_t count(int label) const { return offsets_[static_cast<std::size_t>(label) + 1] - offsets_[static_cast<std::size_t>(label)]; }
+  std::int64_t count(int label) const {
+    return offsets_[static_cast<std::size_t>(label) + 1] - offsets_[static_cast<std::size_t>(label)];
+  }
   /// Class `label`'s sample indices in increasing order: [members(label), members(label) + count(label)).
   const std::int64_t* members(int label) const { return sorted_.data() + offsets_[static_cast<std::size_t>(label)]; }
   /// The label of sample `index` (0 <= index < N).

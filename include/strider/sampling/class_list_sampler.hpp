@@ -33,8 +33,8 @@ class ClassListSampler : public Sampler {
  protected:
   /// Throws UsageError for no class index or batch_size < 0 (and, via Sampler, a bad world size or
   /// rank). `stream` separates the modes' shuffles.
-  ClassListSampler(std::shared_ptr<const ClassIndex> classes, std::int64_t batch_size, bool shuffle, std::uint64_t stream,
-                   int world_size, int rank, std::int64_t seed, const char* mode_name);
+  ClassListSampler(std::shared_ptr<const ClassIndex> classes, std::int64_t batch_size, bool shuffle,
+                   std::uint64_t stream, int world_size, int rank, std::int64_t seed, const char* mode_name);
   /// Sets the classes in use and the epoch's size: `total` samples over all ranks. With batch_size
   /// 0 one step holds the epoch (B = ceil(total/R)). Call once from the derived constructor.
   void set_layout(std::vector<int> classes_in_use, std::int64_t total, bool drop_last);

@@ -17,8 +17,8 @@ struct SamplerOptions {
   std::int64_t dataset_size = 0;     ///< N
   std::int64_t batch_size = 0;       ///< per-rank batch size B (0: the epoch is one batch)
   bool shuffle = true;
-  bool drop_last = false;            ///< torch's drop_last
-  bool drop_last_batch = false;      ///< drop a last partial batch
+  bool drop_last = false;        ///< torch's drop_last
+  bool drop_last_batch = false;  ///< drop a last partial batch
   std::int64_t seed = 0;
 
   /// Per-sample class labels 0..K-1 (class-aware modes), shared so that samplers of several ranks
@@ -28,7 +28,7 @@ struct SamplerOptions {
   std::shared_ptr<const std::vector<std::int64_t>> lengths;
 
   // ---- class-aware modes (balanced, weighted, stratified) ----
-  std::vector<double> class_weights;     ///< weighted: per-class weights, K entries (empty: 1/count)
+  std::vector<double> class_weights;  ///< weighted: per-class weights, K entries (empty: 1/count)
   /// weighted: per-sample weights, N entries, instead of class weights. Null: class weights.
   std::shared_ptr<const std::vector<double>> sample_weights;
   std::int64_t num_samples = 0;          ///< weighted, stratified: samples per epoch, all ranks (0: N)

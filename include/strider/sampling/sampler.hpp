@@ -21,12 +21,12 @@ namespace strider {
 /// Where a sampler stands, serialisable into a checkpoint. `consumed` counts global units consumed
 /// in the epoch: samples for every mode but `bucketed`, global batches for `bucketed`.
 struct SamplerState {
-  std::string mode;                  ///< the sampler's mode name ("distributed", ...)
-  std::uint64_t config_hash = 0;     ///< hash of the configuration that must match on resume
-  std::int64_t seed = 0;             ///< the agreed seed
-  std::int64_t epoch = 0;            ///< the epoch in progress
-  std::int64_t consumed = 0;         ///< global units consumed in that epoch
-  std::int64_t global_batch_size = 0;///< R*B for fixed-size modes (0 where batches vary)
+  std::string mode;                    ///< the sampler's mode name ("distributed", ...)
+  std::uint64_t config_hash = 0;       ///< hash of the configuration that must match on resume
+  std::int64_t seed = 0;               ///< the agreed seed
+  std::int64_t epoch = 0;              ///< the epoch in progress
+  std::int64_t consumed = 0;           ///< global units consumed in that epoch
+  std::int64_t global_batch_size = 0;  ///< R*B for fixed-size modes (0 where batches vary)
 
   /// One line of text, "mode=distributed config=... seed=... epoch=... consumed=... global_batch=...".
   std::string serialize() const;

@@ -23,11 +23,11 @@ enum class StratifyTarget {
 struct StratifiedSamplerConfig {
   std::shared_ptr<const ClassIndex> classes;  ///< the labels' class index (required)
   StratifyTarget target = StratifyTarget::freq;
-  std::vector<double> target_weights;         ///< K weights for StratifyTarget::weights
-  std::int64_t num_samples = 0;               ///< samples per epoch over all ranks; 0: N
-  std::int64_t batch_size = 0;                ///< B per rank, >= the classes in the target; 0: one batch
-  bool shuffle = true;                        ///< shuffle each class's samples with seed+epoch
-  bool drop_last = false;                     ///< drop a last partial global batch instead of filling it
+  std::vector<double> target_weights;  ///< K weights for StratifyTarget::weights
+  std::int64_t num_samples = 0;        ///< samples per epoch over all ranks; 0: N
+  std::int64_t batch_size = 0;         ///< B per rank, >= the classes in the target; 0: one batch
+  bool shuffle = true;                 ///< shuffle each class's samples with seed+epoch
+  bool drop_last = false;              ///< drop a last partial global batch instead of filling it
   std::int64_t seed = 0;
 };
 
@@ -41,8 +41,8 @@ void parse_stratify_target(const std::string& text, StratifiedSamplerConfig& con
 /// Class c's occurrences are read from its shuffled samples, cycling when they run out. The batch
 /// is laid out class by class (rarest first) and dealt to ranks round-robin from where the previous
 /// batch's rarer classes ended, so each rank gets exactly B, of them floor or ceil of B*p_c of
-/// class c, hence within one sample of the target too. The global batch's set does not depend on R (elastic resume). Each rank's batch
-/// is shuffled. batch() is O(B + K); set_epoch O(N).
+/// class c, hence within one sample of the target too. The global batch's set does not depend on R (elastic resume).
+/// Each rank's batch is shuffled. batch() is O(B + K); set_epoch O(N).
 class StratifiedSampler final : public ClassListSampler {
  public:
   /// Throws UsageError for no class index, bad target weights (negative, NaN, infinite, all zero, a
@@ -65,7 +65,7 @@ class StratifiedSampler final : public ClassListSampler {
   void plan_compositions();
 
   StratifiedSamplerConfig config_;
-  std::vector<std::uint64_t> weights_;   // integer target weights of classes_in_use()
+  std::vector<std::uint64_t> weights_;  // integer target weights of classes_in_use()
   std::uint64_t weight_total_ = 0;
   std::vector<std::int64_t> before_;     // (num_steps+1) x K: class occurrences before each step
   std::vector<std::size_t> deal_order_;  // classes by increasing weight: the order runs are dealt in

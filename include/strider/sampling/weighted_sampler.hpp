@@ -24,10 +24,10 @@ struct WeightedSamplerConfig {
   std::vector<double> class_weights;
   /// Per-sample weights, N entries, instead of class weights (then `classes` is optional).
   std::shared_ptr<const std::vector<double>> sample_weights;
-  std::int64_t num_samples = 0;   ///< draws per epoch over all ranks (torch's num_samples); 0: N
-  std::int64_t batch_size = 0;    ///< B per rank; 0: the whole epoch is one batch
-  bool drop_last = false;         ///< as the distributed sampler: floor(num_samples/R) per rank
-  bool drop_last_batch = false;   ///< drop a last partial batch
+  std::int64_t num_samples = 0;  ///< draws per epoch over all ranks (torch's num_samples); 0: N
+  std::int64_t batch_size = 0;   ///< B per rank; 0: the whole epoch is one batch
+  bool drop_last = false;        ///< as the distributed sampler: floor(num_samples/R) per rank
+  bool drop_last_batch = false;  ///< drop a last partial batch
   std::int64_t seed = 0;
 };
 
@@ -53,7 +53,9 @@ class WeightedSampler final : public Sampler {
   std::int64_t max_batch_size() const override { return positions_.max_batch_size(); }
   void batch(std::int64_t step, std::vector<std::int64_t>& indices) const override;
   std::int64_t consumed_after(std::int64_t steps) const override { return positions_.consumed_after(steps); }
-  std::int64_t step_for_consumed(std::int64_t consumed) const override { return positions_.step_for_consumed(consumed); }
+  std::int64_t step_for_consumed(std::int64_t consumed) const override {
+    return positions_.step_for_consumed(consumed);
+  }
   std::int64_t global_batch_size() const override { return positions_.global_batch_size(); }
   /// Covers the weights bit for bit: a checkpoint resumes only with the weights it was saved with.
   std::uint64_t config_hash() const override;

@@ -19,24 +19,24 @@ namespace strider {
 
 /// Everything one training run needs.
 struct TrainerConfig {
-  std::string data_path;                 ///< the training file
-  std::string eval_path;                 ///< evaluation file; empty: evaluate on the training file
-  ReaderOptions reader;                  ///< dataset names and I/O engine
-  SamplerOptions sampler;                ///< mode and its options (dataset size, labels, lengths and seed are filled in)
-  std::optional<std::int64_t> seed;      ///< none: drawn on rank 0 and logged
+  std::string data_path;             ///< the training file
+  std::string eval_path;             ///< evaluation file; empty: evaluate on the training file
+  ReaderOptions reader;              ///< dataset names and I/O engine
+  SamplerOptions sampler;            ///< mode and its options (dataset size, labels, lengths and seed are filled in)
+  std::optional<std::int64_t> seed;  ///< none: drawn on rank 0 and logged
   std::int64_t epochs = 1;
   float learning_rate = 0.1f;
   float momentum = 0.9f;
-  ModelConfig model;                     ///< resolved against the dataset
-  std::string backend = "auto";          ///< auto | cpu | cuda
-  int prefetch = 0;                      ///< ring depth (0: auto, see prefetch_depth)
-  std::int64_t eval_batch_size = 1024;   ///< samples per rank per evaluation batch
-  std::int64_t reweight_every = 0;       ///< class-aware modes: re-weight from per-class recall every N epochs (0: never)
-  std::string checkpoint_path;           ///< empty: no checkpoints
-  std::int64_t checkpoint_every = 0;     ///< steps between checkpoints (0: only at the end and on preemption)
-  bool resume = false;                   ///< resume from checkpoint_path when it exists
-  std::string trace_path;                ///< each rank writes trace_path.rank<r>: "epoch step id id ..."
-  double step_timeout_seconds = 600.0;   ///< watchdog; <= 0 disables it
+  ModelConfig model;                    ///< resolved against the dataset
+  std::string backend = "auto";         ///< auto | cpu | cuda
+  int prefetch = 0;                     ///< ring depth (0: auto, see prefetch_depth)
+  std::int64_t eval_batch_size = 1024;  ///< samples per rank per evaluation batch
+  std::int64_t reweight_every = 0;    ///< class-aware modes: re-weight from per-class recall every N epochs (0: never)
+  std::string checkpoint_path;        ///< empty: no checkpoints
+  std::int64_t checkpoint_every = 0;  ///< steps between checkpoints (0: only at the end and on preemption)
+  bool resume = false;                ///< resume from checkpoint_path when it exists
+  std::string trace_path;             ///< each rank writes trace_path.rank<r>: "epoch step id id ..."
+  double step_timeout_seconds = 600.0;  ///< watchdog; <= 0 disables it
 };
 
 /// One epoch's figures (over all ranks).
@@ -71,8 +71,8 @@ struct TrainSummary {
   std::vector<EpochSummary> epochs;      ///< the epochs this run trained (not those before a resume)
   std::vector<double> per_class_recall;  ///< of the last evaluation
   double eval_accuracy = 0.0;
-  std::int64_t eval_samples = 0;         ///< every evaluation sample counted exactly once
-  std::vector<RankSummary> ranks;        ///< per rank (complete on every rank)
+  std::int64_t eval_samples = 0;   ///< every evaluation sample counted exactly once
+  std::vector<RankSummary> ranks;  ///< per rank (complete on every rank)
 };
 
 /// Collective over comm: every rank must call with the same config. Trains, evaluates and

@@ -35,7 +35,7 @@ class StepWatchdog {
   std::atomic<std::int64_t> epoch_{0};
   std::atomic<std::int64_t> step_{-1};
   std::atomic<std::int64_t> deadline_ns_{0};  // 0: paused
-  std::int64_t stagger_ns_ = 0;                // extra wait of this rank (see the class comment)
+  std::int64_t stagger_ns_ = 0;               // extra wait of this rank (see the class comment)
   std::mutex mutex_;
   std::condition_variable wake_;
   bool stopping_ = false;

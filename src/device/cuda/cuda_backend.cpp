@@ -6,6 +6,8 @@
 //   compute stream: [wait slot.copy_done] compute_start  kernels  compute_end  slot.released  D2H sums
 // forward_backward returns the batch's sums, so it synchronizes the compute stream at its end; the
 // copy of batch k+1 (already on the copy stream) runs while step k computes.
+#include "strider/device/cuda_backend.hpp"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -17,7 +19,6 @@
 #include "device/cuda/cuda_handles.hpp"
 #include "device/cuda/cuda_kernels.cuh"
 #include "strider/core/log.hpp"
-#include "strider/device/cuda_backend.hpp"
 #include "strider/device/gpu_binding.hpp"
 #include "strider/device/gpu_probe.hpp"
 #include "train/batch_checks.hpp"
@@ -29,7 +30,9 @@ namespace {
 constexpr std::size_t slot_alignment = 256;
 constexpr std::size_t interval_history = 256;
 
-std::size_t align_up(std::size_t bytes) { return (bytes + slot_alignment - 1) / slot_alignment * slot_alignment; }
+std::size_t align_up(std::size_t bytes) {
+  return (bytes + slot_alignment - 1) / slot_alignment * slot_alignment;
+}
 
 /// Device memory that grows on demand (contents are not kept across growth).
 class DeviceScratch {
@@ -82,8 +85,12 @@ struct BatchKey {
   const std::int64_t* offsets = nullptr;
 
   explicit BatchKey(const BatchInput& input)
-      : samples(input.samples), type(input.type), count(input.count), features(input.features),
-        labels(input.labels), offsets(input.offsets) {}
+      : samples(input.samples),
+        type(input.type),
+        count(input.count),
+        features(input.features),
+        labels(input.labels),
+        offsets(input.offsets) {}
   BatchKey() = default;
   bool operator==(const BatchKey& other) const {
     return samples == other.samples && type == other.type && count == other.count && features == other.features &&
@@ -109,11 +116,11 @@ struct Slot {
   std::int64_t* offsets = nullptr;
   CudaEvent copy_start;
   CudaEvent copy_done;
-  CudaEvent released;          ///< recorded on the compute stream after the last kernel that read it
+  CudaEvent released;  ///< recorded on the compute stream after the last kernel that read it
   bool released_recorded = false;
-  bool staged = false;         ///< holds a batch that no step has consumed yet
+  bool staged = false;  ///< holds a batch that no step has consumed yet
   BatchKey key;
-  std::int64_t serial = -1;    ///< the backend's serial number of the batch in it
+  std::int64_t serial = -1;  ///< the backend's serial number of the batch in it
   std::int64_t stage_order = 0;
   std::size_t copied_bytes = 0;
 };
@@ -122,10 +129,14 @@ enum class ReduceMode { none, local, nccl, mpi_host };
 
 const char* reduce_mode_name(ReduceMode mode) {
   switch (mode) {
-    case ReduceMode::local: return "local";
-    case ReduceMode::nccl: return "nccl";
-    case ReduceMode::mpi_host: return "mpi-host";
-    case ReduceMode::none: break;
+    case ReduceMode::local:
+      return "local";
+    case ReduceMode::nccl:
+      return "nccl";
+    case ReduceMode::mpi_host:
+      return "mpi-host";
+    case ReduceMode::none:
+      break;
   }
   return "";
 }
@@ -151,7 +162,9 @@ class CudaBackend final : public Backend {
   const ModelConfig& config() const override { return config_; }
   std::int64_t parameter_count() const override { return parameter_count_; }
   std::vector<float> parameters() const override { return download(parameters_.get(), "parameters"); }
-  void set_parameters(const std::vector<float>& parameters) override { upload(parameters, parameters_.get(), "parameters"); }
+  void set_parameters(const std::vector<float>& parameters) override {
+    upload(parameters, parameters_.get(), "parameters");
+  }
   std::vector<float> gradients() const override { return download(gradients_.get(), "gradients"); }
   void zero_gradients() override;
   void stage(const BatchInput& next) override;
@@ -161,7 +174,9 @@ class CudaBackend final : public Backend {
   void scale_gradients(std::int64_t count) override;
   void apply_sgd(float learning_rate, float momentum) override;
   std::vector<float> optimizer_state() const override { return download(velocity_.get(), "optimizer state"); }
-  void set_optimizer_state(const std::vector<float>& state) override { upload(state, velocity_.get(), "optimizer state"); }
+  void set_optimizer_state(const std::vector<float>& state) override {
+    upload(state, velocity_.get(), "optimizer state");
+  }
   void predict(const BatchInput& input, std::int32_t* predictions) override;
 
   CudaBackendStats stats() const;
@@ -246,8 +261,8 @@ CudaBackend::CudaBackend(const Communicator& comm, bool allow_shared_device, dou
                                                  std::to_string(local_rank_) + " of " +
                                                  std::to_string(comm.local_size()));
   cudaDeviceProp properties{};
-  STRIDER_CUDA_CHECK(cudaGetDeviceProperties(&properties, device_), "reading the properties of device " +
-                                                                         std::to_string(device_));
+  STRIDER_CUDA_CHECK(cudaGetDeviceProperties(&properties, device_),
+                     "reading the properties of device " + std::to_string(device_));
   device_name_ = properties.name;
   identity_ = make_device_identity(host_name(), reinterpret_cast<const unsigned char*>(properties.uuid.bytes), device_);
   copy_stream_ = make_stream();
@@ -396,7 +411,8 @@ void CudaBackend::copy_to_slot(Slot& slot, const BatchInput& input, const BatchB
   cudaStream_t copy = copy_stream_.get();
   if (bytes.total() > slot.bytes) {
     // The slot grows: nothing may still read or write it.
-    if (slot.released_recorded) STRIDER_CUDA_CHECK(cudaEventSynchronize(slot.released.get()), "waiting for a batch slot");
+    if (slot.released_recorded)
+      STRIDER_CUDA_CHECK(cudaEventSynchronize(slot.released.get()), "waiting for a batch slot");
     STRIDER_CUDA_CHECK(cudaStreamSynchronize(copy), "waiting for pending batch copies");
     slot.memory.reset();
     slot.bytes = 0;
@@ -413,8 +429,9 @@ void CudaBackend::copy_to_slot(Slot& slot, const BatchInput& input, const BatchB
     cudaPointerAttributes attributes{};
     STRIDER_CUDA_CHECK(cudaPointerGetAttributes(&attributes, input.samples), "asking whether a batch is pinned");
     if (attributes.type != cudaMemoryTypeHost) {
-      log_info("cuda backend: batches are in pageable host memory, so their copies cannot overlap the kernels; "
-               "allocate them with make_pinned_allocator()");
+      log_info(
+          "cuda backend: batches are in pageable host memory, so their copies cannot overlap the kernels; "
+          "allocate them with make_pinned_allocator()");
     }
     warned_pageable_ = true;
   }
@@ -527,8 +544,9 @@ void CudaBackend::backward(const Slot& slot, std::int64_t count, std::int64_t el
                                         g + layout_[2].offset);
     kernels::affine_input_gradients(stream, p + layout_[1].offset, count, width, logit_gradients, classes, nullptr,
                                     mean_gradients);
-    kernels::bag_embedding_gradients(stream, mean_gradients, width, buckets_.get<std::int64_t>(elements, "token buckets"),
-                                     slot.offsets, count, g + layout_[0].offset);
+    kernels::bag_embedding_gradients(stream, mean_gradients, width,
+                                     buckets_.get<std::int64_t>(elements, "token buckets"), slot.offsets, count,
+                                     g + layout_[0].offset);
   }
 }
 
@@ -561,10 +579,10 @@ StepResult CudaBackend::forward_backward(const BatchInput& input) {
   STRIDER_CUDA_CHECK(cudaMemcpyAsync(host_losses, losses_.get<double>(count, "losses"),
                                      static_cast<std::size_t>(count) * sizeof(double), cudaMemcpyDeviceToHost, stream),
                      "copying the losses to the host");
-  STRIDER_CUDA_CHECK(cudaMemcpyAsync(host_correct, correct_.get<std::int32_t>(count, "correct flags"),
-                                     static_cast<std::size_t>(count) * sizeof(std::int32_t), cudaMemcpyDeviceToHost,
-                                     stream),
-                     "copying the correct flags to the host");
+  STRIDER_CUDA_CHECK(
+      cudaMemcpyAsync(host_correct, correct_.get<std::int32_t>(count, "correct flags"),
+                      static_cast<std::size_t>(count) * sizeof(std::int32_t), cudaMemcpyDeviceToHost, stream),
+      "copying the correct flags to the host");
   STRIDER_CUDA_CHECK(cudaStreamSynchronize(stream), "running a training step on the device");
 
   // Sums in row order, like the CPU backend.
@@ -607,10 +625,10 @@ void CudaBackend::predict(const BatchInput& input, std::int32_t* predictions) {
   kernels::argmax_rows(stream, logits, count, config_.num_classes, device_predictions);
   finish_step(slot);
   auto* host_predictions = host_predictions_.get<std::int32_t>(count);
-  STRIDER_CUDA_CHECK(cudaMemcpyAsync(host_predictions, device_predictions,
-                                     static_cast<std::size_t>(count) * sizeof(std::int32_t), cudaMemcpyDeviceToHost,
-                                     stream),
-                     "copying the predictions to the host");
+  STRIDER_CUDA_CHECK(
+      cudaMemcpyAsync(host_predictions, device_predictions, static_cast<std::size_t>(count) * sizeof(std::int32_t),
+                      cudaMemcpyDeviceToHost, stream),
+      "copying the predictions to the host");
   STRIDER_CUDA_CHECK(cudaStreamSynchronize(stream), "predicting on the device");
   std::memcpy(predictions, host_predictions, static_cast<std::size_t>(count) * sizeof(std::int32_t));
   float step_ms = 0.0f;
@@ -642,8 +660,10 @@ void CudaBackend::collect_timings() const {
   if (!update_pending_) return;
   float ms = 0.0f;
   STRIDER_CUDA_CHECK(cudaEventElapsedTime(&ms, update_start_.get(), update_end_.get()), "timing an update");
-  if (update_is_reduce_) stats_.all_reduce_ms += ms;
-  else stats_.kernel_ms += ms;
+  if (update_is_reduce_)
+    stats_.all_reduce_ms += ms;
+  else
+    stats_.kernel_ms += ms;
   update_pending_ = false;
 }
 
@@ -685,7 +705,8 @@ void CudaBackend::wait_for_nccl(const char* what) {
     ncclResult_t state = ncclSuccess;
     STRIDER_NCCL_CHECK(ncclCommGetAsyncError(nccl_.get(), &state), what);
     if (state == ncclSuccess) return;
-    if (state != ncclInProgress) throw_nccl_error(state, "ncclCommGetAsyncError", relative_source_path(__FILE__), __LINE__, what);
+    if (state != ncclInProgress)
+      throw_nccl_error(state, "ncclCommGetAsyncError", relative_source_path(__FILE__), __LINE__, what);
     const double waited_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (nccl_timeout_s_ > 0 && waited_s > nccl_timeout_s_) {
       STRIDER_THROW(NcclError, std::string(what) + ": no progress after " + std::to_string(waited_s) +
@@ -758,9 +779,9 @@ void CudaBackend::all_reduce_gradients(const Communicator& comm, std::int64_t gl
   STRIDER_CUDA_CHECK(cudaEventRecord(update_start_.get(), stream), "recording an all-reduce's start");
   if (reduce_mode_ == ReduceMode::nccl) {
     try {
-      STRIDER_NCCL_CHECK(ncclAllReduce(gradient_pointer(), gradient_pointer(), count, ncclFloat, ncclSum, nccl_.get(),
-                                       stream),
-                         "all-reducing " + std::to_string(count * sizeof(float)) + " bytes of gradients");
+      STRIDER_NCCL_CHECK(
+          ncclAllReduce(gradient_pointer(), gradient_pointer(), count, ncclFloat, ncclSum, nccl_.get(), stream),
+          "all-reducing " + std::to_string(count * sizeof(float)) + " bytes of gradients");
       wait_for_nccl("enqueuing the gradient all-reduce");
       if (global_count > 0) scale_gradients(global_count);
       STRIDER_CUDA_CHECK(cudaEventRecord(update_end_.get(), stream), "recording an all-reduce's end");
@@ -791,12 +812,14 @@ void CudaBackend::all_reduce_gradients(const Communicator& comm, std::int64_t gl
   } else {
     if (reduce_mode_ == ReduceMode::mpi_host) {
       auto* host = host_gradients_.get<float>(parameter_count_);
-      STRIDER_CUDA_CHECK(cudaMemcpyAsync(host, gradient_pointer(), count * sizeof(float), cudaMemcpyDeviceToHost, stream),
-                         "copying the gradients to the host for MPI");
+      STRIDER_CUDA_CHECK(
+          cudaMemcpyAsync(host, gradient_pointer(), count * sizeof(float), cudaMemcpyDeviceToHost, stream),
+          "copying the gradients to the host for MPI");
       STRIDER_CUDA_CHECK(cudaStreamSynchronize(stream), "copying the gradients to the host for MPI");
       comm.all_reduce(host, parameter_count_, ReduceOp::sum);
-      STRIDER_CUDA_CHECK(cudaMemcpyAsync(gradient_pointer(), host, count * sizeof(float), cudaMemcpyHostToDevice, stream),
-                         "copying the all-reduced gradients to the device");
+      STRIDER_CUDA_CHECK(
+          cudaMemcpyAsync(gradient_pointer(), host, count * sizeof(float), cudaMemcpyHostToDevice, stream),
+          "copying the all-reduced gradients to the device");
     }
     if (global_count > 0) scale_gradients(global_count);
     STRIDER_CUDA_CHECK(cudaEventRecord(update_end_.get(), stream), "recording an all-reduce's end");
@@ -842,7 +865,9 @@ std::unique_ptr<Backend> make_cuda_backend(const Communicator& comm, bool allow_
                                                flags.nccl_timeout_s);
 }
 
-CudaBackendStats cuda_backend_stats(const Backend& backend) { return detail::as_cuda(backend).stats(); }
+CudaBackendStats cuda_backend_stats(const Backend& backend) {
+  return detail::as_cuda(backend).stats();
+}
 
 void connect_cuda_backend(Backend& backend, const Communicator& comm) {
   const_cast<detail::CudaBackend&>(detail::as_cuda(backend)).connect_if_needed(comm);

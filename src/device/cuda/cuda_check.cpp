@@ -9,7 +9,8 @@ namespace detail {
 
 void throw_cuda_error(cudaError_t code, const char* call, const char* file, int line, const std::string& hint) {
   std::string full_hint = hint;
-  full_hint += (full_hint.empty() ? "" : ": ") + std::string(cudaGetErrorName(code)) + " (" + cudaGetErrorString(code) + ")";
+  full_hint +=
+      (full_hint.empty() ? "" : ": ") + std::string(cudaGetErrorName(code)) + " (" + cudaGetErrorString(code) + ")";
   throw CudaError(ErrorContext{call, file, line, -1, static_cast<std::int64_t>(code), full_hint});
 }
 
@@ -39,7 +40,8 @@ CudaStream make_stream() {
 
 CudaEvent make_event(bool timing) {
   cudaEvent_t event = nullptr;
-  STRIDER_CUDA_CHECK(cudaEventCreateWithFlags(&event, timing ? cudaEventDefault : cudaEventDisableTiming), "creating an event");
+  STRIDER_CUDA_CHECK(cudaEventCreateWithFlags(&event, timing ? cudaEventDefault : cudaEventDisableTiming),
+                     "creating an event");
   return CudaEvent(event);
 }
 

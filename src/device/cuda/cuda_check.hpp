@@ -12,22 +12,24 @@
 #include "strider/core/error.hpp"
 
 namespace strider::detail {
-[[noreturn]] void throw_cuda_error(cudaError_t code, const char* call, const char* file, int line, const std::string& hint);
-[[noreturn]] void throw_nccl_error(ncclResult_t code, const char* call, const char* file, int line, const std::string& hint);
+[[noreturn]] void throw_cuda_error(cudaError_t code, const char* call, const char* file, int line,
+                                   const std::string& hint);
+[[noreturn]] void throw_nccl_error(ncclResult_t code, const char* call, const char* file, int line,
+                                   const std::string& hint);
 }  // namespace strider::detail
 
-#define STRIDER_CUDA_CHECK(call, hint)                                                                    \
-  do {                                                                                                    \
-    const cudaError_t strider_cuda_code_ = (call);                                                        \
-    if (strider_cuda_code_ != cudaSuccess)                                                                \
-      ::strider::detail::throw_cuda_error(strider_cuda_code_, #call,                                      \
+#define STRIDER_CUDA_CHECK(call, hint)                                                                        \
+  do {                                                                                                        \
+    const cudaError_t strider_cuda_code_ = (call);                                                            \
+    if (strider_cuda_code_ != cudaSuccess)                                                                    \
+      ::strider::detail::throw_cuda_error(strider_cuda_code_, #call,                                          \
                                           ::strider::detail::relative_source_path(__FILE__), __LINE__, hint); \
   } while (0)
 
-#define STRIDER_NCCL_CHECK(call, hint)                                                                    \
-  do {                                                                                                    \
-    const ncclResult_t strider_nccl_code_ = (call);                                                       \
-    if (strider_nccl_code_ != ncclSuccess && strider_nccl_code_ != ncclInProgress)                        \
-      ::strider::detail::throw_nccl_error(strider_nccl_code_, #call,                                      \
+#define STRIDER_NCCL_CHECK(call, hint)                                                                        \
+  do {                                                                                                        \
+    const ncclResult_t strider_nccl_code_ = (call);                                                           \
+    if (strider_nccl_code_ != ncclSuccess && strider_nccl_code_ != ncclInProgress)                            \
+      ::strider::detail::throw_nccl_error(strider_nccl_code_, #call,                                          \
                                           ::strider::detail::relative_source_path(__FILE__), __LINE__, hint); \
   } while (0)

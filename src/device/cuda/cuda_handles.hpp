@@ -17,7 +17,9 @@ void log_release_failure(const char* what, cudaError_t code) noexcept;
 struct CudaStreamTraits {
   using handle_type = cudaStream_t;
   static cudaStream_t null() noexcept { return nullptr; }
-  static void release(cudaStream_t stream) noexcept { log_release_failure("cudaStreamDestroy", cudaStreamDestroy(stream)); }
+  static void release(cudaStream_t stream) noexcept {
+    log_release_failure("cudaStreamDestroy", cudaStreamDestroy(stream));
+  }
 };
 struct CudaEventTraits {
   using handle_type = cudaEvent_t;

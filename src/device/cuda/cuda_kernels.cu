@@ -22,9 +22,13 @@ unsigned int blocks_for(std::int64_t elements) {
 __device__ inline std::int64_t first_index() {
   return static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
 }
-__device__ inline std::int64_t index_stride() { return static_cast<std::int64_t>(gridDim.x) * blockDim.x; }
+__device__ inline std::int64_t index_stride() {
+  return static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+}
 
-void check_launch(const char* what) { STRIDER_CUDA_CHECK(cudaGetLastError(), what); }
+void check_launch(const char* what) {
+  STRIDER_CUDA_CHECK(cudaGetLastError(), what);
+}
 
 template <typename T>
 __global__ void convert_kernel(const T* in, std::int64_t count, float* out) {
@@ -120,7 +124,8 @@ __global__ void cross_entropy_kernel(const float* logits, std::int64_t n, int cl
 }
 
 __global__ void argmax_kernel(const float* logits, std::int64_t n, int classes, std::int32_t* predictions) {
-  for (std::int64_t i = first_index(); i < n; i += index_stride()) predictions[i] = row_argmax(logits + i * classes, classes);
+  for (std::int64_t i = first_index(); i < n; i += index_stride())
+    predictions[i] = row_argmax(logits + i * classes, classes);
 }
 
 __global__ void bag_mean_kernel(const float* embeddings, std::int64_t width, const std::int64_t* buckets,
@@ -138,8 +143,8 @@ __global__ void bag_mean_kernel(const float* embeddings, std::int64_t width, con
 }
 
 __global__ void bag_embedding_gradients_kernel(const float* mean_gradients, std::int64_t width,
-                                               const std::int64_t* buckets, const std::int64_t* offsets,
-                                               std::int64_t n, float* embedding_gradients) {
+                                               const std::int64_t* buckets, const std::int64_t* offsets, std::int64_t n,
+                                               float* embedding_gradients) {
   for (std::int64_t index = first_index(); index < n * width; index += index_stride()) {
     const std::int64_t i = index / width;
     const std::int64_t d = index % width;
@@ -182,8 +187,8 @@ void tokens_to_buckets(cudaStream_t stream, const std::byte* in, ElementType typ
   strider::detail::with_element_type(type, [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_integral_v<T>) {
-      bucket_kernel<T><<<blocks_for(count), threads_per_block, 0, stream>>>(reinterpret_cast<const T*>(in), count,
-                                                                            vocab, buckets);
+      bucket_kernel<T>
+          <<<blocks_for(count), threads_per_block, 0, stream>>>(reinterpret_cast<const T*>(in), count, vocab, buckets);
     } else {
       STRIDER_THROW(UsageError, std::string("the bag model needs integer token ids, got ") + element_name(type));
     }
@@ -211,9 +216,8 @@ void affine_parameter_gradients(cudaStream_t stream, const float* in, std::int64
 void affine_input_gradients(cudaStream_t stream, const float* weights, std::int64_t n, std::int64_t rows,
                             const float* out_gradients, std::int64_t cols, const float* mask, float* in_gradients) {
   if (n == 0) return;
-  affine_input_gradients_kernel<<<blocks_for(n * rows), threads_per_block, 0, stream>>>(weights, n, rows,
-                                                                                        out_gradients, cols, mask,
-                                                                                        in_gradients);
+  affine_input_gradients_kernel<<<blocks_for(n * rows), threads_per_block, 0, stream>>>(weights, n, rows, out_gradients,
+                                                                                        cols, mask, in_gradients);
   check_launch("launching the input gradients of an affine layer");
 }
 
@@ -257,8 +261,8 @@ void scale(cudaStream_t stream, float* values, std::int64_t count, float factor)
 void sgd_momentum(cudaStream_t stream, float* parameters, float* gradients, float* velocity, std::int64_t count,
                   float learning_rate, float momentum) {
   if (count == 0) return;
-  sgd_kernel<<<blocks_for(count), threads_per_block, 0, stream>>>(parameters, gradients, velocity, count,
-                                                                  learning_rate, momentum);
+  sgd_kernel<<<blocks_for(count), threads_per_block, 0, stream>>>(parameters, gradients, velocity, count, learning_rate,
+                                                                  momentum);
   check_launch("launching the SGD update");
 }
 

@@ -15,6 +15,8 @@ class PinnedAllocator final : public HostAllocator {
 
 }  // namespace
 
-std::shared_ptr<HostAllocator> make_pinned_allocator() { return std::make_shared<PinnedAllocator>(); }
+std::shared_ptr<HostAllocator> make_pinned_allocator() {
+  return std::make_shared<PinnedAllocator>();
+}
 
 }  // namespace strider
