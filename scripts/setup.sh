@@ -10,6 +10,7 @@ packages=(
   libboost-program-options-dev           # the apps' options
   catch2                                 # tests (Catch2 2.13)
   procps                                 # tests: pgrep/ps find a rank to kill
+  clang-format-14                        # scripts/check-format.sh: the one pinned formatter
 )
 # Extra packages for optional parts, named in the environment (e.g. STRIDER_EXTRA_PACKAGES="clang").
 # The benchmarks' peers (torch, h5py, mpi4py, matplotlib) come this way: scripts/bench/setup-bench.sh.
