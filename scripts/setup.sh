@@ -11,6 +11,7 @@ packages=(
   catch2                                 # tests (Catch2 2.13)
   procps                                 # tests: pgrep/ps find a rank to kill
   clang-format-14                        # scripts/check-format.sh: the one pinned formatter
+  munge slurmctld slurmd slurm-client    # tests: a real one-node Slurm cluster (test_slurm.sh)
 )
 # Extra packages for optional parts, named in the environment (e.g. STRIDER_EXTRA_PACKAGES="clang").
 # The benchmarks' peers (torch, h5py, mpi4py, matplotlib) come this way: scripts/bench/setup-bench.sh.
@@ -40,6 +41,16 @@ export DEBIAN_FRONTEND=noninteractive
 # Refresh the package lists once if they are missing or older than a day.
 if [[ -z $(find /var/lib/apt/lists -maxdepth 1 -name '*Packages*' -mtime -1 2>/dev/null | head -n 1) ]]; then
   $sudo apt-get update -qq
+fi
+# Packages with daemons (munge, slurmctld, slurmd) start their system services on install where
+# policy-rc.d allows it. The tests start their own daemons and nothing else should run, so deny
+# service starts during the install unless a policy is already in place (Debian's container images
+# ship one that denies them).
+policy=/usr/sbin/policy-rc.d
+if [[ ! -e $policy ]]; then
+  printf '#!/bin/sh\n# Written by strider setup.sh for the length of one install.\nexit 101\n' | $sudo tee "$policy" >/dev/null
+  $sudo chmod 755 "$policy"
+  trap '$sudo rm -f "$policy"' EXIT
 fi
 $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 echo "setup: done"
