@@ -1,72 +1,200 @@
 #!/usr/bin/env bash
-# The Slurm scripts without Slurm: each script's body runs with stand-ins (SRUN / MPIRUN swapped for a
-# local mpirun, SCONTROL for a recorder), end to end on a small dataset, including a preemption
-# (USR1 to the batch script, as --signal=B:USR1@120 sends it) and the requeued job's resume.
+# The Slurm scripts end to end on a small dataset: through a real one-node Slurm cluster that this
+# test starts and stops (slurm_cluster.sh) or, where Slurm cannot start, with stand-ins for srun,
+# mpirun and scontrol. Either way: an uninterrupted job, then for each launcher a job preempted
+# mid-epoch (USR1 to the batch script, as --signal=B:USR1@120 sends it) that checkpoints, requeues
+# itself and resumes; the preempted job must train exactly the uninterrupted job's samples.
+# STRIDER_TEST_SLURM=real fails where Slurm cannot start; STRIDER_TEST_SLURM=stand-ins skips Slurm.
 source "$(dirname "$0")/common.sh"
+source "$(dirname "$0")/slurm_cluster.sh"
+trap 'slurm_cluster_stop; rm -rf "$work"' EXIT
+trap 'exit 143' TERM
+trap 'exit 130' INT
 slurm=$STRIDER_SOURCE_DIR/slurm
 export STRIDER_LOG_LEVEL=warn
 mpirun_n 2 "$STRIDER_BIN/strider-gen" --kind features --class-counts 3000,200,50 --dim 16 --noise 3 --seed 1 \
   --out "$work/train.h5" --no-progress >/dev/null
 
-# A stand-in srun: drops srun's own flags and runs the command under a local mpirun with 2 ranks.
-cat >"$work/fake-srun" <<FAKE
+# What every job trains (the sbatch script reads these from its environment).
+job_env=(DATA="$work/train.h5" SAMPLER=balanced BATCH_SIZE=16 EPOCHS=2 SEED=9 CHECKPOINT_EVERY=50
+  CHECKPOINT_DIR="$work/checkpoints" TMPDIR="$work/scratch")
+full_log=""  # the uninterrupted job's log
+mkdir -p "$work/scratch"
+cd "$work" || exit 1
+
+# ---- Checks shared by both ways of running the jobs ----------------------------------------------
+# check_finished LABEL JOB LOG: an uninterrupted job trained, kept its checkpoint, left no scratch.
+check_finished() {
+  grep -q "per-class recall" "$3" && pass "$1: training output in the job log" || fail "$1: no training output in $3"
+  [[ -f $work/checkpoints/strider-$2.ckpt ]] && pass "$1: checkpoint keyed by job id" ||
+    fail "$1: no checkpoint strider-$2.ckpt"
+  [[ -z $(ls -A "$work/scratch") ]] && pass "$1: node-local scratch cleaned up" ||
+    fail "$1: scratch left behind: $(ls "$work/scratch")"
+}
+
+# epoch_steps LOG PATTERN: the step count "(N steps" of the first line of LOG that matches PATTERN.
+epoch_steps() { grep -E "$2" "$1" | head -n 1 | grep -oE '\([0-9]+ steps' | tr -dc '0-9'; }
+
+# check_resumed LABEL JOB LOG TRACE: the batch script got USR1, saw the checkpoint's exit 75 and
+# requeued the job; the requeued run resumed where the preempted one stopped (the stopped epoch's
+# steps before and after add up to the uninterrupted job's, in $full_log: a run that started over or
+# skipped ahead does not); and the two runs together trained exactly the samples of the
+# uninterrupted job (trace $work/full), rank by rank.
+check_resumed() {
+  grep -q "USR1 received" "$3" && pass "$1: USR1 reached the batch script" || fail "$1: no USR1 message in $3"
+  grep -q "checkpointed at .*; requeueing job $2" "$3" && pass "$1: the script saw exit 75 and requeued" ||
+    fail "$1: no requeue message in $3"
+  local epoch
+  epoch=$(grep -oE 'epoch [0-9]+/[0-9]+ \(stopped\)' "$3" | head -n 1 | cut -d' ' -f1-2)
+  if [[ -z $epoch ]]; then
+    fail "$1: no stopped epoch in $3"
+  else
+    local before after
+    before=$(epoch_steps "$3" "$epoch \(stopped\)")
+    after=$(epoch_steps "$3" "$epoch: ")
+    expect_equal "$1: $epoch resumed where it stopped ($before steps before, ${after:-no} after)" \
+      "$((${before:-0} + ${after:-0}))" "$(epoch_steps "$full_log" "$epoch: ")"
+  fi
+  if cmp -s "$work/full.rank0" "$4.rank0" && cmp -s "$work/full.rank1" "$4.rank1"; then
+    pass "$1: preempted + requeued job trained exactly the uninterrupted samples"
+  else
+    fail "$1: the requeued job's trace differs from the uninterrupted one"
+  fi
+}
+
+# wait_for_lines FILE LINES SECONDS COMMAND...: until FILE has at least LINES lines; returns 1 at the
+# deadline or once COMMAND (is the job still running?) fails.
+wait_for_lines() {
+  local file=$1 lines=$2 deadline=$((SECONDS + $3))
+  shift 3
+  while ((SECONDS < deadline)) && "$@"; do
+    [[ -f $file ]] && (($(wc -l <"$file") >= lines)) && return 0
+    sleep 0.1
+  done
+  return 1
+}
+
+# ---- Through real Slurm ------------------------------------------------------------------------------
+run_with_slurm() {
+  local submit=(sbatch --parsable --gpus-per-node=0 --ntasks-per-node=2 --cpus-per-task=1)
+  # srun needs PMIx to wire up Open MPI's ranks; without it only the mpirun launcher can run.
+  local launchers=(mpirun)
+  if srun --mpi=list 2>&1 | grep -q pmix; then
+    launchers+=(srun)
+  else
+    echo "slurm test: srun offers no pmix here; LAUNCHER=mpirun only"
+  fi
+  local preferred=${launchers[-1]} job state
+
+  # Submitted as a user does, from the repository root with the default paths: slurm/ and build/bin
+  # under the submit directory (sbatch runs a copy of the script, not the file in slurm/).
+  local repository=$work/repository
+  mkdir -p "$repository/build"
+  ln -s "$slurm" "$repository/slurm"
+  ln -s "$STRIDER_BIN" "$repository/build/bin"
+  job=$(cd "$repository" && env -u STRIDER_BIN "${job_env[@]}" LAUNCHER="$preferred" \
+    EXTRA_ARGS="--trace-samples $work/full" "${submit[@]}" slurm/strider-train.sbatch)
+  state=$(slurm_job_wait "$job" 120)
+  expect_equal "$preferred: uninterrupted job (state, exit code, restarts)" "$state" "COMPLETED 0:0 0"
+  full_log=$repository/strider-train-$job.out
+  check_finished "$preferred: uninterrupted job" "$job" "$full_log"
+
+  local launcher
+  for launcher in "${launchers[@]}"; do
+    local trace=$work/cut-$launcher
+    job=$(env "${job_env[@]}" STRIDER_BIN="$STRIDER_BIN" LAUNCHER="$launcher" MPIRUN="$STRIDER_MPIEXEC" \
+      STRIDER_TEST_STEP_DELAY_US=5000 EXTRA_ARGS="--trace-samples $trace" "${submit[@]}" "$slurm/strider-train.sbatch")
+    if ! wait_for_lines "$trace.rank0" 60 60 slurm_job_active "$job"; then
+      fail "$launcher: job $job did not reach step 60 (state: $(slurm_job_wait "$job" 0))"
+      scancel "$job"
+      continue
+    fi
+    # What Slurm does at --signal=B:USR1@120: USR1 to the batch script only.
+    scancel --signal=USR1 --batch "$job"
+    state=$(slurm_job_wait "$job" 120)
+    expect_equal "$launcher: preempted job requeued once, then finished (state, exit code, restarts)" \
+      "$state" "COMPLETED 0:0 1"
+    grep -q "job $job (restart 1)" "$work/strider-train-$job.out" &&
+      pass "$launcher: the requeued run is restart 1 of the same job" || fail "$launcher: no restart 1 in the job log"
+    check_resumed "$launcher" "$job" "$work/strider-train-$job.out" "$trace"
+  done
+
+  # The multi-node script runs the same body (one node here), also with the default paths.
+  job=$(cd "$repository" && env -u STRIDER_BIN "${job_env[@]}" LAUNCHER="$preferred" EPOCHS=1 \
+    "${submit[@]}" --nodes=1 slurm/strider-train-multinode.sbatch)
+  state=$(slurm_job_wait "$job" 120)
+  expect_equal "multi-node script: job (state, exit code, restarts)" "$state" "COMPLETED 0:0 0"
+
+  if ((failures > 0)); then
+    for log in "$work"/strider-train-*.out "$repository"/strider-train-*.out; do
+      [[ -f $log ]] && { echo "---- $log"; tail -n 30 "$log"; }
+    done
+    slurm_cluster_logs
+  fi
+}
+
+# ---- With stand-ins ----------------------------------------------------------------------------------
+run_with_stand_ins() {
+  # A stand-in srun: drops srun's own flags and runs the command under a local mpirun with 2 ranks.
+  cat >"$work/fake-srun" <<FAKE
 #!/usr/bin/env bash
 [[ \$1 == --mpi=list ]] && { echo "MPI plugin types are: none pmi2"; exit 0; }
 while [[ \$1 == --* ]]; do shift; done
 exec "$STRIDER_MPIEXEC" --bind-to none -np 2 "\$@"
 FAKE
-cat >"$work/fake-scontrol" <<FAKE
+  cat >"$work/fake-scontrol" <<FAKE
 #!/usr/bin/env bash
 echo "\$*" >>"$work/scontrol.log"
 FAKE
-chmod +x "$work/fake-srun" "$work/fake-scontrol"
+  chmod +x "$work/fake-srun" "$work/fake-scontrol"
+  local stand_ins=(STRIDER_BIN="$STRIDER_BIN" SCONTROL="$work/fake-scontrol" SRUN="$work/fake-srun"
+    MPIRUN="$STRIDER_MPIEXEC -np 2")
 
-common_env=(DATA="$work/train.h5" SAMPLER=balanced BATCH_SIZE=16 EPOCHS=2 SEED=9 CHECKPOINT_EVERY=50
-  CHECKPOINT_DIR="$work/checkpoints" STRIDER_BIN="$STRIDER_BIN" SCONTROL="$work/fake-scontrol" TMPDIR="$work/scratch"
-  SRUN="$work/fake-srun" MPIRUN="$STRIDER_MPIEXEC -np 2")
-mkdir -p "$work/scratch"
-cd "$work" || exit 1
+  # Uninterrupted, through srun (the stand-in).
+  env "${job_env[@]}" "${stand_ins[@]}" SLURM_JOB_ID=100 LAUNCHER=srun EXTRA_ARGS="--trace-samples $work/full" \
+    bash "$slurm/strider-train.sbatch" >"$work/full.out" 2>&1
+  expect_equal "srun: job finished" "$?" 0
+  full_log=$work/full.out
+  check_finished "srun: uninterrupted job" 100 "$full_log"
 
-# Uninterrupted, through srun (the stand-in).
-env "${common_env[@]}" SLURM_JOB_ID=100 LAUNCHER=srun EXTRA_ARGS="--trace-samples $work/full" \
-  bash "$slurm/strider-train.sbatch" >"$work/full.out" 2>&1
-expect_equal "srun: job finished" "$?" 0
-grep -q "per-class recall" "$work/full.out" && pass "srun: training output in the job log" || fail "srun: no training output"
-[[ -f $work/checkpoints/strider-100.ckpt ]] && pass "checkpoint keyed by job id" || fail "no checkpoint strider-100.ckpt"
-[[ -z $(ls -A "$work/scratch") ]] && pass "node-local scratch cleaned up" || fail "scratch left behind: $(ls "$work/scratch")"
-
-for launcher in mpirun srun; do
-  job=$([[ $launcher == mpirun ]] && echo 200 || echo 300)
-  rm -f "$work/scontrol.log"
-  # The job, preempted: USR1 reaches the batch script, which forwards it; strider-train exits 75.
-  env "${common_env[@]}" SLURM_JOB_ID=$job LAUNCHER=$launcher EXTRA_ARGS="--trace-samples $work/cut$job" \
-    STRIDER_TEST_STEP_DELAY_US=3000 bash "$slurm/strider-train.sbatch" >"$work/cut$job.out" 2>&1 &
-  script=$!
-  for _ in $(seq 1 300); do
-    [[ -f $work/cut$job.rank0 ]] && (($(wc -l <"$work/cut$job.rank0") >= 60)) && break
-    sleep 0.1
+  local launcher
+  for launcher in mpirun srun; do
+    local job
+    job=$([[ $launcher == mpirun ]] && echo 200 || echo 300)
+    rm -f "$work/scontrol.log"
+    # The job, preempted: USR1 reaches the batch script, which forwards it; strider-train exits 75.
+    env "${job_env[@]}" "${stand_ins[@]}" SLURM_JOB_ID=$job LAUNCHER=$launcher EXTRA_ARGS="--trace-samples $work/cut$job" \
+      STRIDER_TEST_STEP_DELAY_US=3000 bash "$slurm/strider-train.sbatch" >"$work/cut$job.out" 2>&1 &
+    local script=$!
+    wait_for_lines "$work/cut$job.rank0" 60 30 kill -0 $script
+    kill -USR1 $script
+    wait $script
+    expect_equal "$launcher: preempted job's script exits 0 after requeueing" "$?" 0
+    expect_equal "$launcher: scontrol requeue called" "$(cat "$work/scontrol.log" 2>/dev/null)" "requeue $job"
+    # The requeued job: same job id, next restart count; resumes from the checkpoint by itself.
+    env "${job_env[@]}" "${stand_ins[@]}" SLURM_JOB_ID=$job SLURM_RESTART_COUNT=1 LAUNCHER=$launcher \
+      EXTRA_ARGS="--trace-samples $work/cut$job" bash "$slurm/strider-train.sbatch" >>"$work/cut$job.out" 2>&1
+    expect_equal "$launcher: requeued job finished" "$?" 0
+    check_resumed "$launcher" "$job" "$work/cut$job.out" "$work/cut$job"
   done
-  kill -USR1 $script
-  wait $script
-  expect_equal "$launcher: preempted job's script exits 0 after requeueing" "$?" 0
-  expect_equal "$launcher: scontrol requeue called" "$(cat "$work/scontrol.log" 2>/dev/null)" "requeue $job"
-  # The requeued job: same job id, next restart count; resumes from the checkpoint by itself.
-  env "${common_env[@]}" SLURM_JOB_ID=$job SLURM_RESTART_COUNT=1 LAUNCHER=$launcher EXTRA_ARGS="--trace-samples $work/cut$job" \
-    bash "$slurm/strider-train.sbatch" >>"$work/cut$job.out" 2>&1
-  expect_equal "$launcher: requeued job finished" "$?" 0
-  grep -q "checkpointed at .*; requeueing job $job" "$work/cut$job.out" && pass "$launcher: the script saw exit 75" ||
-    fail "$launcher: no requeue message in the job log"
-  if cmp -s "$work/full.rank0" "$work/cut${job}.rank0" && cmp -s "$work/full.rank1" "$work/cut${job}.rank1"; then
-    pass "$launcher: preempted + requeued job trained exactly the uninterrupted samples"
-  else
-    fail "$launcher: the requeued job's trace differs from the uninterrupted one"
-  fi
-done
 
-# The multi-node script runs the same body (one node here).
-env "${common_env[@]}" SLURM_JOB_ID=400 LAUNCHER=mpirun STRIDER_SLURM_DIR="$slurm" EPOCHS=1 \
-  bash "$slurm/strider-train-multinode.sbatch" >"$work/multi.out" 2>&1
-expect_equal "multi-node script: job finished" "$?" 0
+  # The multi-node script runs the same body (one node here).
+  env "${job_env[@]}" "${stand_ins[@]}" SLURM_JOB_ID=400 LAUNCHER=mpirun STRIDER_SLURM_DIR="$slurm" EPOCHS=1 \
+    bash "$slurm/strider-train-multinode.sbatch" >"$work/multi.out" 2>&1
+  expect_equal "multi-node script: job finished" "$?" 0
+}
+
+if slurm_cluster_start; then
+  echo "slurm test: real Slurm $slurm_cluster_version"
+  run_with_slurm
+elif [[ ${STRIDER_TEST_SLURM:-auto} == real ]]; then
+  fail "STRIDER_TEST_SLURM=real, but Slurm did not start: $slurm_cluster_reason"
+else
+  echo "slurm test: stand-ins ($slurm_cluster_reason)"
+  run_with_stand_ins
+fi
+
 # A bad launcher is refused with one line.
-expect_error "unknown launcher" "LAUNCHER" 30 env "${common_env[@]}" SLURM_JOB_ID=500 LAUNCHER=qsub bash "$slurm/strider-train.sbatch"
+expect_error "unknown launcher" "LAUNCHER" 30 env "${job_env[@]}" STRIDER_BIN="$STRIDER_BIN" SLURM_JOB_ID=500 \
+  LAUNCHER=qsub bash "$slurm/strider-train.sbatch"
 finish
