@@ -6,8 +6,8 @@
 #include <numeric>
 
 #include "io/reader_detail.hpp"
+#include "strider/core/hash.hpp"
 #include "strider/core/log.hpp"
-#include "strider/sampling/random.hpp"
 
 namespace strider {
 namespace {

@@ -1,6 +1,7 @@
 #pragma once
 /// \file
-/// FNV-1a 64-bit hashing: plan hashes (consensus checks), config hashes, dataset fingerprints.
+/// Hashing: FNV-1a 64-bit over bytes (plan hashes for consensus checks, config hashes, dataset
+/// fingerprints) and the SplitMix64 mix of one value (derived seeds, counter-based random streams).
 
 #include <cstddef>
 #include <cstdint>
@@ -40,5 +41,20 @@ class Fnv1a64 {
  private:
   std::uint64_t state_ = offset_basis;
 };
+
+/// SplitMix64 finaliser: a strong 64-bit mix, for deriving independent seeds.
+constexpr std::uint64_t mix64(std::uint64_t value) noexcept {
+  value += 0x9e3779b97f4a7c15ULL;
+  value = (value ^ (value >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  value = (value ^ (value >> 27)) * 0x94d049bb133111ebULL;
+  return value ^ (value >> 31);
+}
+
+/// A seed for one purpose (stream) of one epoch: independent streams for independent decisions
+/// (a sampler's shuffle and batch order, a synthetic file's rows, a model's initial weights), all
+/// derived from the run's seed.
+constexpr std::uint64_t derive_seed(std::int64_t seed, std::int64_t epoch, std::uint64_t stream) noexcept {
+  return mix64(mix64(static_cast<std::uint64_t>(seed) ^ mix64(static_cast<std::uint64_t>(epoch))) + stream);
+}
 
 }  // namespace strider

@@ -15,16 +15,9 @@
 #include <vector>
 
 #include "strider/comm/communicator.hpp"
+#include "strider/core/element_type.hpp"
 
 namespace strider {
-
-/// Native element types strider reads (samples or tokens).
-enum class ElementType { int8, uint8, int16, uint16, int32, uint32, int64, uint64, float32, float64 };
-
-/// Bytes of one element.
-std::size_t element_bytes(ElementType type) noexcept;
-/// "float32", "uint8", ...
-const char* element_name(ElementType type) noexcept;
 
 /// Dataset names inside the file (the apps' --data-key, --label-key, --tokens-key, --offsets-key).
 struct DatasetKeys {

@@ -1,11 +1,13 @@
 #pragma once
 /// \file
 /// Random streams used by the samplers. Pure functions of their seeds: the same numbers on every
-/// rank, thread and machine.
+/// rank, thread and machine. mix64 and derive_seed come from strider/core/hash.hpp.
 
 #include <cstdint>
 #include <random>
 #include <vector>
+
+#include "strider/core/hash.hpp"
 
 namespace strider {
 
@@ -20,20 +22,6 @@ constexpr std::uint64_t epoch_seed(std::int64_t seed, std::int64_t epoch) noexce
 /// torch switches algorithm there); where n-i exceeds 2^32 the draw takes 64 bits (two draws).
 /// O(n) time and memory.
 std::vector<std::int64_t> torch_randperm(std::int64_t n, std::uint64_t seed);
-
-/// SplitMix64 finaliser: a strong 64-bit mix, for deriving independent seeds.
-constexpr std::uint64_t mix64(std::uint64_t value) noexcept {
-  value += 0x9e3779b97f4a7c15ULL;
-  value = (value ^ (value >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  value = (value ^ (value >> 27)) * 0x94d049bb133111ebULL;
-  return value ^ (value >> 31);
-}
-
-/// A seed for one purpose (stream) of one epoch, for the non-torch modes: independent streams for
-/// independent decisions (shuffle, batch order, ...), all derived from the run's seed.
-constexpr std::uint64_t derive_seed(std::int64_t seed, std::int64_t epoch, std::uint64_t stream) noexcept {
-  return mix64(mix64(static_cast<std::uint64_t>(seed) ^ mix64(static_cast<std::uint64_t>(epoch))) + stream);
-}
 
 /// An unbiased integer in [0, bound) from a 64-bit engine (Lemire's method with rejection).
 std::uint64_t uniform_below(std::mt19937_64& engine, std::uint64_t bound);
