@@ -16,22 +16,6 @@ double sum_of(const std::vector<double>& values) {
   return sum;
 }
 
-void broadcast_from_root(const Communicator& comm, std::vector<double>& weights, const std::vector<double>& metrics,
-                         const ClassWeightFunction& update) {
-  std::vector<double> updated;
-  comm.collective_try([&] {
-    if (!comm.is_root()) return;
-    if (!update) STRIDER_THROW(UsageError, "update_class_weights needs a function");
-    updated = update(weights, metrics);
-    check_weights(updated, "the updated class weights");
-    if (updated.size() != weights.size())
-      STRIDER_THROW(UsageError, "the weight update returned " + std::to_string(updated.size()) + " weights for " +
-                                    std::to_string(weights.size()) + " classes");
-  });
-  comm.broadcast(updated);
-  weights = std::move(updated);
-}
-
 }  // namespace
 
 std::vector<double> apply_class_weight_rule(const std::vector<double>& weights, const std::vector<double>& metrics,
@@ -56,17 +40,15 @@ std::vector<double> apply_class_weight_rule(const std::vector<double>& weights, 
   return updated;
 }
 
-void update_class_weights(const Communicator& comm, std::vector<double>& weights, const std::vector<double>& metrics,
-                          const ClassWeightRule& rule) {
-  broadcast_from_root(comm, weights, metrics,
-                      [&rule](const std::vector<double>& current, const std::vector<double>& values) {
-                        return apply_class_weight_rule(current, values, rule);
-                      });
-}
-
-void update_class_weights(const Communicator& comm, std::vector<double>& weights, const std::vector<double>& metrics,
-                          const ClassWeightFunction& update) {
-  broadcast_from_root(comm, weights, metrics, update);
+std::vector<double> apply_class_weight_function(const std::vector<double>& weights, const std::vector<double>& metrics,
+                                                const ClassWeightFunction& update) {
+  if (!update) STRIDER_THROW(UsageError, "update_class_weights needs a function");
+  std::vector<double> updated = update(weights, metrics);
+  check_weights(updated, "the updated class weights");
+  if (updated.size() != weights.size())
+    STRIDER_THROW(UsageError, "the weight update returned " + std::to_string(updated.size()) + " weights for " +
+                                  std::to_string(weights.size()) + " classes");
+  return updated;
 }
 
 }  // namespace strider

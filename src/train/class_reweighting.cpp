@@ -1,6 +1,6 @@
 #include "train/class_reweighting.hpp"
 
-#include "strider/sampling/class_weights.hpp"
+#include "strider/train/class_weight_update.hpp"
 
 namespace strider::detail {
 

@@ -1,6 +1,6 @@
 #pragma once
 // Re-weighting classes between epochs from the evaluation's per-class recall (--reweight-every):
-// the trainer's glue around update_class_weights (include/strider/sampling/class_weights.hpp).
+// the trainer's glue around update_class_weights (strider/train/class_weight_update.hpp).
 
 #include <string>
 #include <vector>

@@ -8,8 +8,8 @@
 #include "strider/core/error.hpp"
 #include "strider/core/hash.hpp"
 #include "strider/sampling/class_index.hpp"
-#include "strider/sampling/class_weights.hpp"
 #include "strider/sampling/weighted_sampler.hpp"
+#include "strider/train/class_weight_update.hpp"
 
 using namespace strider;
 using strider::testing::world;

@@ -1,13 +1,12 @@
 #pragma once
 /// \file
-/// Class weights that change between epochs, agreed across ranks: rank 0 computes the new weights
-/// from per-class metrics and broadcasts them, so every rank holds bit-identical weights and hence
-/// builds the same weighted plan.
+/// Class weights that change between epochs: the new weights from the current ones and per-class
+/// metrics, by the common rule or a user's function, checked. Pure (no MPI): the collective that
+/// computes them on rank 0 and broadcasts them is update_class_weights in
+/// strider/train/class_weight_update.hpp.
 
 #include <functional>
 #include <vector>
-
-#include "strider/comm/communicator.hpp"
 
 namespace strider {
 
@@ -29,16 +28,10 @@ using ClassWeightFunction =
 std::vector<double> apply_class_weight_rule(const std::vector<double>& weights, const std::vector<double>& metrics,
                                             const ClassWeightRule& rule = {});
 
-/// Collective over comm: every rank must call. Rank 0 applies `rule` to its weights and metrics
-/// (the metrics should already be reduced over ranks, e.g. with all_reduce) and broadcasts the
-/// result into `weights` on every rank. A failure on rank 0 (bad metrics) is raised on every rank
-/// as the same AgreedError; no rank is left waiting.
-void update_class_weights(const Communicator& comm, std::vector<double>& weights, const std::vector<double>& metrics,
-                          const ClassWeightRule& rule = {});
-
-/// Collective over comm: every rank must call. As above with a user function run on rank 0; its
-/// result must be valid weights (finite, >= 0, not all zero, one per class) or every rank throws.
-void update_class_weights(const Communicator& comm, std::vector<double>& weights, const std::vector<double>& metrics,
-                          const ClassWeightFunction& update);
+/// Runs a user's update on (weights, metrics) and checks its result: throws UsageError unless it
+/// returns valid weights (finite, >= 0, not all zero) for as many classes as `weights`, or when
+/// `update` is empty. Pure: no MPI.
+std::vector<double> apply_class_weight_function(const std::vector<double>& weights, const std::vector<double>& metrics,
+                                                const ClassWeightFunction& update);
 
 }  // namespace strider
