@@ -22,9 +22,10 @@
 #include "strider/comm/mpi_runtime.hpp"
 #include "strider/comm/seed.hpp"
 #include "strider/core/error.hpp"
+#include "strider/device/backend.hpp"
 #include "strider/pipeline/prefetcher.hpp"
 #include "strider/sampling/factory.hpp"
-#include "strider/train/backend.hpp"
+#include "strider/train/model.hpp"
 
 namespace {
 

@@ -6,8 +6,8 @@
 #include <limits>
 #include <type_traits>
 
+#include "device/element_values.hpp"
 #include "strider/sampling/random.hpp"
-#include "train/element_values.hpp"
 
 namespace strider::gpu_testing {
 namespace {

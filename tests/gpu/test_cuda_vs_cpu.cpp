@@ -8,8 +8,8 @@
 
 #include "gpu_test_support.hpp"
 #include "strider/core/error.hpp"
+#include "strider/device/cpu_backend.hpp"
 #include "strider/device/cuda_backend.hpp"
-#include "strider/train/cpu_backend.hpp"
 
 using namespace strider;
 using namespace strider::gpu_testing;

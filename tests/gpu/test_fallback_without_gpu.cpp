@@ -6,8 +6,8 @@
 
 #include "strider/comm/mpi_runtime.hpp"
 #include "strider/core/error.hpp"
+#include "strider/device/backend.hpp"
 #include "strider/device/gpu_probe.hpp"
-#include "strider/train/backend.hpp"
 
 int main(int argc, char** argv) {
   return strider::run_mpi_app(argc, argv, [](strider::Communicator& world) {

@@ -8,9 +8,9 @@
 #include "mpi_test_support.hpp"
 #include "strider/config.hpp"
 #include "strider/core/hash.hpp"
+#include "strider/device/backend.hpp"
+#include "strider/device/cpu_backend.hpp"
 #include "strider/sampling/random.hpp"
-#include "strider/train/backend.hpp"
-#include "strider/train/cpu_backend.hpp"
 #include "strider/train/metrics.hpp"
 
 using namespace strider;

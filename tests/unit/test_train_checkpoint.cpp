@@ -9,8 +9,8 @@
 #include <iterator>
 
 #include "strider/core/error.hpp"
+#include "strider/device/cpu_backend.hpp"
 #include "strider/train/checkpoint.hpp"
-#include "strider/train/cpu_backend.hpp"
 #include "strider/train/fingerprint.hpp"
 
 using namespace strider;

@@ -6,9 +6,9 @@
 #include <cstring>
 
 #include "strider/core/error.hpp"
+#include "strider/device/backend.hpp"
+#include "strider/device/cpu_backend.hpp"
 #include "strider/sampling/random.hpp"
-#include "strider/train/backend.hpp"
-#include "strider/train/cpu_backend.hpp"
 #include "strider/train/model.hpp"
 
 using namespace strider;

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "strider/config.hpp"
-#include "strider/train/backend.hpp"
+#include "strider/device/backend.hpp"
 
 namespace strider {
 

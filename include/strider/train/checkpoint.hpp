@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "strider/core/error.hpp"
-#include "strider/train/backend.hpp"
+#include "strider/device/backend.hpp"
 
 namespace strider {
 

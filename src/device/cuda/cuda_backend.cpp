@@ -15,13 +15,13 @@
 #include <cstring>
 #include <thread>
 
+#include "device/batch_checks.hpp"
 #include "device/cuda/cuda_check.hpp"
 #include "device/cuda/cuda_handles.hpp"
 #include "device/cuda/cuda_kernels.cuh"
 #include "strider/core/log.hpp"
 #include "strider/device/gpu_binding.hpp"
 #include "strider/device/gpu_probe.hpp"
-#include "train/batch_checks.hpp"
 
 namespace strider {
 namespace detail {
@@ -361,7 +361,7 @@ void CudaBackend::zero_gradients() {
                      "zeroing the gradients");
 }
 
-// The CPU models' checks (src/train/batch_checks.hpp), on the host before anything is copied.
+// The CPU models' checks (src/device/batch_checks.hpp), on the host before anything is copied.
 BatchBytes CudaBackend::check_batch(const BatchInput& input, bool need_labels) const {
   BatchBytes bytes;
   if (config_.kind == "bag") {

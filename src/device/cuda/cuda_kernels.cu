@@ -6,7 +6,7 @@
 
 #include "device/cuda/cuda_check.hpp"
 #include "device/cuda/cuda_kernels.cuh"
-#include "train/element_values.hpp"
+#include "device/element_values.hpp"
 
 namespace strider::detail::kernels {
 namespace {

@@ -1,14 +1,15 @@
 #pragma once
 // Launchers of the CUDA backend's fp32 kernels (private). Each enqueues on `stream` and checks the
-// launch (cudaGetLastError); none synchronizes. Shapes follow the CPU models (src/train/cpu_models.cpp):
-// row-major matrices, one sample per row, sums over the input dimension in index order.
+// launch (cudaGetLastError); none synchronizes. Shapes follow the CPU models
+// (src/device/cpu/cpu_models.cpp): row-major matrices, one sample per row, sums over the input
+// dimension in index order.
 
 #include <cuda_runtime.h>
 
 #include <cstddef>
 #include <cstdint>
 
-#include "strider/io/batch_reader.hpp"
+#include "strider/core/element_type.hpp"
 
 namespace strider::detail::kernels {
 

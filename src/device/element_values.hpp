@@ -1,13 +1,14 @@
 #pragma once
-// Reading samples of any ElementType as float values or integer token ids (internal to src/train).
+// Reading samples of any ElementType as float values or integer token ids (internal to src/device:
+// the CPU models and the CUDA kernels).
 
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
 
+#include "strider/core/element_type.hpp"
 #include "strider/core/error.hpp"
-#include "strider/io/batch_reader.hpp"
 
 namespace strider::detail {
 

@@ -23,8 +23,8 @@
 #include <vector>
 
 #include "strider/comm/communicator.hpp"
-#include "strider/train/batch_input.hpp"
-#include "strider/train/model.hpp"
+#include "strider/device/batch_input.hpp"
+#include "strider/device/model.hpp"
 
 namespace strider {
 

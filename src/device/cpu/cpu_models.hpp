@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <memory>
 
-#include "strider/train/batch_input.hpp"
-#include "strider/train/model.hpp"
+#include "strider/device/batch_input.hpp"
+#include "strider/device/model.hpp"
 
 namespace strider::detail {
 

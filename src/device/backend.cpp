@@ -1,5 +1,5 @@
 // make_backend: which backend runs, and why.
-#include "strider/train/backend.hpp"
+#include "strider/device/backend.hpp"
 
 #include "strider/config.hpp"
 #include "strider/core/error.hpp"
@@ -8,7 +8,7 @@
 #include "strider/device/cuda_backend.hpp"
 #include "strider/device/gpu_binding.hpp"
 #endif
-#include "strider/train/cpu_backend.hpp"
+#include "strider/device/cpu_backend.hpp"
 
 namespace strider {
 

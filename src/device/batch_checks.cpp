@@ -1,4 +1,4 @@
-#include "train/batch_checks.hpp"
+#include "device/batch_checks.hpp"
 
 #include <string>
 

@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "strider/train/batch_input.hpp"
+#include "strider/device/batch_input.hpp"
 
 namespace strider::detail {
 

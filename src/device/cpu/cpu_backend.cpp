@@ -1,9 +1,9 @@
 // The CPU backend: host vectors, the models of cpu_models.cpp, gradients all-reduced over MPI.
-#include "strider/train/cpu_backend.hpp"
+#include "strider/device/cpu_backend.hpp"
 
 #include <algorithm>
 
-#include "cpu_models.hpp"
+#include "device/cpu/cpu_models.hpp"
 #include "strider/core/error.hpp"
 
 namespace strider {

@@ -1,14 +1,14 @@
 // Softmax regression, the two-layer MLP and the bag of embeddings, one sample at a time on the host.
 // Sums run in a fixed order, so results are bit-identical for the same batch on every rank.
-#include "cpu_models.hpp"
+#include "device/cpu/cpu_models.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
-#include "element_values.hpp"
+#include "device/batch_checks.hpp"
+#include "device/element_values.hpp"
 #include "strider/core/error.hpp"
-#include "train/batch_checks.hpp"
 
 namespace strider::detail {
 namespace {

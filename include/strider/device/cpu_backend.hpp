@@ -6,7 +6,7 @@
 
 #include <memory>
 
-#include "strider/train/backend.hpp"
+#include "strider/device/backend.hpp"
 
 namespace strider {
 
