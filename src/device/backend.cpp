@@ -13,7 +13,7 @@
 namespace strider {
 
 std::unique_ptr<Backend> make_backend(const std::string& choice, const Communicator& comm, std::string* why) {
-  (void)comm;  // the CUDA backend will bind comm.local_rank() to a device and build NCCL from comm
+  (void)comm;  // only the CUDA backend uses it: it binds comm.local_rank() to a device
   STRIDER_REQUIRE(choice == "auto" || choice == "cpu" || choice == "cuda",
                   "--backend must be auto, cpu or cuda, got '" + choice + "'");
   std::string reason;
@@ -25,7 +25,6 @@ std::unique_ptr<Backend> make_backend(const std::string& choice, const Communica
       if (!STRIDER_HAS_CUDA) STRIDER_THROW(UsageError, "--backend cuda: " + probe.reason);
       if (probe.device_count == 0) STRIDER_THROW(UsageError, "--backend cuda: no usable GPU (" + probe.reason + ")");
     }
-    // ---- CUDA backend hook (issue 8) ------------------------------------------------------------
 #if STRIDER_HAS_CUDA
     if (probe.device_count > 0) {
       const CudaBackendFlags flags = cuda_backend_flags_from_environment();

@@ -5,7 +5,6 @@
 #include <cstring>
 #include <utility>
 
-#include "strider/config.hpp"
 #include "strider/core/error.hpp"
 
 namespace strider {
@@ -36,12 +35,6 @@ class PageAlignedAllocator final : public HostAllocator {
 std::shared_ptr<HostAllocator> make_page_aligned_allocator() {
   return std::make_shared<PageAlignedAllocator>();
 }
-
-#if !STRIDER_HAS_CUDA
-std::shared_ptr<HostAllocator> make_pinned_allocator() {
-  STRIDER_THROW(UsageError, "pinned host memory needs the CUDA backend, and this build has none");
-}
-#endif
 
 HostBuffer::HostBuffer(std::shared_ptr<HostAllocator> allocator, std::size_t bytes)
     : allocator_(std::move(allocator)), bytes_(bytes) {

@@ -13,17 +13,18 @@
 #include <thread>
 
 #include "strider/comm/seed.hpp"
-#include "strider/config.hpp"
 #include "strider/core/error.hpp"
+#include "strider/core/hash.hpp"
 #include "strider/core/json_writer.hpp"
 #include "strider/core/log.hpp"
 #include "strider/device/backend.hpp"
-#include "strider/device/cuda_backend.hpp"
 #include "strider/pipeline/prefetcher.hpp"
 #include "strider/sampling/factory.hpp"
+#include "strider/train/batch_input.hpp"
 #include "strider/train/checkpoint.hpp"
 #include "strider/train/fingerprint.hpp"
 #include "strider/train/metrics.hpp"
+#include "strider/train/model.hpp"
 #include "strider/train/stop_signal.hpp"
 #include "strider/train/watchdog.hpp"
 #include "train/class_reweighting.hpp"
@@ -41,21 +42,6 @@ double seconds_since(Clock::time_point start) {
 template <typename T>
 std::shared_ptr<const T> borrow(const T& value) {
   return std::shared_ptr<const T>(std::shared_ptr<void>(), &value);
-}
-
-BatchInput input_of(const Batch& batch, const DatasetInfo& info) {
-  BatchInput input;
-  input.samples = batch.samples();
-  input.type = info.element_type;
-  input.count = batch.size();
-  input.features = 0;
-  if (!info.variable_length) {
-    input.features = 1;
-    for (std::int64_t extent : info.sample_shape) input.features *= extent;
-  }
-  input.labels = batch.labels();
-  input.offsets = batch.offsets();
-  return input;
 }
 
 /// The trace file of this rank: "epoch step id id ..." per trained step. A resumed run first drops
@@ -149,9 +135,8 @@ class TrainingRun {
   std::unique_ptr<BatchReader> reader_;  // opened by open_data, handed to the prefetcher by build_backend
   std::unique_ptr<Prefetcher> prefetcher_;
   std::unique_ptr<Backend> backend_;
-  bool stage_next_ = false;
-  std::pair<std::int64_t, std::int64_t> data_file_state_;  // size and mtime when opened  // stage the next batch's
-                                                           // host-to-device copy during a step (CUDA)
+  bool stage_next_ = false;                                // stage the next batch's host-to-device copy during a step
+  std::pair<std::int64_t, std::int64_t> data_file_state_;  // size and mtime when opened
   std::unique_ptr<Sampler> sampler_;
   std::uint64_t fingerprint_ = 0;
   int num_classes_ = 0;
@@ -221,8 +206,10 @@ void TrainingRun::build_backend() {
   std::string why;
   backend_ = comm_.collective_try([&] { return make_backend(config_.backend, comm_, &why); });
   // Every rank must run the same backend (the gradient all-reduce differs): agree on it.
-  const int cuda_here = backend_->name() == "cuda" ? 1 : 0;
-  if (comm_.all_reduce(cuda_here, ReduceOp::min) != comm_.all_reduce(cuda_here, ReduceOp::max))
+  Fnv1a64 kind;
+  kind.add(backend_->name());
+  const std::uint64_t here = kind.value();
+  if (comm_.all_reduce(here, ReduceOp::min) != comm_.all_reduce(here, ReduceOp::max))
     STRIDER_THROW(UsageError,
                   "some ranks found a working GPU and others did not; pass --backend cpu or fix the GPU binding");
   summary_.backend = backend_->name();
@@ -231,17 +218,15 @@ void TrainingRun::build_backend() {
   model.num_classes = num_classes_;
   model.seed = summary_.seed;
   comm_.collective_try([&] { backend_->initialize(resolve_model_config(model, reader_->info())); });
-#if STRIDER_HAS_CUDA
   // Surface a shared GPU or an NCCL failure now, agreed, rather than in the first all-reduce.
-  if (backend_->name() == "cuda") comm_.collective_try([&] { connect_cuda_backend(*backend_, comm_); });
-#endif
-  // The ring's buffers: pinned for fast asynchronous copies to the GPU, page-aligned otherwise.
-  // With a GPU and at least two buffers, the next batch's copy is staged while a step runs.
-  std::shared_ptr<HostAllocator> allocator = backend_->name() == "cuda" ? make_pinned_allocator() : nullptr;
+  comm_.collective_try([&] { backend_->connect(comm_); });
+  // The ring's buffers in the memory the backend copies from fastest (pinned for a GPU). With at
+  // least two buffers and a backend that overlaps copies, the next batch's copy is staged while a
+  // step runs.
   const int depth =
       prefetch_depth(config_.prefetch, reader_->info(), config_.sampler.batch_size, config_.sampler.max_tokens);
-  stage_next_ = backend_->name() == "cuda" && depth >= 2;
-  prefetcher_ = std::make_unique<Prefetcher>(std::move(reader_), PrefetcherOptions{depth, allocator});
+  stage_next_ = backend_->overlaps_copies() && depth >= 2;
+  prefetcher_ = std::make_unique<Prefetcher>(std::move(reader_), PrefetcherOptions{depth, backend_->host_allocator()});
 }
 
 void TrainingRun::rebuild_sampler() {
@@ -335,7 +320,7 @@ bool TrainingRun::train_epoch() {
       if (!batch) STRIDER_THROW(Error, "the prefetcher ended before step " + std::to_string(step));
       if (stage_next_ && step + 1 < steps) {  // the copy of batch k+1 overlaps step k
         upcoming = prefetcher_->next();
-        if (upcoming) backend_->stage(input_of(*upcoming, prefetcher_->dataset()));
+        if (upcoming) backend_->stage(batch_input(*upcoming, prefetcher_->dataset()));
       }
       trace_.write(epoch_, step, batch->indices());
       if (batch->offsets() != nullptr) {
@@ -345,7 +330,7 @@ bool TrainingRun::train_epoch() {
         tokens[0] += static_cast<double>(batch->offsets()[batch->size()]);
         tokens[1] += static_cast<double>(longest * batch->size());
       }
-      local = backend_->forward_backward(input_of(*batch, prefetcher_->dataset()));
+      local = backend_->forward_backward(batch_input(*batch, prefetcher_->dataset()));
       if (step == test_hang_step_)  // test-only: this rank never finishes the step (a stuck read or peer)
         for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
       if (test_step_delay_us_ > 0) std::this_thread::sleep_for(std::chrono::microseconds(test_step_delay_us_));
@@ -421,7 +406,7 @@ void TrainingRun::evaluate() {
     eval.start_epoch(plan);
     while (auto batch = eval.next()) {
       predictions.resize(static_cast<std::size_t>(batch->size()));
-      backend_->predict(input_of(*batch, eval.dataset()), predictions.data());
+      backend_->predict(batch_input(*batch, eval.dataset()), predictions.data());
       for (std::int64_t i = 0; i < batch->size(); ++i)
         if (batch->labels()[i] < 0 || batch->labels()[i] >= num_classes_)
           STRIDER_THROW(DataError, "evaluation label " + std::to_string(batch->labels()[i]) + " of sample " +

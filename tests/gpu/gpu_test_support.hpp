@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "strider/comm/communicator.hpp"
-#include "strider/pipeline/host_allocator.hpp"
+#include "strider/device/pinned_allocator.hpp"
 #include "strider/train/batch_input.hpp"
 
 namespace strider::gpu_testing {

@@ -40,7 +40,7 @@ TEST_CASE("gradients all-reduced on the GPUs equal the CPU backend's MPI all-red
   cuda->initialize(config);
   bool refused = false;
   try {
-    connect_cuda_backend(*cuda, comm);  // what the first all_reduce_gradients would do
+    cuda->connect(comm);  // what the first all_reduce_gradients would do
   } catch (const UsageError& error) {
     refused = std::string(error.what()).find("share") != std::string::npos;
   }

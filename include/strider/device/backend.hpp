@@ -2,11 +2,16 @@
 /// \file
 /// The training backend: where the model's parameters, gradients and optimizer state live (host or
 /// device memory), how a batch gets there (copy), one step (forward/backward, SGD) and the gradient
-/// all-reduce. CpuBackend (cpu_backend.hpp) is the reference; the CUDA backend (issue 8, code in
-/// src/device/cuda/) implements the same interface. No CUDA header here.
+/// all-reduce. CpuBackend (cpu_backend.hpp) is the reference; the CUDA backend (code in
+/// src/device/cuda/) implements the same interface. No CUDA header here. A trainer asks the
+/// interface, never the backend's name: connect(comm) once, host_allocator() for the prefetcher's
+/// ring, overlaps_copies() to decide whether to stage the next batch during a step.
 ///
-/// One training step on every rank:
+/// Construction, then one training step on every rank:
 ///
+///   std::unique_ptr<Backend> backend = make_backend(choice, comm, &why);
+///   backend->initialize(resolved_model_config);      // same parameters on every rank
+///   comm.collective_try([&] { backend->connect(comm); });
 ///   backend->zero_gradients();                       // (apply_sgd also leaves them zero)
 ///   StepResult local = backend->forward_backward(input);
 ///   std::int64_t global = comm.all_reduce(local.count, ReduceOp::sum);
@@ -25,6 +30,7 @@
 #include "strider/comm/communicator.hpp"
 #include "strider/device/batch_input.hpp"
 #include "strider/device/model.hpp"
+#include "strider/pipeline/host_allocator.hpp"
 
 namespace strider {
 
@@ -45,6 +51,24 @@ class Backend {
   virtual const ModelConfig& config() const = 0;
   /// Length of the flat parameter vector.
   virtual std::int64_t parameter_count() const = 0;
+
+  /// Collective over comm: every rank must call (with the comm it will pass to
+  /// all_reduce_gradients). Does now what the first all_reduce_gradients would otherwise do, so that
+  /// its failures surface where the caller can agree on them (inside collective_try): the CUDA
+  /// backend compares the ranks' devices (UsageError on every rank for a GPU shared by two ranks,
+  /// unless allowed) and builds its NCCL communicator. The CPU backend needs nothing: it returns at
+  /// once. Calling it again with the same comm does nothing.
+  virtual void connect(const Communicator& comm) = 0;
+
+  /// The host memory the prefetcher's ring should hold this backend's batches in: pinned
+  /// (cudaHostAlloc) where the backend copies batches to a GPU, so copies run asynchronously;
+  /// page-aligned otherwise. A new allocator each call; allocators are thread-safe. Not collective.
+  virtual std::shared_ptr<HostAllocator> host_allocator() const = 0;
+
+  /// True when stage(next) starts the next batch's copy to the device while the current step runs
+  /// (the CUDA backend), so that a trainer gains from taking batch k+1 from the prefetcher before it
+  /// computes on batch k; false when stage() does nothing (the CPU backend). Not collective.
+  virtual bool overlaps_copies() const = 0;
 
   /// A host copy of the parameters.
   virtual std::vector<float> parameters() const = 0;

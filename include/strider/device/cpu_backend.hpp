@@ -26,6 +26,12 @@ class CpuBackend final : public Backend {
   void initialize(const ModelConfig& config) override;
   const ModelConfig& config() const override { return config_; }
   std::int64_t parameter_count() const override { return static_cast<std::int64_t>(parameters_.size()); }
+  /// Nothing to connect: gradients go through comm's all_reduce. Returns at once.
+  void connect(const Communicator& comm) override { (void)comm; }
+  /// Page-aligned host memory (make_page_aligned_allocator).
+  std::shared_ptr<HostAllocator> host_allocator() const override;
+  /// false: batches are read where they lie, nothing is copied.
+  bool overlaps_copies() const override { return false; }
   std::vector<float> parameters() const override { return parameters_; }
   void set_parameters(const std::vector<float>& parameters) override;
   std::vector<float> gradients() const override { return gradients_; }

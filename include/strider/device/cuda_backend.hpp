@@ -52,12 +52,6 @@ struct CudaBackendStats {
 /// device. Throws UsageError when no device works.
 std::unique_ptr<Backend> make_cuda_backend(const Communicator& comm, bool allow_shared_device);
 
-/// Collective over comm: every rank must call. Does now what the first all_reduce_gradients would do:
-/// compares the ranks' devices (UsageError on every rank for a shared device unless allowed) and
-/// builds the NCCL communicator. Lets a trainer surface those errors inside collective_try, right
-/// after make_backend. UsageError for a backend not made by make_cuda_backend.
-void connect_cuda_backend(Backend& backend, const Communicator& comm);
-
 /// The statistics of a backend made by make_cuda_backend (UsageError for any other backend).
 CudaBackendStats cuda_backend_stats(const Backend& backend);
 

@@ -1,8 +1,8 @@
 #pragma once
 /// \file
 /// Host memory for the prefetcher's ring: page-aligned memory on the CPU backend, pinned
-/// (cudaHostAlloc) memory when the CUDA backend runs, through one interface so the CPU build needs
-/// no CUDA.
+/// (cudaHostAlloc) memory when the CUDA backend runs (its host_allocator(), in device/), through one
+/// interface so that the pipeline needs no CUDA.
 
 #include <cstddef>
 #include <memory>
@@ -24,10 +24,6 @@ class HostAllocator {
 
 /// Page-aligned host memory (std::aligned_alloc). The CPU backend's allocator.
 std::shared_ptr<HostAllocator> make_page_aligned_allocator();
-
-/// Pinned host memory (cudaHostAlloc) for fast asynchronous copies to the GPU. Throws UsageError in a
-/// build without CUDA.
-std::shared_ptr<HostAllocator> make_pinned_allocator();
 
 /// A buffer from a HostAllocator, freed on destruction. Move-only.
 class HostBuffer {

@@ -31,6 +31,10 @@ void CpuBackend::set_parameters(const std::vector<float>& parameters) {
   parameters_ = parameters;
 }
 
+std::shared_ptr<HostAllocator> CpuBackend::host_allocator() const {
+  return make_page_aligned_allocator();
+}
+
 void CpuBackend::zero_gradients() {
   std::fill(gradients_.begin(), gradients_.end(), 0.0f);
 }

@@ -22,6 +22,7 @@
 #include "strider/core/log.hpp"
 #include "strider/device/gpu_binding.hpp"
 #include "strider/device/gpu_probe.hpp"
+#include "strider/device/pinned_allocator.hpp"
 
 namespace strider {
 namespace detail {
@@ -179,15 +180,18 @@ class CudaBackend final : public Backend {
   }
   void predict(const BatchInput& input, std::int32_t* predictions) override;
 
-  CudaBackendStats stats() const;
-  void reset_stats();
   /// Collective over comm: connects now unless already connected to comm.
-  void connect_if_needed(const Communicator& comm) {
+  void connect(const Communicator& comm) override {
     activate();
     if (reduce_mode_ == ReduceMode::none || connected_comm_ != comm.native() || connected_size_ != comm.size()) {
-      connect(comm);
+      build_reduction(comm);
     }
   }
+  std::shared_ptr<HostAllocator> host_allocator() const override { return make_pinned_allocator(); }
+  bool overlaps_copies() const override { return true; }
+
+  CudaBackendStats stats() const;
+  void reset_stats();
 
  private:
   void activate() const;
@@ -203,7 +207,7 @@ class CudaBackend final : public Backend {
   void finish_step(Slot& slot);
   void synchronize_compute(const char* what) const;
   void collect_timings() const;
-  void connect(const Communicator& comm);
+  void build_reduction(const Communicator& comm);
   void wait_for_nccl(const char* what);
   void abort_nccl() noexcept;
   void close_nccl(double timeout_s) noexcept;
@@ -717,7 +721,7 @@ void CudaBackend::wait_for_nccl(const char* what) {
 }
 
 // Collective over comm: compares devices, then picks how gradients are reduced and builds NCCL.
-void CudaBackend::connect(const Communicator& comm) {
+void CudaBackend::build_reduction(const Communicator& comm) {
   if (nccl_) {
     log_release_failure("cudaStreamSynchronize", cudaStreamSynchronize(compute_stream_.get()));
     close_nccl(nccl_timeout_s_ > 0 ? nccl_timeout_s_ : 600.0);
@@ -772,7 +776,7 @@ void CudaBackend::connect(const Communicator& comm) {
 void CudaBackend::all_reduce_gradients(const Communicator& comm, std::int64_t global_count) {
   require_initialized("all_reduce_gradients");
   STRIDER_REQUIRE(global_count >= 0, "all_reduce_gradients: negative sample count " + std::to_string(global_count));
-  connect_if_needed(comm);
+  connect(comm);
   synchronize_compute("finishing the gradients");
   cudaStream_t stream = compute_stream_.get();
   const auto count = static_cast<std::size_t>(parameter_count_);
@@ -867,10 +871,6 @@ std::unique_ptr<Backend> make_cuda_backend(const Communicator& comm, bool allow_
 
 CudaBackendStats cuda_backend_stats(const Backend& backend) {
   return detail::as_cuda(backend).stats();
-}
-
-void connect_cuda_backend(Backend& backend, const Communicator& comm) {
-  const_cast<detail::CudaBackend&>(detail::as_cuda(backend)).connect_if_needed(comm);
 }
 
 void reset_cuda_backend_stats(Backend& backend) {

@@ -1,7 +1,8 @@
 // The pinned host allocator of the CUDA build (cudaHostAlloc through the checked wrappers).
+#include "strider/device/pinned_allocator.hpp"
+
 #include "device/cuda/cuda_check.hpp"
 #include "device/cuda/cuda_handles.hpp"
-#include "strider/pipeline/host_allocator.hpp"
 
 namespace strider {
 namespace {
