@@ -13,16 +13,11 @@ namespace strider {
 
 namespace {
 
-// The options every fixed-size mode shares (dataset, batch, shuffle, drop_last, seed).
+// The partition every fixed-size mode shares (dataset, batch, shuffle, drop_last, seed).
 template <typename Config>
 Config fixed_size_config(const SamplerOptions& options) {
   Config config;
-  config.dataset_size = options.dataset_size;
-  config.batch_size = options.batch_size;
-  config.shuffle = options.shuffle;
-  config.drop_last = options.drop_last;
-  config.drop_last_batch = options.drop_last_batch;
-  config.seed = options.seed;
+  static_cast<PartitionConfig&>(config) = options;
   return config;
 }
 

@@ -11,14 +11,9 @@
 
 namespace strider {
 
-/// Configuration of the block sampler.
-struct BlockSamplerConfig {
-  std::int64_t dataset_size = 0;  ///< N, any value in [0, 2^63)
-  std::int64_t batch_size = 0;    ///< B, per rank; 0: the whole epoch is one batch
-  bool shuffle = true;            ///< false: the dataset order, cut into contiguous per-rank ranges
-  bool drop_last = false;         ///< drop the tail so every rank gets floor(N/R)
-  bool drop_last_batch = false;   ///< drop a last partial batch
-  std::int64_t seed = 0;
+/// Configuration of the block sampler: the distributed sampler's partition (N may be any value in
+/// [0, 2^63); shuffle false: the dataset order, cut into contiguous per-rank ranges) and the blocks.
+struct BlockSamplerConfig : PartitionConfig {
   std::int64_t block_size = 0;    ///< S: contiguous samples per block (> 0)
   std::int64_t block_window = 8;  ///< W: a rank's samples are shuffled within windows of W*S positions
 };

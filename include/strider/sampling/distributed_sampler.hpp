@@ -10,15 +10,22 @@
 
 namespace strider {
 
-/// Configuration of the distributed sampler (torch's arguments plus batching).
-struct DistributedSamplerConfig {
+/// How an epoch of N samples is split over ranks and into batches: torch's DistributedSampler
+/// arguments plus batching. Declared once: the distributed sampler's config is exactly this, the
+/// modes that hand out its positions through an order of their own (streaming, block) extend it,
+/// and SamplerOptions carries it, so the six fields are copied as one.
+struct PartitionConfig {
   std::int64_t dataset_size = 0;  ///< N, the number of samples in the dataset
   std::int64_t batch_size = 0;    ///< B, per rank (as in torch); 0: the whole epoch is one batch
-  bool shuffle = true;            ///< torch's shuffle: randperm(N) seeded with seed+epoch
+  bool shuffle = true;            ///< torch's shuffle (what the order is shuffled with depends on the mode)
   bool drop_last = false;         ///< torch's drop_last: drop the tail so every rank gets floor(N/R)
   bool drop_last_batch = false;   ///< drop a last partial batch (separate from drop_last)
-  std::int64_t seed = 0;          ///< torch's seed; seed+epoch is taken modulo 2^64
+  std::int64_t seed = 0;          ///< the run's seed; with the epoch it keys the order
 };
+
+/// Configuration of the distributed sampler: the partition; shuffle is torch's randperm(N) seeded
+/// with seed+epoch (modulo 2^64).
+struct DistributedSamplerConfig : PartitionConfig {};
 
 /// Rank r of R takes positions r, r+R, r+2R, ... of the epoch's order, padded (by repeating the
 /// order from its start) to ceil(N/R)*R or truncated to floor(N/R)*R with drop_last, then cut into

@@ -7,19 +7,15 @@
 #include <string>
 #include <vector>
 
+#include "strider/sampling/distributed_sampler.hpp"
 #include "strider/sampling/sampler.hpp"
 
 namespace strider {
 
-/// Everything any sampling mode may need. Fields a mode does not use are ignored.
-struct SamplerOptions {
-  std::string mode = "distributed";  ///< distributed (more modes are registered by later parts)
-  std::int64_t dataset_size = 0;     ///< N
-  std::int64_t batch_size = 0;       ///< per-rank batch size B (0: the epoch is one batch)
-  bool shuffle = true;
-  bool drop_last = false;        ///< torch's drop_last
-  bool drop_last_batch = false;  ///< drop a last partial batch
-  std::int64_t seed = 0;
+/// Everything any sampling mode may need. Fields a mode does not use are ignored. The partition
+/// (dataset_size, batch_size, shuffle, drop_last, drop_last_batch, seed) is PartitionConfig's.
+struct SamplerOptions : PartitionConfig {
+  std::string mode = "distributed";  ///< one of sampler_modes()
 
   /// Per-sample class labels 0..K-1 (class-aware modes), shared so that samplers of several ranks
   /// or epochs do not copy them. Null when the dataset has none.

@@ -27,10 +27,9 @@ class PartitionedSampler : public Sampler {
   std::int64_t samples_per_rank() const noexcept { return partition_.samples_per_rank(); }
 
  protected:
-  /// `config` has the distributed sampler's fields (dataset_size, batch_size, drop_last,
-  /// drop_last_batch, seed). Throws UsageError as DistributedSampler does.
-  template <typename Config>
-  PartitionedSampler(const Config& config, int world_size, int rank)
+  /// The partition of `config` (a StreamingSamplerConfig, BlockSamplerConfig, ...). Throws
+  /// UsageError as DistributedSampler does.
+  PartitionedSampler(const PartitionConfig& config, int world_size, int rank)
       : Sampler(world_size, rank, config.seed), partition_(unshuffled(config), world_size, rank) {}
 
   /// The unshuffled partition: its index_at and batch give positions of the mode's order (wrapped
@@ -38,15 +37,10 @@ class PartitionedSampler : public Sampler {
   const DistributedSampler& partition() const noexcept { return partition_; }
 
  private:
-  template <typename Config>
-  static DistributedSamplerConfig unshuffled(const Config& config) {
+  static DistributedSamplerConfig unshuffled(const PartitionConfig& config) {
     DistributedSamplerConfig partition;
-    partition.dataset_size = config.dataset_size;
-    partition.batch_size = config.batch_size;
+    static_cast<PartitionConfig&>(partition) = config;
     partition.shuffle = false;
-    partition.drop_last = config.drop_last;
-    partition.drop_last_batch = config.drop_last_batch;
-    partition.seed = config.seed;
     return partition;
   }
 

@@ -11,15 +11,10 @@
 
 namespace strider {
 
-/// Configuration of the streaming sampler (the distributed sampler's options).
-struct StreamingSamplerConfig {
-  std::int64_t dataset_size = 0;  ///< N, any value in [0, 2^63)
-  std::int64_t batch_size = 0;    ///< B, per rank; 0: the whole epoch is one batch
-  bool shuffle = true;            ///< false: the dataset order (then equal to the distributed sampler)
-  bool drop_last = false;         ///< drop the tail so every rank gets floor(N/R)
-  bool drop_last_batch = false;   ///< drop a last partial batch
-  std::int64_t seed = 0;          ///< with the epoch, keys the permutation (derive_seed)
-};
+/// Configuration of the streaming sampler: the distributed sampler's partition (N may be any value
+/// in [0, 2^63); shuffle false gives the dataset order, then equal to the distributed sampler's;
+/// the seed with the epoch keys the permutation, derive_seed).
+struct StreamingSamplerConfig : PartitionConfig {};
 
 /// The epoch's order is a FeistelPermutation of [0, N) keyed by (seed, epoch); ranks take positions
 /// of it exactly as in DistributedSampler (rank r: r, r+R, ...; padded by wrapping or truncated with
