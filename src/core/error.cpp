@@ -45,6 +45,14 @@ Error::Error(ErrorContext&& context, int)
 AgreedError::AgreedError(std::string message, int failing_rank, int exit_code)
     : Error(ErrorContext{"", "", 0, -2, 0, std::move(message)}), failing_rank_(failing_rank), exit_code_(exit_code) {}
 
+namespace detail {
+void throw_system_error(const std::string& call, const std::string& hint, int error_number, const char* file,
+                        int line) {
+  throw SystemError(ErrorContext{call, relative_source_path(file), line, -1, error_number,
+                                 hint + ": " + std::strerror(error_number)});
+}
+}  // namespace detail
+
 int exit_code_for(const std::exception& error) noexcept {
   if (auto* agreed = dynamic_cast<const AgreedError*>(&error)) return agreed->exit_code();
   if (dynamic_cast<const UsageError*>(&error)) return 2;

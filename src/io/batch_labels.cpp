@@ -1,5 +1,5 @@
 // Per-batch labels (BatchLabels) and the POSIX file helpers the raw engines share (FileDescriptor,
-// FileMapping, throw_system_error).
+// FileMapping).
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -13,13 +13,8 @@
 
 namespace strider::io_detail {
 
-void throw_system_error(const std::string& call, const std::string& hint, const char* file, int line) {
-  const int code = errno;
-  throw SystemError(ErrorContext{call, file, line, -1, code, hint + ": " + std::strerror(code)});
-}
-
 FileDescriptor::FileDescriptor(const std::string& path) : descriptor_(::open(path.c_str(), O_RDONLY | O_CLOEXEC)) {
-  if (descriptor_ < 0) STRIDER_THROW_ERRNO("open()", "opening " + path);
+  if (descriptor_ < 0) STRIDER_THROW_ERRNO("open()", "opening " + path, errno);
 }
 
 FileDescriptor::~FileDescriptor() {
@@ -34,7 +29,7 @@ FileMapping::FileMapping(int descriptor, std::int64_t offset, std::int64_t bytes
   map_ = ::mmap(nullptr, map_bytes_, PROT_READ, MAP_SHARED, descriptor, aligned);
   if (map_ == MAP_FAILED) {
     map_ = nullptr;
-    STRIDER_THROW_ERRNO("mmap()", "mapping " + what + " (" + std::to_string(map_bytes_) + " bytes)");
+    STRIDER_THROW_ERRNO("mmap()", "mapping " + what + " (" + std::to_string(map_bytes_) + " bytes)", errno);
   }
   data_ = static_cast<const std::byte*>(map_) + (offset - aligned);
   map_cached_pages();
@@ -99,7 +94,7 @@ BatchLabels::BatchLabels(const OpenedDataset& dataset, bool mapped)
       rows_(dataset.info.num_samples),
       file_(dataset.path) {
   struct stat status {};
-  if (::fstat(file_.get(), &status) != 0) STRIDER_THROW_ERRNO("fstat()", "checking the size of " + path_);
+  if (::fstat(file_.get(), &status) != 0) STRIDER_THROW_ERRNO("fstat()", "checking the size of " + path_, errno);
   if (offset_ < 0 || offset_ + rows_ * size_ > status.st_size)
     STRIDER_THROW(DataError, "cannot open " + path_ + ": " + key_ + " needs bytes " + std::to_string(offset_) + ".." +
                                  std::to_string(offset_ + rows_ * size_) + " but the file has " +

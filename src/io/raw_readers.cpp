@@ -18,7 +18,7 @@ std::int64_t data_bytes_checked(const OpenedDataset& dataset, int descriptor) {
       dataset.info.variable_length ? dataset.info.num_tokens : dataset.info.num_samples * dataset.row_elements;
   const std::int64_t bytes = elements * static_cast<std::int64_t>(element_bytes(dataset.info.element_type));
   struct stat status {};
-  if (::fstat(descriptor, &status) != 0) STRIDER_THROW_ERRNO("fstat()", "checking the size of " + dataset.path);
+  if (::fstat(descriptor, &status) != 0) STRIDER_THROW_ERRNO("fstat()", "checking the size of " + dataset.path, errno);
   if (dataset.file_offset_bytes < 0 || dataset.file_offset_bytes + bytes > status.st_size)
     STRIDER_THROW(DataError, "cannot open " + dataset.path + ": " + dataset.data_key + " needs bytes " +
                                  std::to_string(dataset.file_offset_bytes) + ".." +

@@ -45,11 +45,6 @@ struct OpenedDataset {
   std::int64_t chunks_across_row = 1;            ///< chunked fixed-size: chunks one row's elements span
 };
 
-[[noreturn]] void throw_system_error(const std::string& call, const std::string& hint, const char* file, int line);
-/// Throws SystemError for the failed `call` with errno's text after `hint`.
-#define STRIDER_THROW_ERRNO(call, hint) \
-  ::strider::io_detail::throw_system_error(call, hint, ::strider::detail::relative_source_path(__FILE__), __LINE__)
-
 /// A read-only file descriptor.
 class FileDescriptor {
  public:
@@ -94,7 +89,7 @@ void pread_exactly(int descriptor, std::byte* target, std::int64_t bytes, std::i
     const ssize_t got = ::pread(descriptor, target, static_cast<std::size_t>(bytes), offset);
     if (got < 0) {
       if (errno == EINTR) continue;
-      STRIDER_THROW_ERRNO("pread()", "reading " + describe());
+      STRIDER_THROW_ERRNO("pread()", "reading " + describe(), errno);
     }
     if (got == 0) STRIDER_THROW(DataError, "reading " + describe() + ": unexpected end of file");
     target += got;

@@ -20,13 +20,6 @@ constexpr std::size_t magic_bytes = sizeof(magic) - 1;
 constexpr std::size_t header_bytes = magic_bytes + sizeof(std::uint64_t);
 constexpr std::size_t trailer_bytes = sizeof(std::uint64_t);
 
-[[noreturn]] void throw_system(const std::string& call, const std::string& hint, int error_number, const char* file,
-                               int line) {
-  throw SystemError(ErrorContext{call, detail::relative_source_path(file), line, -1, error_number,
-                                 hint + ": " + std::strerror(error_number)});
-}
-#define STRIDER_THROW_ERRNO(call, hint) throw_system(call, hint, errno, __FILE__, __LINE__)
-
 void append_u64(std::string& out, std::uint64_t value) {
   out.append(reinterpret_cast<const char*>(&value), sizeof value);
 }
@@ -105,7 +98,7 @@ void write_all(int descriptor, const std::string& bytes, const std::string& temp
     const ssize_t result = ::write(descriptor, bytes.data() + written, bytes.size() - written);
     if (result < 0) {
       if (errno == EINTR) continue;
-      STRIDER_THROW_ERRNO("write(" + temporary + ")", "writing checkpoint " + temporary);
+      STRIDER_THROW_ERRNO("write(" + temporary + ")", "writing checkpoint " + temporary, errno);
     }
     written += static_cast<std::size_t>(result);
   }
@@ -141,14 +134,15 @@ void write_checkpoint(const std::string& path, const Checkpoint& checkpoint) {
 
   const std::string temporary = path + ".tmp." + std::to_string(::getpid());
   const int descriptor = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (descriptor < 0) STRIDER_THROW_ERRNO("open(" + temporary + ")", "creating checkpoint file " + temporary);
+  if (descriptor < 0) STRIDER_THROW_ERRNO("open(" + temporary + ")", "creating checkpoint file " + temporary, errno);
   try {
     write_all(descriptor, bytes, temporary);
-    if (::fsync(descriptor) != 0) STRIDER_THROW_ERRNO("fsync(" + temporary + ")", "flushing checkpoint " + temporary);
+    if (::fsync(descriptor) != 0)
+      STRIDER_THROW_ERRNO("fsync(" + temporary + ")", "flushing checkpoint " + temporary, errno);
     if (::close(descriptor) != 0) {
       const int error_number = errno;
       ::unlink(temporary.c_str());
-      throw_system("close(" + temporary + ")", "closing checkpoint " + temporary, error_number, __FILE__, __LINE__);
+      STRIDER_THROW_ERRNO("close(" + temporary + ")", "closing checkpoint " + temporary, error_number);
     }
   } catch (...) {
     ::close(descriptor);
@@ -158,21 +152,19 @@ void write_checkpoint(const std::string& path, const Checkpoint& checkpoint) {
   if (::rename(temporary.c_str(), path.c_str()) != 0) {
     const int error_number = errno;
     ::unlink(temporary.c_str());
-    throw_system("rename(" + temporary + ", " + path + ")", "replacing checkpoint " + path, error_number, __FILE__,
-                 __LINE__);
+    STRIDER_THROW_ERRNO("rename(" + temporary + ", " + path + ")", "replacing checkpoint " + path, error_number);
   }
   // The rename is durable once the directory entry is: fsync the directory.
   const std::string directory = directory_of(path);
   const int directory_descriptor = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (directory_descriptor < 0)
-    STRIDER_THROW_ERRNO("open(" + directory + ")", "syncing directory of checkpoint " + path);
+    STRIDER_THROW_ERRNO("open(" + directory + ")", "syncing directory of checkpoint " + path, errno);
   const int synced = ::fsync(directory_descriptor);
   const int error_number = errno;
   ::close(directory_descriptor);
   // Some file systems (network ones) refuse fsync on a directory; the rename has happened regardless.
   if (synced != 0 && error_number != EINVAL && error_number != ENOTSUP) {
-    throw_system("fsync(" + directory + ")", "syncing directory of checkpoint " + path, error_number, __FILE__,
-                 __LINE__);
+    STRIDER_THROW_ERRNO("fsync(" + directory + ")", "syncing directory of checkpoint " + path, error_number);
   }
 }
 
@@ -180,7 +172,7 @@ Checkpoint read_checkpoint(const std::string& path) {
   std::FILE* file = std::fopen(path.c_str(), "rb");
   if (file == nullptr) {
     if (errno == ENOENT) STRIDER_THROW(CheckpointNotFound, "checkpoint " + path + " does not exist");
-    STRIDER_THROW_ERRNO("fopen(" + path + ")", "opening checkpoint " + path);
+    STRIDER_THROW_ERRNO("fopen(" + path + ")", "opening checkpoint " + path, errno);
   }
   std::string bytes;
   char buffer[1 << 16];
@@ -189,7 +181,7 @@ Checkpoint read_checkpoint(const std::string& path) {
   const bool failed = std::ferror(file) != 0;
   const int error_number = errno;
   std::fclose(file);
-  if (failed) throw_system("fread(" + path + ")", "reading checkpoint " + path, error_number, __FILE__, __LINE__);
+  if (failed) STRIDER_THROW_ERRNO("fread(" + path + ")", "reading checkpoint " + path, error_number);
 
   if (bytes.size() < magic_bytes || bytes.compare(0, magic_bytes, magic, magic_bytes) != 0) {
     if (bytes.size() < magic_bytes && std::string(magic, bytes.size()) == bytes) {

@@ -108,6 +108,11 @@ int current_world_rank() noexcept;
 namespace detail {
 /// Strips the build's source directory from __FILE__ so messages show "src/io/x.cpp".
 const char* relative_source_path(const char* file) noexcept;
+
+/// Throws SystemError for the failed POSIX `call` with `error_number` (an errno value) as its code
+/// and strerror's text after `hint`. Use STRIDER_THROW_ERRNO.
+[[noreturn]] void throw_system_error(const std::string& call, const std::string& hint, int error_number,
+                                     const char* file, int line);
 }  // namespace detail
 
 }  // namespace strider
@@ -116,6 +121,16 @@ const char* relative_source_path(const char* file) noexcept;
 /// Usage: STRIDER_THROW(UsageError, "--world must be positive, got " + std::to_string(w));
 #define STRIDER_THROW(ExceptionType, reason) \
   throw ExceptionType((reason), ::strider::detail::relative_source_path(__FILE__), __LINE__)
+
+/// Throws SystemError for a failed POSIX call: call text, errno value and text, and what the caller
+/// was doing, e.g. STRIDER_THROW_ERRNO("pread()", "reading rows 0..255 of data.h5", errno) gives
+/// "pread() failed reading rows 0..255 of data.h5: Input/output error". Pass errno as read right
+/// after the call (save it first when other calls, such as close or unlink, run in between).
+#define STRIDER_THROW_ERRNO(call, hint, error_number)                                                 \
+  do {                                                                                                \
+    const int strider_error_number_ = (error_number);                                                 \
+    ::strider::detail::throw_system_error((call), (hint), strider_error_number_, __FILE__, __LINE__); \
+  } while (0)
 
 /// Throws UsageError with reason unless condition holds.
 #define STRIDER_REQUIRE(condition, reason)                          \
