@@ -60,10 +60,10 @@ class FileDescriptor {
 
 /// A read-only mapping of bytes [offset, offset + bytes) of an open file (nothing for 0 bytes). The
 /// pages of it already in the page cache are mapped up front: otherwise each page costs a minor fault
-/// on its first touch (at 2 ranks on 2 cores the first epoch of w1, 256 MB, read about 1 ms per batch
-/// instead of 36 us, and a busy step of 90 us stalled 5.5-6.7% instead of 0-0.9%). Pages not cached
-/// are left alone (populating them would read the file, maybe more than memory holds) and fault in on
-/// first use. Needs MADV_POPULATE_READ (Linux 5.14), else maps nothing up front. About 22 ms per 256 MB.
+/// on its first touch, and the first epoch reads many times slower than the next ones (README, Data
+/// format, has the figures). Pages not cached are left alone (populating them would read the file,
+/// maybe more than memory holds) and fault in on first use. Needs MADV_POPULATE_READ (Linux 5.14),
+/// else maps nothing up front.
 class FileMapping {
  public:
   /// `what` names the bytes for the error ("the 1000 labels /labels of data.h5").

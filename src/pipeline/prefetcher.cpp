@@ -296,7 +296,7 @@ void Prefetcher::release_slot(int slot) noexcept {
     --s.held;
     // With a deep ring the I/O thread is woken once a quarter of the ring is free, or when fewer
     // than a quarter of it is ready, rather than for every buffer: a wake-up per batch costs two
-    // context switches, a sizeable part of a 20-40 us step on a core shared with the consumer.
+    // context switches, a sizeable part of a short step on a core shared with the consumer.
     // next() wakes it too before waiting, so that a consumer that holds buffers without
     // releasing them never waits on a sleeping I/O thread.
     const std::size_t quarter = std::max<std::size_t>(1, s.slots.size() / 4);

@@ -39,8 +39,7 @@ struct PrefetcherOptions {
 /// batches to hold 16 MiB, at least 4 and at most kMaxPrefetchDepth. A batch of small rows is read in tens of
 /// microseconds, so a ring of 4 holds well under a millisecond of work, less than the scheduler's time slice: when
 /// threads outnumber cores (ranks x (consumer + I/O thread)), a runnable I/O thread can wait that long and the consumer
-/// stalls. Measured (w1, 2 ranks on 2 cores, busy step of 2.5x the read): stall 3.7-5.3% at depth 4,
-/// 2.9-3.1% at 64. `batch_size` rows per batch (0: the whole dataset); sequences use `max_tokens`
+/// stalls; a deeper ring rides that out. `batch_size` rows per batch (0: the whole dataset); sequences use `max_tokens`
 /// tokens per batch when set, else batch_size rows of average length.
 int prefetch_depth(int requested, const DatasetInfo& info, std::int64_t batch_size, std::int64_t max_tokens) noexcept;
 
