@@ -6,6 +6,7 @@ source "$(dirname "$0")/common.sh"
 
 "$repo_root/scripts/setup.sh"
 "$repo_root/scripts/check-format.sh"
+"$repo_root/scripts/check-layers.sh"
 configure_and_build "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTRIDER_BUILD_TESTS=ON
 echo "test: running ctest in $build_dir"
 ctest --test-dir "$build_dir" --output-on-failure --parallel "$jobs" --timeout 900
