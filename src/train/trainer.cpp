@@ -19,6 +19,7 @@
 #include "strider/core/log.hpp"
 #include "strider/device/backend.hpp"
 #include "strider/pipeline/prefetcher.hpp"
+#include "strider/sampling/exact_split_sampler.hpp"
 #include "strider/sampling/factory.hpp"
 #include "strider/train/batch_input.hpp"
 #include "strider/train/checkpoint.hpp"
@@ -28,7 +29,6 @@
 #include "strider/train/stop_signal.hpp"
 #include "strider/train/watchdog.hpp"
 #include "train/class_reweighting.hpp"
-#include "train/eval_sampler.hpp"
 
 namespace strider {
 namespace {
@@ -395,7 +395,8 @@ void TrainingRun::evaluate() {
   const std::string path = config_.eval_path.empty() ? config_.data_path : config_.eval_path;
   Prefetcher eval(open_reader(comm_, path, reader), PrefetcherOptions{2, nullptr});
   ClassCounts counts(num_classes_);
-  detail::EvalSampler plan(eval.dataset().num_samples, config_.eval_batch_size, comm_.size(), comm_.rank());
+  ExactSplitSampler plan(eval.dataset().num_samples, std::max<std::int64_t>(config_.eval_batch_size, 1), comm_.size(),
+                         comm_.rank());
   comm_.collective_try([&] {
     if (!config_.eval_path.empty()) {
       ModelConfig check = backend_->config();
