@@ -48,6 +48,46 @@ struct Slot {
   std::int64_t step = 0;
 };
 
+namespace {
+
+/// Reads `step` of the sampler's epoch into `slot` (its indices, samples, labels and offsets).
+void read_into_slot(BatchReader& reader, const DatasetInfo& info, Slot& slot, const Sampler& sampler, std::int64_t step,
+                    std::size_t capacity, bool one_by_one, std::int64_t fail_at_step) {
+  if (step == fail_at_step)
+    STRIDER_THROW(SystemError, "pread failed reading step " + std::to_string(step) +
+                                   ": injected I/O error (STRIDER_TEST_FAIL_READ)");
+  sampler.batch(step, slot.indices);
+  const auto count = static_cast<std::int64_t>(slot.indices.size());
+  slot.samples_bytes = reader.samples_bytes(slot.indices.data(), count);
+  if (slot.samples_bytes > static_cast<std::int64_t>(capacity))
+    STRIDER_THROW(UsageError, "batch at step " + std::to_string(step) + " needs " + std::to_string(slot.samples_bytes) +
+                                  " bytes, the ring's buffers hold " + std::to_string(capacity));
+  BatchDestination destination;
+  destination.samples = slot.samples.data();
+  destination.samples_capacity_bytes = static_cast<std::int64_t>(capacity);
+  destination.labels = info.has_labels ? slot.labels.data() : nullptr;
+  destination.offsets = info.variable_length ? slot.offsets.data() : nullptr;
+  if (!one_by_one) {
+    reader.read(slot.indices.data(), count, destination);
+  } else {
+    std::int64_t at = 0;
+    std::int64_t row_offsets[2] = {0, 0};
+    if (destination.offsets != nullptr) destination.offsets[0] = 0;
+    for (std::int64_t k = 0; k < count; ++k) {
+      const std::int64_t* index = &slot.indices[static_cast<std::size_t>(k)];
+      const std::int64_t bytes = reader.samples_bytes(index, 1);
+      reader.read(index, 1,
+                  BatchDestination{destination.samples + at, destination.samples_capacity_bytes - at,
+                                   destination.labels != nullptr ? destination.labels + k : nullptr,
+                                   destination.offsets != nullptr ? row_offsets : nullptr});
+      if (destination.offsets != nullptr) destination.offsets[k + 1] = destination.offsets[k] + row_offsets[1];
+      at += bytes;
+    }
+  }
+}
+
+}  // namespace
+
 /// What the I/O thread hands the consumer, in plan order.
 struct Delivery {
   int slot = -1;             // a filled slot, or -1 for an error or the end of the epoch
@@ -88,7 +128,9 @@ struct Prefetcher::State {
   Clock::time_point stats_start;
 
   std::int64_t fail_at_step = -1;  // test-only fault injection (see injected_failure_step)
-  std::thread thread;
+  bool read_rows_one_by_one = false;
+  std::int64_t next_step = 0;  // without an I/O thread: the step next() reads
+  std::thread thread;          // not started without an I/O thread
 };
 
 int prefetch_depth(int requested, const DatasetInfo& info, std::int64_t batch_size, std::int64_t max_tokens) noexcept {
@@ -154,10 +196,15 @@ Prefetcher::Prefetcher(std::unique_ptr<BatchReader> reader, PrefetcherOptions op
   state_->slots.resize(static_cast<std::size_t>(depth_));
   for (int slot = 0; slot < depth_; ++slot) state_->free_slots.push_back(slot);
   state_->fail_at_step = injected_failure_step();
-  state_->thread = std::thread([this] { io_loop(); });
+  state_->read_rows_one_by_one = options.read_rows_one_by_one;
+  if (options.io_thread) state_->thread = std::thread([this] { io_loop(); });
 }
 
 Prefetcher::~Prefetcher() {
+  release_reader();
+}
+
+std::unique_ptr<BatchReader> Prefetcher::release_reader() noexcept {
   {
     std::lock_guard<std::mutex> lock(state_->mutex);
     state_->shutdown = true;
@@ -165,6 +212,7 @@ Prefetcher::~Prefetcher() {
   }
   state_->io_wake.notify_all();
   if (state_->thread.joinable()) state_->thread.join();
+  return std::move(state_->reader);
 }
 
 const std::vector<std::int32_t>& Prefetcher::labels() const noexcept {
@@ -172,6 +220,17 @@ const std::vector<std::int32_t>& Prefetcher::labels() const noexcept {
 }
 const std::vector<std::int64_t>& Prefetcher::lengths() const noexcept {
   return state_->reader->lengths();
+}
+
+void Prefetcher::read_labels(std::int64_t first, std::int64_t count, std::int32_t* out) {
+  std::lock_guard<std::mutex> lock(state_->mutex);  // the I/O thread takes no command meanwhile
+  if (state_->epoch_open || state_->io_busy)
+    STRIDER_THROW(UsageError, "labels can be read from the prefetcher's reader only while no epoch runs");
+  state_->reader->read_labels(first, count, out);
+}
+
+std::string Prefetcher::engine() const {
+  return state_->reader->engine();
 }
 
 std::size_t Prefetcher::buffer_bytes() const noexcept {
@@ -223,6 +282,7 @@ void Prefetcher::start_epoch(const Sampler& sampler, std::int64_t first_step, st
     s.epoch = sampler.epoch();
     s.first_step = first_step;
     s.end_step = end_step;
+    s.next_step = first_step;
     s.command_generation = ++s.generation;
     s.epoch_open = true;
     if (!s.stats_clock_started) {
@@ -235,6 +295,7 @@ void Prefetcher::start_epoch(const Sampler& sampler, std::int64_t first_step, st
 
 std::optional<Batch> Prefetcher::next() {
   State& s = *state_;
+  if (!s.thread.joinable()) return next_on_caller_thread();
   std::unique_lock<std::mutex> lock(s.mutex);
   if (!s.epoch_open && s.ready.empty()) return std::nullopt;
   if (s.ready.empty() && s.held == depth_)
@@ -255,11 +316,47 @@ std::optional<Batch> Prefetcher::next() {
     s.epoch_open = false;
     return std::nullopt;
   }
-  Slot& slot = s.slots[static_cast<std::size_t>(delivery.slot)];
+  return deliver(delivery.slot);
+}
+
+std::optional<Batch> Prefetcher::next_on_caller_thread() {
+  State& s = *state_;
+  std::unique_lock<std::mutex> lock(s.mutex);
+  if (!s.epoch_open || s.next_step >= s.end_step) {
+    s.epoch_open = false;
+    return std::nullopt;
+  }
+  if (s.free_slots.empty())
+    STRIDER_THROW(UsageError, "the consumer holds all " + std::to_string(depth_) +
+                                  " prefetch buffers; release a batch before asking for the next");
+  const int slot = s.free_slots.front();
+  s.free_slots.pop_front();
+  const std::int64_t step = s.next_step++;
+  const Sampler& sampler = *s.sampler;
+  const std::int64_t epoch = s.epoch;
+  const std::size_t capacity = s.buffer_bytes;
+  lock.unlock();
+
+  const Clock::time_point read_start = Clock::now();
+  const std::exception_ptr error = fill_slot(slot, sampler, epoch, step, capacity);
+  const double read_seconds = seconds_since(read_start);
+  lock.lock();
+  s.stats.stall_seconds += read_seconds;  // the consumer waited for the whole read
+  if (error) {
+    s.free_slots.push_back(slot);
+    s.epoch_open = false;
+    std::rethrow_exception(error);
+  }
+  return deliver(slot);
+}
+
+Batch Prefetcher::deliver(int slot_index) {
+  State& s = *state_;
+  Slot& slot = s.slots[static_cast<std::size_t>(slot_index)];
   ++s.held;
   Batch batch;
   batch.owner_ = this;
-  batch.slot_ = delivery.slot;
+  batch.slot_ = slot_index;
   batch.epoch_ = slot.epoch;
   batch.step_ = slot.step;
   batch.indices_ = &slot.indices;
@@ -272,6 +369,34 @@ std::optional<Batch> Prefetcher::next() {
   s.stats.useful_bytes += slot.samples_bytes;
   if (s.stats.time_to_first_batch_seconds < 0) s.stats.time_to_first_batch_seconds = seconds_since(s.stats_start);
   return batch;
+}
+
+std::exception_ptr Prefetcher::fill_slot(int slot_index, const Sampler& sampler, std::int64_t epoch, std::int64_t step,
+                                         std::size_t capacity) noexcept {
+  State& s = *state_;
+  const Clock::time_point start = Clock::now();
+  std::exception_ptr error;
+  ReadStats before{}, after{};
+  try {
+    before = s.reader->stats();
+    read_into_slot(*s.reader, info_, s.slots[static_cast<std::size_t>(slot_index)], sampler, step, capacity,
+                   s.read_rows_one_by_one, s.fail_at_step);
+    s.slots[static_cast<std::size_t>(slot_index)].epoch = epoch;
+    s.slots[static_cast<std::size_t>(slot_index)].step = step;
+  } catch (...) {
+    error = std::current_exception();
+  }
+  try {
+    after = s.reader->stats();
+  } catch (...) {
+    after = before;
+  }
+  const double seconds = seconds_since(start);
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.stats.io_seconds += seconds;
+  s.stats.bytes_read += after.bytes_read - before.bytes_read;
+  s.stats.read_calls += after.read_calls - before.read_calls;
+  return error;
 }
 
 void Prefetcher::stop() noexcept {
@@ -340,46 +465,11 @@ void Prefetcher::io_loop() noexcept {
       if (cancelled()) break;
       const int slot_index = s.free_slots.front();
       s.free_slots.pop_front();
-      Slot& slot = s.slots[static_cast<std::size_t>(slot_index)];
       const std::size_t capacity = s.buffer_bytes;
       lock.unlock();
 
-      std::exception_ptr error;
-      const Clock::time_point read_start = Clock::now();
-      ReadStats before{}, after{};
-      try {
-        before = s.reader->stats();
-        if (step == s.fail_at_step)
-          STRIDER_THROW(SystemError, "pread failed reading step " + std::to_string(step) +
-                                         ": injected I/O error (STRIDER_TEST_FAIL_READ)");
-        sampler.batch(step, slot.indices);
-        const auto count = static_cast<std::int64_t>(slot.indices.size());
-        slot.samples_bytes = s.reader->samples_bytes(slot.indices.data(), count);
-        if (slot.samples_bytes > static_cast<std::int64_t>(capacity))
-          STRIDER_THROW(UsageError, "batch at step " + std::to_string(step) + " needs " +
-                                        std::to_string(slot.samples_bytes) + " bytes, the ring's buffers hold " +
-                                        std::to_string(capacity));
-        BatchDestination destination;
-        destination.samples = slot.samples.data();
-        destination.samples_capacity_bytes = static_cast<std::int64_t>(capacity);
-        destination.labels = info_.has_labels ? slot.labels.data() : nullptr;
-        destination.offsets = info_.variable_length ? slot.offsets.data() : nullptr;
-        s.reader->read(slot.indices.data(), count, destination);
-        slot.epoch = epoch;
-        slot.step = step;
-      } catch (...) {
-        error = std::current_exception();
-      }
-      try {
-        after = s.reader->stats();
-      } catch (...) {
-        after = before;
-      }
-      const double read_seconds = seconds_since(read_start);
-
+      const std::exception_ptr error = fill_slot(slot_index, sampler, epoch, step, capacity);
       lock.lock();
-      s.stats.io_seconds += read_seconds;
-      s.stats.bytes_read += after.bytes_read - before.bytes_read;
       if (cancelled()) {
         s.free_slots.push_back(slot_index);
         break;

@@ -1,7 +1,8 @@
 #pragma once
 /// \file
 /// The prefetcher: a persistent ring of K batch buffers, filled ahead of use by one background I/O
-/// thread that owns the reader, delivered in plan order with backpressure.
+/// thread that owns the reader, delivered in plan order with backpressure. (Or, without the I/O
+/// thread, read on the caller's thread inside next(): the same batches, for measuring the reader.)
 ///
 ///   Prefetcher prefetcher(std::move(reader), options);
 ///   for (epoch ...) {
@@ -16,8 +17,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "strider/io/batch_reader.hpp"
@@ -33,6 +36,13 @@ inline constexpr int kMaxPrefetchDepth = 64;
 struct PrefetcherOptions {
   int depth = 4;  ///< K, batch buffers in the ring (1..kMaxPrefetchDepth); see prefetch_depth
   std::shared_ptr<HostAllocator> allocator;  ///< null: page-aligned host memory
+  /// true: a background I/O thread reads ahead. false: no thread; next() reads the batch on the
+  /// caller's thread (the time it takes counts as stall), and the ring only holds batches the
+  /// caller keeps.
+  bool io_thread = true;
+  /// One read() call per sample instead of one per batch (the same bytes; shows what batching
+  /// saves, e.g. a chunk decompressed once per batch instead of once per row).
+  bool read_rows_one_by_one = false;
 };
 
 /// The ring depth for a `--prefetch` value: `requested` when it is positive; for 0 (auto) enough
@@ -53,6 +63,7 @@ struct PrefetchStats {
   std::int64_t useful_bytes = 0;              ///< bytes of samples delivered
   std::int64_t batches = 0;                   ///< batches delivered to the consumer
   std::int64_t samples = 0;                   ///< samples delivered to the consumer
+  std::int64_t read_calls = 0;                ///< the reader's pread / H5Dread / memcpy-run calls
   /// stall_seconds / wall_seconds: the one definition of stall fraction used everywhere.
   double stall_fraction() const noexcept { return wall_seconds > 0 ? stall_seconds / wall_seconds : 0.0; }
 };
@@ -134,6 +145,16 @@ class Prefetcher {
   /// The reader's labels / lengths (read once at open; safe to read from the consumer thread).
   const std::vector<std::int32_t>& labels() const noexcept;
   const std::vector<std::int64_t>& lengths() const noexcept;
+  /// The reader's BatchReader::read_labels, on the consumer thread: only while no epoch runs
+  /// (before the first start_epoch, or after next() returned nullopt or stop()); throws UsageError
+  /// otherwise.
+  void read_labels(std::int64_t first, std::int64_t count, std::int32_t* out);
+  /// The reader's engine: "hdf5", "direct" or "mmap".
+  std::string engine() const;
+  /// Ends the I/O thread (waiting for a read in progress) and hands the reader back. Afterwards the
+  /// prefetcher can only be destroyed. For a caller that must not destroy the reader now: an
+  /// hdf5-engine reader's close is collective.
+  std::unique_ptr<BatchReader> release_reader() noexcept;
   int depth() const noexcept { return depth_; }
   /// Bytes of each ring buffer's samples area.
   std::size_t buffer_bytes() const noexcept;
@@ -143,6 +164,13 @@ class Prefetcher {
   struct State;
   void release_slot(int slot) noexcept;
   void io_loop() noexcept;
+  std::optional<Batch> next_on_caller_thread();
+  /// Reads `step` of the sampler's epoch into `slot` (called without the mutex) and counts the
+  /// read in the stats; returns the reader's failure, if any.
+  std::exception_ptr fill_slot(int slot, const Sampler& sampler, std::int64_t epoch, std::int64_t step,
+                               std::size_t capacity) noexcept;
+  /// The consumer's Batch view of a filled slot; counts it in the stats (mutex held).
+  Batch deliver(int slot);
 
   DatasetInfo info_;
   int depth_;
