@@ -1,0 +1,35 @@
+#pragma once
+/// \file
+/// Option values from text, checked whole, with errors that name the option (`--name`): what the
+/// shared option table (strider/pipeline/loader_options.hpp), the apps and bindings parse with.
+/// Pure functions, thread-safe.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace strider {
+
+/// A decimal integer ("12", "-3", "+4"), the whole text. Throws UsageError
+/// "the argument ('x') for option '--name' is invalid" (Boost.Program_options' words, which the
+/// apps printed before the table existed) for anything else, also for values outside int64.
+std::int64_t parse_integer_option(std::string_view text, std::string_view name);
+
+/// parse_integer_option within the range of int.
+int parse_int_option(std::string_view text, std::string_view name);
+
+/// A flag's value: true|false, 1|0, yes|no, on|off. Throws UsageError naming `--name` otherwise.
+bool parse_flag_option(std::string_view text, std::string_view name);
+
+/// "1,2,3" into integers. Throws UsageError "--name: 'x' is not a number (expected a comma-separated
+/// list)" for an empty or non-numeric item.
+std::vector<std::int64_t> parse_integer_list(std::string_view text, std::string_view name);
+
+/// "0.5,1,2" into doubles; errors as parse_integer_list.
+std::vector<double> parse_real_list(std::string_view text, std::string_view name);
+
+/// Values back to text, comma-separated, each with the digits it needs to parse back exactly.
+std::string format_real_list(const std::vector<double>& values);
+
+}  // namespace strider

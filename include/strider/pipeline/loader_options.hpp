@@ -1,0 +1,104 @@
+#pragma once
+/// \file
+/// What a Loader is built from (LoaderOptions), and the table of the options that several apps
+/// share: for each one its name, its one default, its one help text, and a setter from text onto
+/// LoaderOptions. The apps build their command lines from the table (apps/common/cli.cpp), so
+/// `--help` lists these options the same way everywhere; a binding can take the same names (with
+/// '_' for '-'), defaults and help as keyword arguments.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "strider/io/batch_reader.hpp"
+#include "strider/pipeline/host_allocator.hpp"
+#include "strider/sampling/factory.hpp"
+
+namespace strider {
+
+/// How a Loader splits the dataset between ranks.
+enum class LoaderSplit {
+  /// The sampler's plan (SamplerOptions::mode): every rank runs the same number of steps.
+  sampler,
+  /// Evaluation: every sample exactly once, no padding, in index order per rank
+  /// (ExactSplitSampler; the sampler's mode is ignored). Ranks may get different numbers of steps,
+  /// so a caller runs no collective per step.
+  exact,
+};
+
+/// Everything a Loader is built from. The defaults are the option table's defaults.
+struct LoaderOptions {
+  std::string data_path;  ///< the dataset file (HDF5)
+  /// Dataset names, engine, copy threads and whether labels are required (require_labels: a file
+  /// without labels is an error). labels_in_memory is ignored: see the field below.
+  ReaderOptions reader;
+  /// The sampler's mode, per-rank batch size and the mode's options. The Loader fills
+  /// dataset_size, labels, lengths and seed.
+  SamplerOptions sampler;
+  /// The seed of every epoch's order. None: rank 0 draws one, logs it, and broadcasts it. Given:
+  /// rank 0's value is broadcast (ranks cannot disagree).
+  std::optional<std::int64_t> seed;
+  int prefetch = 0;  ///< batches read ahead per rank, 1..kMaxPrefetchDepth; 0: auto (prefetch_depth)
+  /// Memory of the ring's buffers; null: page-aligned. A trainer passes its backend's allocator
+  /// (pinned host memory where the backend copies to a GPU).
+  std::shared_ptr<HostAllocator> allocator;
+  /// Every label held in memory (4 bytes per sample) or read with each batch. None: held only
+  /// when the sampler's plan needs them (sampler_needs_labels), so that memory does not grow with N.
+  std::optional<bool> labels_in_memory;
+  LoaderSplit split = LoaderSplit::sampler;
+  std::int64_t max_steps_per_epoch = 0;  ///< at most this many steps of each epoch (0: all)
+  /// Epochs the caller will run; plan-ahead never plans past the last. 0: unknown (always plans the
+  /// next epoch).
+  std::int64_t epochs = 0;
+  /// Plan epoch e+1 on another thread while epoch e is read (set_epoch can cost O(N): the
+  /// distributed sampler's permutation). The batches are the same with it on or off; it holds a
+  /// second plan in memory.
+  bool plan_ahead = true;
+  /// true: a background I/O thread reads ahead (the prefetcher). false: batches are read on the
+  /// caller's thread when it asks for them (measuring the reader, choosing a thread layout).
+  bool io_thread = true;
+  /// One read() call per sample instead of one per batch (the same batches; measures what batching
+  /// saves).
+  bool read_rows_one_by_one = false;
+  /// At every epoch's start the ranks check that the file's size and modification time are those
+  /// it had when opened, and refuse to go on otherwise.
+  bool check_data_unchanged = true;
+};
+
+/// The type of an option's value, as a command line parses it.
+enum class OptionType {
+  flag,   ///< present or not (text: true|false, 1|0, yes|no, on|off)
+  int32,  ///< an integer within int
+  int64,  ///< an integer
+  text,   ///< any text (a name, a list)
+};
+
+/// One option shared by several apps: `--name`, its type, default, help and group.
+struct LoaderOption {
+  std::string name;   ///< "batch-size"
+  std::string group;  ///< "data", "sampling" or "pipeline"
+  OptionType type = OptionType::text;
+  std::string default_text;  ///< the default as text; empty: none (the option stays unset)
+  std::string help;          ///< one line for --help and docstrings
+  /// Parses `text` onto the options; throws UsageError naming `--name` for a bad value.
+  std::function<void(LoaderOptions&, std::string_view text)> set;
+  /// The option's current value as text (what set() parses back to the same value; "" for unset).
+  std::function<std::string(const LoaderOptions&)> get;
+};
+
+/// Every shared option, grouped (data, sampling, pipeline), in the order --help lists them. Each
+/// default is LoaderOptions{}'s value. Thread-safe (built once).
+const std::vector<LoaderOption>& loader_option_table();
+
+/// The table's entry for `name` ("batch-size"); throws UsageError "unknown option '--name'".
+const LoaderOption& loader_option(std::string_view name);
+
+/// Sets option `name` from text; throws UsageError naming `--name` for an unknown name or a bad
+/// value.
+void set_loader_option(LoaderOptions& options, std::string_view name, std::string_view text);
+
+}  // namespace strider

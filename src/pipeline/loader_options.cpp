@@ -1,0 +1,190 @@
+#include "strider/pipeline/loader_options.hpp"
+
+#include "pipeline/option_checks.hpp"
+#include "strider/core/error.hpp"
+#include "strider/core/option_text.hpp"
+#include "strider/pipeline/prefetcher.hpp"
+
+namespace strider {
+
+namespace {
+
+using Setter = std::function<void(LoaderOptions&, std::string_view)>;
+using Getter = std::function<std::string(const LoaderOptions&)>;
+
+/// A text option bound to a string member (`member` is a generic lambda: options -> member&).
+template <typename Member>
+LoaderOption text_option(std::string name, std::string group, std::string help, Member member) {
+  LoaderOption option{std::move(name), std::move(group), OptionType::text, "", std::move(help), nullptr, nullptr};
+  option.set = [member](LoaderOptions& options, std::string_view text) { member(options) = std::string(text); };
+  option.get = [member](const LoaderOptions& options) { return member(options); };
+  return option;
+}
+
+/// An int64 option bound to a member; values below `minimum` are refused with "--name must be >= minimum".
+template <typename Member>
+LoaderOption int64_option(std::string name, std::string group, std::string help, Member member,
+                          std::optional<std::int64_t> minimum = std::nullopt) {
+  LoaderOption option{name, std::move(group), OptionType::int64, "", std::move(help), nullptr, nullptr};
+  option.set = [name, member, minimum](LoaderOptions& options, std::string_view text) {
+    const std::int64_t value = parse_integer_option(text, name);
+    if (minimum) detail::check_option_at_least(name, value, *minimum);
+    member(options) = value;
+  };
+  option.get = [member](const LoaderOptions& options) { return std::to_string(member(options)); };
+  return option;
+}
+
+/// A flag bound to a bool member; `inverted` for flags that switch a default-on setting off.
+template <typename Member>
+LoaderOption flag_option(std::string name, std::string group, std::string help, Member member, bool inverted = false) {
+  LoaderOption option{name, std::move(group), OptionType::flag, "", std::move(help), nullptr, nullptr};
+  option.set = [name, member, inverted](LoaderOptions& options, std::string_view text) {
+    member(options) = parse_flag_option(text, name) != inverted;
+  };
+  option.get = [member, inverted](const LoaderOptions& options) {
+    return member(options) != inverted ? std::string("true") : std::string("false");
+  };
+  return option;
+}
+
+std::vector<LoaderOption> build_table() {
+  std::string modes;
+  for (const std::string& mode : sampler_modes()) modes += (modes.empty() ? "" : "|") + mode;
+  std::vector<LoaderOption> table = {
+      // ---- data: the file, its dataset names and the engine ----
+      text_option(
+          "data", "data", "the dataset file (HDF5)", [](auto& o) -> auto& { return o.data_path; }),
+      text_option(
+          "data-key", "data", "dataset of fixed-size samples [N, ...]",
+          [](auto& o) -> auto& { return o.reader.keys.data; }),
+      text_option(
+          "label-key", "data", "dataset of integer labels [N]", [](auto& o) -> auto& { return o.reader.keys.labels; }),
+      text_option(
+          "tokens-key", "data", "sequences: dataset of all tokens [T]",
+          [](auto& o) -> auto& { return o.reader.keys.tokens; }),
+      text_option(
+          "offsets-key", "data", "sequences: int64 [N+1], row i is tokens[offsets[i]:offsets[i+1]]",
+          [](auto& o) -> auto& { return o.reader.keys.offsets; }),
+      text_option(
+          "engine", "data",
+          "reader engine: auto | hdf5 | direct | mmap (auto: mmap for contiguous native data, else hdf5)",
+          [](auto& o) -> auto& { return o.reader.engine; }),
+      // ---- sampling: the mode, the seed, the batch and every mode's options ----
+      text_option(
+          "sampler", "sampling", "sampling mode: " + modes, [](auto& o) -> auto& { return o.sampler.mode; }),
+      int64_option(
+          "batch-size", "sampling", "samples per rank per step (0: the whole epoch is one batch)",
+          [](auto& o) -> auto& { return o.sampler.batch_size; }, 0),
+      flag_option(
+          "no-shuffle", "sampling", "keep the dataset order (torch's shuffle=False)",
+          [](auto& o) -> auto& { return o.sampler.shuffle; }, true),
+      flag_option(
+          "drop-last", "sampling", "drop the tail so every rank gets floor(N/R) samples (torch's drop_last)",
+          [](auto& o) -> auto& { return o.sampler.drop_last; }),
+      flag_option(
+          "drop-last-batch", "sampling", "drop a last partial batch",
+          [](auto& o) -> auto& { return o.sampler.drop_last_batch; }),
+      // class-aware modes (balanced, weighted, stratified)
+      LoaderOption{"class-weights", "sampling", OptionType::text, "",
+                   "weighted: w0,w1,... one weight per class; each sample of class c weighs w_c (default 1/count_c)",
+                   [](LoaderOptions& o, std::string_view text) {
+                     o.sampler.class_weights = parse_real_list(text, "class-weights");
+                   },
+                   [](const LoaderOptions& o) { return format_real_list(o.sampler.class_weights); }},
+      text_option(
+          "balance", "sampling",
+          "balanced: samples per class per epoch: max (oversample), min (undersample) or a count",
+          [](auto& o) -> auto& { return o.sampler.balance; }),
+      text_option(
+          "stratify-target", "sampling", "stratified: class proportions of every batch: freq, uniform or w0,w1,...",
+          [](auto& o) -> auto& { return o.sampler.stratify_target; }),
+      int64_option(
+          "num-samples", "sampling", "weighted, stratified: samples per epoch over all ranks (0: the dataset size)",
+          [](auto& o) -> auto& { return o.sampler.num_samples; }, 0),
+      // length-bucketed and block modes
+      int64_option(
+          "max-tokens", "sampling", "bucketed: token budget per batch, count x longest length",
+          [](auto& o) -> auto& { return o.sampler.max_tokens; }),
+      int64_option(
+          "max-batch-size", "sampling", "bucketed: at most this many samples per batch (0: no limit)",
+          [](auto& o) -> auto& { return o.sampler.max_batch_size; }),
+      int64_option(
+          "batch-size-multiple", "sampling",
+          "bucketed: samples per batch are a multiple of this (but the epoch's last batch)",
+          [](auto& o) -> auto& { return o.sampler.batch_size_multiple; }),
+      int64_option(
+          "megabatch", "sampling",
+          "bucketed: sort lengths within windows of this many batches' worth of tokens (0: the whole epoch)",
+          [](auto& o) -> auto& { return o.sampler.megabatch; }),
+      int64_option(
+          "step-group", "sampling",
+          "bucketed: sort batches by cost within groups of this many, so a step's ranks cost alike",
+          [](auto& o) -> auto& { return o.sampler.step_group; }),
+      flag_option(
+          "most-expensive-first", "sampling",
+          "bucketed: run the costliest batch at step 0 (memory failures show at once)",
+          [](auto& o) -> auto& { return o.sampler.most_expensive_first; }),
+      int64_option(
+          "block-size", "sampling", "block: contiguous samples per block",
+          [](auto& o) -> auto& { return o.sampler.block_size; }),
+      int64_option(
+          "block-window", "sampling", "block: a rank's samples are shuffled within windows of this many blocks",
+          [](auto& o) -> auto& { return o.sampler.block_window; }),
+      LoaderOption{"seed", "sampling", OptionType::int64, "",
+                   "the seed of every epoch's order (int64); none: drawn on rank 0 and logged",
+                   [](LoaderOptions& o, std::string_view text) { o.seed = parse_integer_option(text, "seed"); },
+                   [](const LoaderOptions& o) { return o.seed ? std::to_string(*o.seed) : std::string(); }},
+      // ---- pipeline: reading ahead ----
+      LoaderOption{"prefetch", "pipeline", OptionType::int32, "",
+                   "batches read ahead per rank (1..64; 0: auto, 16 MiB of batches, 4..64)",
+                   [](LoaderOptions& o, std::string_view text) {
+                     const int depth = parse_int_option(text, "prefetch");
+                     detail::check_prefetch_option(depth);
+                     o.prefetch = depth;
+                   },
+                   [](const LoaderOptions& o) { return std::to_string(o.prefetch); }},
+      LoaderOption{"copy-threads", "pipeline", OptionType::int32, "", "direct/mmap: threads that copy one batch",
+                   [](LoaderOptions& o, std::string_view text) {
+                     const int threads = parse_int_option(text, "copy-threads");
+                     detail::check_option_at_least("copy-threads", threads, 1);
+                     o.reader.copy_threads = threads;
+                   },
+                   [](const LoaderOptions& o) { return std::to_string(o.reader.copy_threads); }},
+  };
+  // One default: LoaderOptions{}'s own value, as text.
+  const LoaderOptions defaults;
+  for (LoaderOption& option : table) option.default_text = option.get(defaults);
+  return table;
+}
+
+}  // namespace
+
+void detail::check_prefetch_option(std::int64_t depth) {
+  if (depth < 0 || depth > kMaxPrefetchDepth)
+    STRIDER_THROW(UsageError, "--prefetch must be in 0.." + std::to_string(kMaxPrefetchDepth) + " (0: auto), got " +
+                                  std::to_string(depth));
+}
+
+void detail::check_option_at_least(std::string_view name, std::int64_t value, std::int64_t minimum) {
+  if (value < minimum)
+    STRIDER_THROW(UsageError, "--" + std::string(name) + " must be >= " + std::to_string(minimum) + ", got " +
+                                  std::to_string(value));
+}
+
+const std::vector<LoaderOption>& loader_option_table() {
+  static const std::vector<LoaderOption> table = build_table();
+  return table;
+}
+
+const LoaderOption& loader_option(std::string_view name) {
+  for (const LoaderOption& option : loader_option_table())
+    if (option.name == name) return option;
+  STRIDER_THROW(UsageError, "unknown option '--" + std::string(name) + "'");
+}
+
+void set_loader_option(LoaderOptions& options, std::string_view name, std::string_view text) {
+  loader_option(name).set(options, text);
+}
+
+}  // namespace strider

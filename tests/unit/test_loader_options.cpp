@@ -1,0 +1,184 @@
+// The shared option table: every option is settable from text onto the field it names, its default
+// is LoaderOptions{}'s value, and a bad value is refused with a message naming the option.
+#include <catch2/catch.hpp>
+#include <functional>
+#include <map>
+#include <set>
+
+#include "strider/core/error.hpp"
+#include "strider/core/option_text.hpp"
+#include "strider/pipeline/loader_options.hpp"
+
+using namespace strider;
+
+namespace {
+
+/// The message of the UsageError that body throws ("" when it throws none).
+std::string usage_error_of(const std::function<void()>& body) {
+  try {
+    body();
+  } catch (const UsageError& error) {
+    return error.reason();
+  }
+  return "";
+}
+
+/// Per option: a value to set, and a check on the field it must land in (written here, not taken
+/// from the table).
+struct Expectation {
+  std::string text;
+  std::function<bool(const LoaderOptions&)> landed;
+};
+
+const std::map<std::string, Expectation>& expectations() {
+  static const std::map<std::string, Expectation> table = {
+      {"data", {"train.h5", [](const LoaderOptions& o) { return o.data_path == "train.h5"; }}},
+      {"data-key", {"/x", [](const LoaderOptions& o) { return o.reader.keys.data == "/x"; }}},
+      {"label-key", {"/y", [](const LoaderOptions& o) { return o.reader.keys.labels == "/y"; }}},
+      {"tokens-key", {"/t", [](const LoaderOptions& o) { return o.reader.keys.tokens == "/t"; }}},
+      {"offsets-key", {"/o", [](const LoaderOptions& o) { return o.reader.keys.offsets == "/o"; }}},
+      {"engine", {"direct", [](const LoaderOptions& o) { return o.reader.engine == "direct"; }}},
+      {"sampler", {"balanced", [](const LoaderOptions& o) { return o.sampler.mode == "balanced"; }}},
+      {"batch-size", {"7", [](const LoaderOptions& o) { return o.sampler.batch_size == 7; }}},
+      {"no-shuffle", {"true", [](const LoaderOptions& o) { return !o.sampler.shuffle; }}},
+      {"drop-last", {"true", [](const LoaderOptions& o) { return o.sampler.drop_last; }}},
+      {"drop-last-batch", {"true", [](const LoaderOptions& o) { return o.sampler.drop_last_batch; }}},
+      {"class-weights",
+       {"0.5,2",
+        [](const LoaderOptions& o) {
+          return o.sampler.class_weights == std::vector<double>{0.5, 2.0};
+        }}},
+      {"balance", {"min", [](const LoaderOptions& o) { return o.sampler.balance == "min"; }}},
+      {"stratify-target", {"uniform", [](const LoaderOptions& o) { return o.sampler.stratify_target == "uniform"; }}},
+      {"num-samples", {"11", [](const LoaderOptions& o) { return o.sampler.num_samples == 11; }}},
+      {"max-tokens", {"512", [](const LoaderOptions& o) { return o.sampler.max_tokens == 512; }}},
+      {"max-batch-size", {"9", [](const LoaderOptions& o) { return o.sampler.max_batch_size == 9; }}},
+      {"batch-size-multiple", {"4", [](const LoaderOptions& o) { return o.sampler.batch_size_multiple == 4; }}},
+      {"megabatch", {"3", [](const LoaderOptions& o) { return o.sampler.megabatch == 3; }}},
+      {"step-group", {"5", [](const LoaderOptions& o) { return o.sampler.step_group == 5; }}},
+      {"most-expensive-first", {"true", [](const LoaderOptions& o) { return o.sampler.most_expensive_first; }}},
+      {"block-size", {"16", [](const LoaderOptions& o) { return o.sampler.block_size == 16; }}},
+      {"block-window", {"2", [](const LoaderOptions& o) { return o.sampler.block_window == 2; }}},
+      {"seed", {"-12", [](const LoaderOptions& o) { return o.seed == std::int64_t{-12}; }}},
+      {"prefetch", {"64", [](const LoaderOptions& o) { return o.prefetch == 64; }}},
+      {"copy-threads", {"3", [](const LoaderOptions& o) { return o.reader.copy_threads == 3; }}},
+  };
+  return table;
+}
+
+}  // namespace
+
+TEST_CASE("option table: every option sets the field it names, from text, and reads back", "[loader_options]") {
+  std::set<std::string> seen;
+  for (const LoaderOption& option : loader_option_table()) {
+    CAPTURE(option.name);
+    REQUIRE(seen.insert(option.name).second);  // names are unique
+    REQUIRE(expectations().count(option.name) == 1);
+    const Expectation& expected = expectations().at(option.name);
+    LoaderOptions options;
+    REQUIRE_FALSE(expected.landed(options));
+    set_loader_option(options, option.name, expected.text);
+    CHECK(expected.landed(options));
+    CHECK(option.get(options) == expected.text);
+    CHECK_FALSE(option.help.empty());
+    CHECK((option.group == "data" || option.group == "sampling" || option.group == "pipeline"));
+  }
+  CHECK(seen.size() == expectations().size());
+}
+
+TEST_CASE("option table: one default per option, LoaderOptions{}'s, as the apps document it", "[loader_options]") {
+  // The defaults the apps' --help has always shown (README), written out here.
+  const std::map<std::string, std::string> documented = {{"data", ""},
+                                                         {"data-key", "/samples"},
+                                                         {"label-key", "/labels"},
+                                                         {"tokens-key", "/tokens"},
+                                                         {"offsets-key", "/offsets"},
+                                                         {"engine", "auto"},
+                                                         {"sampler", "distributed"},
+                                                         {"batch-size", "0"},
+                                                         {"no-shuffle", "false"},
+                                                         {"drop-last", "false"},
+                                                         {"drop-last-batch", "false"},
+                                                         {"class-weights", ""},
+                                                         {"balance", "max"},
+                                                         {"stratify-target", "freq"},
+                                                         {"num-samples", "0"},
+                                                         {"max-tokens", "0"},
+                                                         {"max-batch-size", "0"},
+                                                         {"batch-size-multiple", "1"},
+                                                         {"megabatch", "64"},
+                                                         {"step-group", "64"},
+                                                         {"most-expensive-first", "false"},
+                                                         {"block-size", "0"},
+                                                         {"block-window", "8"},
+                                                         {"seed", ""},
+                                                         {"prefetch", "0"},
+                                                         {"copy-threads", "1"}};
+  const LoaderOptions defaults;
+  for (const LoaderOption& option : loader_option_table()) {
+    CAPTURE(option.name);
+    REQUIRE(documented.count(option.name) == 1);
+    CHECK(option.default_text == documented.at(option.name));
+    CHECK(option.get(defaults) == documented.at(option.name));
+  }
+  CHECK_FALSE(defaults.seed.has_value());  // no default seed: the Loader agrees on a drawn one
+}
+
+TEST_CASE("option table: a bad value is refused naming the option", "[loader_options]") {
+  for (const LoaderOption& option : loader_option_table()) {
+    CAPTURE(option.name);
+    LoaderOptions options;
+    const std::string flag = "--" + option.name;
+    switch (option.type) {
+      case OptionType::flag:
+        CHECK(usage_error_of([&] { set_loader_option(options, option.name, "maybe"); }) ==
+              "the argument ('maybe') for option '" + flag + "' is invalid");
+        break;
+      case OptionType::int32:
+      case OptionType::int64:
+        for (const char* bad : {"abc", "1.5", "", " 5", "5 ", "0x10", "99999999999999999999"})
+          CHECK(usage_error_of([&] { set_loader_option(options, option.name, bad); }) ==
+                "the argument ('" + std::string(bad) + "') for option '" + flag + "' is invalid");
+        break;
+      case OptionType::text:
+        break;  // any text is a name; the reader and the sampler judge it
+    }
+  }
+  LoaderOptions options;
+  CHECK(usage_error_of([&] { set_loader_option(options, "batch-size", "-1"); }) == "--batch-size must be >= 0, got -1");
+  CHECK(usage_error_of([&] { set_loader_option(options, "num-samples", "-3"); }) ==
+        "--num-samples must be >= 0, got -3");
+  CHECK(usage_error_of([&] { set_loader_option(options, "prefetch", "65"); }) ==
+        "--prefetch must be in 0..64 (0: auto), got 65");
+  CHECK(usage_error_of([&] { set_loader_option(options, "prefetch", "-1"); }) ==
+        "--prefetch must be in 0..64 (0: auto), got -1");
+  CHECK(usage_error_of([&] { set_loader_option(options, "prefetch", "3000000000"); }) ==
+        "the argument ('3000000000') for option '--prefetch' is invalid");
+  CHECK(usage_error_of([&] { set_loader_option(options, "copy-threads", "0"); }) ==
+        "--copy-threads must be >= 1, got 0");
+  CHECK(usage_error_of([&] { set_loader_option(options, "class-weights", "1,x"); }) ==
+        "--class-weights: 'x' is not a number (expected a comma-separated list)");
+  CHECK(usage_error_of([&] { set_loader_option(options, "class-weights", "1,,2"); }) ==
+        "--class-weights: '' is not a number (expected a comma-separated list)");
+  CHECK(usage_error_of([&] { set_loader_option(options, "frobnicate", "1"); }) == "unknown option '--frobnicate'");
+  // A refused value leaves the option as it was.
+  CHECK(options.sampler.batch_size == 0);
+  CHECK(options.prefetch == 0);
+}
+
+TEST_CASE("option text: integers, flags and lists parse whole", "[loader_options]") {
+  CHECK(parse_integer_option("+4", "n") == 4);
+  CHECK(parse_integer_option("-9223372036854775808", "n") == INT64_MIN);
+  CHECK(parse_int_option("-2147483648", "n") == INT32_MIN);
+  CHECK(usage_error_of([] { parse_int_option("2147483648", "n"); }) ==
+        "the argument ('2147483648') for option '--n' is invalid");
+  CHECK(usage_error_of([] { parse_integer_option("+-1", "n"); }) == "the argument ('+-1') for option '--n' is invalid");
+  for (const char* yes : {"true", "1", "yes", "on"}) CHECK(parse_flag_option(yes, "f"));
+  for (const char* no : {"false", "0", "no", "off"}) CHECK_FALSE(parse_flag_option(no, "f"));
+  CHECK(parse_integer_list("3,-1,20", "l") == std::vector<std::int64_t>{3, -1, 20});
+  CHECK(parse_real_list("0.25,1e3", "l") == std::vector<double>{0.25, 1000.0});
+  CHECK(usage_error_of([] { parse_integer_list("1,2.5", "l"); }) ==
+        "--l: '2.5' is not a number (expected a comma-separated list)");
+  const std::vector<double> values = {0.1, 1.0 / 3.0, 2e-300};
+  CHECK(parse_real_list(format_real_list(values), "l") == values);  // exact round trip
+}
