@@ -1,0 +1,424 @@
+#include "strider/pipeline/loader.hpp"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <exception>
+#include <future>
+#include <utility>
+
+#include "pipeline/option_checks.hpp"
+#include "strider/comm/seed.hpp"
+#include "strider/core/error.hpp"
+#include "strider/core/log.hpp"
+#include "strider/sampling/exact_split_sampler.hpp"
+
+namespace strider {
+
+namespace {
+
+/// Size and modification time of a file: a cheap check that the data did not change.
+std::pair<std::int64_t, std::int64_t> file_state(const std::string& path) noexcept {
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0) return {-1, -1};
+  return {static_cast<std::int64_t>(info.st_size),
+          static_cast<std::int64_t>(info.st_mtim.tv_sec) * 1000000000 + info.st_mtim.tv_nsec};
+}
+
+/// A non-owning shared_ptr: the reader owns the vector and outlives every sampler.
+template <typename T>
+std::shared_ptr<const T> borrow(const T& value) {
+  return std::shared_ptr<const T>(std::shared_ptr<void>(), &value);
+}
+
+/// The checks the option table does not make (it checks each value on its own).
+void check_options(const LoaderOptions& options) {
+  if (options.data_path.empty()) STRIDER_THROW(UsageError, "no dataset file given (--data)");
+  detail::check_prefetch_option(options.prefetch);
+  detail::check_option_at_least("batch-size", options.sampler.batch_size, 0);
+  detail::check_option_at_least("num-samples", options.sampler.num_samples, 0);
+  detail::check_option_at_least("copy-threads", options.reader.copy_threads, 1);
+  if (options.max_steps_per_epoch < 0)
+    STRIDER_THROW(UsageError, "LoaderOptions::max_steps_per_epoch must be >= 0, got " +
+                                  std::to_string(options.max_steps_per_epoch));
+  if (options.epochs < 0)
+    STRIDER_THROW(UsageError, "LoaderOptions::epochs must be >= 0, got " + std::to_string(options.epochs));
+}
+
+}  // namespace
+
+struct Loader::State {
+  explicit State(const Communicator& communicator) : comm(communicator) {}
+
+  const Communicator& comm;
+  LoaderOptions options;  // in force: seed and the sampler's dataset filled in
+  bool seed_given = false;
+  DatasetInfo info;
+  std::string engine;
+  int depth = 0;
+  std::pair<std::int64_t, std::int64_t> opened_file_state{-1, -1};
+  int uncaught_at_construction = std::uncaught_exceptions();
+  bool closed = false;
+  PrefetchStats final_stats;
+
+  // Declared before the samplers, destroyed after them: they borrow its reader's labels and lengths.
+  std::unique_ptr<Prefetcher> prefetcher;
+  // The plan read now, and the one planned ahead (null without plan_ahead). Each is planned for the
+  // epoch beside it (none: not planned yet).
+  std::unique_ptr<Sampler> current, upcoming;
+  std::optional<std::int64_t> current_epoch, upcoming_epoch;
+  std::future<void> planning;  // upcoming->set_epoch on another thread
+
+  // The position: the epoch last started (or resumed) and the steps done in it.
+  std::uint64_t epoch_id = 0;  // of the running LoaderEpoch
+  bool running = false;        // an epoch is started and has not ended
+  std::int64_t position_epoch = 0;
+  std::int64_t first_step = 0;
+  std::int64_t yielded = 0;
+  std::optional<std::pair<std::int64_t, std::int64_t>> pending_resume;  // (epoch, step)
+
+  std::unique_ptr<Sampler> make_plan() const {
+    if (options.split == LoaderSplit::exact)
+      return std::make_unique<ExactSplitSampler>(info.num_samples, options.sampler.batch_size, comm.size(),
+                                                 comm.rank());
+    return make_sampler(options.sampler, comm.size(), comm.rank());
+  }
+
+  /// Waits for the plan made ahead; rethrows its failure (then nothing is planned ahead).
+  void wait_for_plan() {
+    if (!planning.valid()) return;
+    try {
+      planning.get();
+    } catch (...) {
+      upcoming_epoch.reset();
+      throw;
+    }
+  }
+  void wait_for_plan_quietly() noexcept {
+    try {
+      wait_for_plan();
+    } catch (...) {
+    }
+  }
+
+  void stop_running() noexcept {
+    if (running && prefetcher) prefetcher->stop();
+    running = false;
+  }
+
+  /// A sampler planned for `epoch` that no running epoch reads: the plan made ahead, the current
+  /// plan when it is idle, or else a new one.
+  std::pair<Sampler*, std::unique_ptr<Sampler>> planned_for(std::int64_t epoch) {
+    if (current_epoch == epoch) return {current.get(), nullptr};
+    wait_for_plan();
+    if (upcoming_epoch == epoch) return {upcoming.get(), nullptr};
+    Sampler* idle = upcoming ? upcoming.get() : running ? nullptr : current.get();
+    if (idle == nullptr) {
+      std::unique_ptr<Sampler> plan = make_plan();
+      plan->set_epoch(epoch);
+      return {plan.get(), std::move(plan)};
+    }
+    std::optional<std::int64_t>& planned = idle == current.get() ? current_epoch : upcoming_epoch;
+    planned.reset();
+    idle->set_epoch(epoch);
+    planned = epoch;
+    return {idle, nullptr};
+  }
+
+  /// Makes `current` the plan of `epoch` (no epoch is running).
+  void plan_current(std::int64_t epoch) {
+    wait_for_plan();
+    if (current_epoch != epoch && upcoming_epoch == epoch) {
+      std::swap(current, upcoming);
+      std::swap(current_epoch, upcoming_epoch);
+    }
+    if (current_epoch != epoch) {
+      current_epoch.reset();
+      current->set_epoch(epoch);
+      current_epoch = epoch;
+    }
+  }
+
+  /// Plans `epoch` into `upcoming` on another thread.
+  void plan_ahead(std::int64_t epoch) {
+    if (!upcoming || upcoming_epoch == epoch) return;
+    upcoming_epoch = epoch;  // valid once `planning` completed without error
+    Sampler* sampler = upcoming.get();
+    planning = std::async(std::launch::async, [sampler, epoch] { sampler->set_epoch(epoch); });
+  }
+
+  std::int64_t clip(std::int64_t steps) const {
+    return options.max_steps_per_epoch > 0 ? std::min(steps, options.max_steps_per_epoch) : steps;
+  }
+
+  void check_open() const {
+    if (closed) STRIDER_THROW(UsageError, "the loader is closed");
+  }
+
+  /// New samplers for changed options (seed, class weights); the position is kept.
+  void rebuild_samplers() {
+    stop_running();
+    wait_for_plan_quietly();
+    std::unique_ptr<Sampler> fresh = make_plan();
+    std::unique_ptr<Sampler> ahead = options.plan_ahead ? make_plan() : nullptr;
+    current = std::move(fresh);
+    upcoming = std::move(ahead);
+    current_epoch.reset();
+    upcoming_epoch.reset();
+  }
+};
+
+// ---- LoaderEpoch -----------------------------------------------------------------------------
+
+LoaderEpoch::LoaderEpoch(LoaderEpoch&& other) noexcept {
+  *this = std::move(other);
+}
+
+LoaderEpoch& LoaderEpoch::operator=(LoaderEpoch&& other) noexcept {
+  if (this != &other) {
+    if (loader_ != nullptr) loader_->end_epoch(id_);
+    loader_ = std::exchange(other.loader_, nullptr);
+    id_ = other.id_;
+    epoch_ = other.epoch_;
+    first_step_ = other.first_step_;
+    end_step_ = other.end_step_;
+  }
+  return *this;
+}
+
+LoaderEpoch::~LoaderEpoch() {
+  if (loader_ != nullptr) loader_->end_epoch(id_);
+}
+
+std::optional<Batch> LoaderEpoch::next() {
+  if (loader_ == nullptr) return std::nullopt;
+  return loader_->next_batch(id_);
+}
+
+// ---- Loader ----------------------------------------------------------------------------------
+
+Loader::Loader(const Communicator& comm, LoaderOptions options) : state_(std::make_unique<State>(comm)) {
+  State& s = *state_;
+  comm.collective_try([&] { check_options(options); });
+  s.seed_given = options.seed.has_value();
+  options.seed = agree_on_seed(comm, options.seed);
+  options.sampler.seed = *options.seed;
+
+  ReaderOptions reader_options = options.reader;
+  reader_options.labels_in_memory = options.labels_in_memory.value_or(options.split == LoaderSplit::sampler &&
+                                                                      sampler_needs_labels(options.sampler.mode));
+  std::unique_ptr<BatchReader> reader = open_reader(comm, options.data_path, reader_options);
+  s.info = reader->info();
+  s.engine = reader->engine();
+  s.opened_file_state = file_state(options.data_path);
+  // The sampler takes labels and lengths straight from the reader, before the prefetcher owns it.
+  options.sampler.dataset_size = s.info.num_samples;
+  options.sampler.labels = borrow(reader->labels());
+  if (s.info.variable_length) options.sampler.lengths = borrow(reader->lengths());
+  s.depth = strider::prefetch_depth(options.prefetch, s.info, options.sampler.batch_size, options.sampler.max_tokens);
+  s.options = std::move(options);
+  // An agreed failure here destroys the reader on every rank (a collective close for hdf5).
+  comm.collective_try([&] {
+    s.current = s.make_plan();
+    if (s.options.plan_ahead) s.upcoming = s.make_plan();
+  });
+  PrefetcherOptions prefetcher_options;
+  prefetcher_options.depth = s.depth;
+  prefetcher_options.allocator = s.options.allocator;
+  prefetcher_options.io_thread = s.options.io_thread;
+  prefetcher_options.read_rows_one_by_one = s.options.read_rows_one_by_one;
+  s.prefetcher = std::make_unique<Prefetcher>(std::move(reader), prefetcher_options);
+}
+
+Loader::~Loader() {
+  if (!state_ || state_->closed) return;
+  State& s = *state_;
+  s.stop_running();
+  s.wait_for_plan_quietly();
+  s.current.reset();
+  s.upcoming.reset();
+  if (std::uncaught_exceptions() > s.uncaught_at_construction && s.engine == "hdf5") {
+    // Unwinding, maybe on this rank only: an hdf5-engine close would wait for the other ranks.
+    static_cast<void>(s.prefetcher->release_reader().release());
+    log_debug("loader: ", s.options.data_path, " left open while an error unwinds");
+  }
+  s.prefetcher.reset();
+}
+
+LoaderEpoch Loader::epoch(std::int64_t epoch) {
+  State& s = *state_;
+  s.check_open();
+  s.stop_running();
+  std::int64_t first = 0;
+  s.comm.collective_try([&] {
+    if (epoch < 0) STRIDER_THROW(UsageError, "epoch must be >= 0, got " + std::to_string(epoch));
+    s.plan_current(epoch);
+  });
+  const std::int64_t steps = s.current->num_steps();
+  std::int64_t bounds[4] = {epoch, -epoch, steps, -steps};
+  s.comm.all_reduce(bounds, 4, ReduceOp::min);
+  s.comm.collective_try([&] {
+    if (s.options.check_data_unchanged && file_state(s.options.data_path) != s.opened_file_state)
+      STRIDER_THROW(DataError, s.options.data_path +
+                                   " changed during training (its size or modification time differs from "
+                                   "when it was opened); refusing to train on data that no longer matches");
+    if (bounds[0] != -bounds[1])
+      STRIDER_THROW(UsageError, "the ranks asked for different epochs (" + std::to_string(bounds[0]) + " to " +
+                                    std::to_string(-bounds[1]) + "): Loader::epoch is collective");
+    if (s.options.split == LoaderSplit::sampler && bounds[2] != -bounds[3])
+      STRIDER_THROW(Error, "ranks disagree on the number of steps in epoch " + std::to_string(epoch) +
+                               " (a sampler bug): collectives would hang");
+    if (s.pending_resume && s.pending_resume->first == epoch) first = s.pending_resume->second;
+    first = std::min(first, s.clip(steps));
+    s.prefetcher->start_epoch(*s.current, first, s.clip(steps));
+  });
+  s.pending_resume.reset();
+  s.running = true;
+  s.position_epoch = epoch;
+  s.first_step = first;
+  s.yielded = 0;
+  if (s.options.epochs == 0 || epoch + 1 < s.options.epochs) s.plan_ahead(epoch + 1);
+  return LoaderEpoch(this, ++s.epoch_id, epoch, first, s.clip(steps));
+}
+
+std::optional<Batch> Loader::next_batch(std::uint64_t id) {
+  State& s = *state_;
+  s.check_open();
+  if (id != s.epoch_id)
+    STRIDER_THROW(UsageError, "this epoch was replaced by a later Loader::epoch() or resume() call");
+  if (!s.running) return std::nullopt;
+  std::optional<Batch> batch;
+  try {
+    batch = s.prefetcher->next();
+  } catch (...) {
+    s.running = false;
+    throw;
+  }
+  if (!batch) {
+    s.running = false;
+    return std::nullopt;
+  }
+  ++s.yielded;
+  return batch;
+}
+
+void Loader::end_epoch(std::uint64_t id) noexcept {
+  if (state_ && !state_->closed && id == state_->epoch_id) state_->stop_running();
+}
+
+void Loader::resume(const SamplerState& saved) {
+  State& s = *state_;
+  s.check_open();
+  s.stop_running();
+  ++s.epoch_id;  // an epoch started before no longer delivers
+  s.wait_for_plan_quietly();
+  if (!s.seed_given && saved.seed != *s.options.seed) {
+    s.options.seed = saved.seed;
+    s.options.sampler.seed = saved.seed;
+    s.rebuild_samplers();
+  }
+  s.current_epoch.reset();
+  const std::int64_t step = s.current->resume(saved);  // checks mode, configuration and global batch
+  s.current_epoch = saved.epoch;
+  s.pending_resume = std::make_pair(saved.epoch, step);
+  s.position_epoch = saved.epoch;
+  s.first_step = step;
+  s.yielded = 0;
+}
+
+SamplerState Loader::state() {
+  State& s = *state_;
+  return state_after(s.first_step + s.yielded);
+}
+
+SamplerState Loader::state_after(std::int64_t steps_done) {
+  State& s = *state_;
+  s.check_open();
+  auto [sampler, owned] = s.planned_for(s.position_epoch);
+  if (steps_done < 0 || steps_done > sampler->num_steps())
+    STRIDER_THROW(UsageError, "no state after " + std::to_string(steps_done) + " steps of an epoch of " +
+                                  std::to_string(sampler->num_steps()));
+  return sampler->state(steps_done);
+}
+
+std::int64_t Loader::steps(std::int64_t epoch) {
+  State& s = *state_;
+  s.check_open();
+  if (epoch < 0) STRIDER_THROW(UsageError, "epoch must be >= 0, got " + std::to_string(epoch));
+  auto [sampler, owned] = s.planned_for(epoch);
+  return s.clip(sampler->num_steps());
+}
+
+const DatasetInfo& Loader::dataset() const noexcept {
+  return state_->info;
+}
+const std::string& Loader::engine() const noexcept {
+  return state_->engine;
+}
+std::int64_t Loader::seed() const noexcept {
+  return *state_->options.seed;
+}
+int Loader::prefetch_depth() const noexcept {
+  return state_->depth;
+}
+const LoaderOptions& Loader::options() const noexcept {
+  return state_->options;
+}
+
+PrefetchStats Loader::stats() const {
+  return state_->prefetcher ? state_->prefetcher->stats() : state_->final_stats;
+}
+
+void Loader::reset_stats() {
+  state_->check_open();
+  state_->prefetcher->reset_stats();
+}
+
+const std::vector<std::int32_t>& Loader::labels() const {
+  state_->check_open();
+  return state_->prefetcher->labels();
+}
+
+const std::vector<std::int64_t>& Loader::lengths() const {
+  state_->check_open();
+  return state_->prefetcher->lengths();
+}
+
+void Loader::read_labels(std::int64_t first, std::int64_t count, std::int32_t* out) {
+  state_->check_open();
+  state_->prefetcher->read_labels(first, count, out);
+}
+
+void Loader::set_class_weights(std::vector<double> weights) {
+  State& s = *state_;
+  s.check_open();
+  if (s.options.split != LoaderSplit::sampler || s.options.sampler.mode != "weighted")
+    STRIDER_THROW(UsageError, "class weights belong to the weighted sampler, not --sampler " + s.options.sampler.mode);
+  LoaderOptions before = s.options;
+  s.options.sampler.class_weights = std::move(weights);
+  try {
+    s.rebuild_samplers();
+  } catch (...) {
+    s.options = std::move(before);  // the old weights stay in force
+    s.rebuild_samplers();
+    throw;
+  }
+}
+
+void Loader::close() {
+  State& s = *state_;
+  if (s.closed) return;
+  s.stop_running();
+  s.wait_for_plan_quietly();
+  s.current.reset();
+  s.upcoming.reset();
+  s.final_stats = s.prefetcher->stats();
+  s.prefetcher.reset();  // the hdf5 engine's close is collective
+  s.closed = true;
+}
+
+bool Loader::closed() const noexcept {
+  return state_->closed;
+}
+
+}  // namespace strider

@@ -1,0 +1,562 @@
+// strider::Loader at 1..4 ranks on real files: its batches are those of the hand-wired pipeline
+// (a reader and a sampler built by hand, read directly), for every sampler mode, with plan-ahead on
+// or off and with or without the I/O thread; resume, state, early exit, held batches, close and
+// agreed errors. Every check is agreed across ranks before it is asserted.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <functional>
+#include <set>
+
+#include "batch_hashes.hpp"
+#include "mpi_test_support.hpp"
+#include "strider/io/synthetic_dataset.hpp"
+#include "strider/pipeline/loader.hpp"
+
+using namespace strider;
+using strider::testing::world;
+
+namespace {
+
+/// A dataset file written for one test case, removed at the end of it (collective).
+class TestFile {
+ public:
+  TestFile(const Communicator& comm, const std::string& kind, std::int64_t samples, const std::string& name = "")
+      : comm_(comm) {
+    // A name of its own where a test leaves a file open (an HDF5 file open in this process cannot
+    // be written again).
+    path_ = comm.is_root() ? "/tmp/strider_loader_" + std::to_string(getpid()) + "_" + kind + name + ".h5" : "";
+    comm.broadcast(path_);
+    SyntheticOptions options;
+    options.kind = kind;
+    options.samples = samples;
+    options.classes = 3;
+    options.imbalance = 4;
+    options.dim = 6;
+    options.min_length = 1;
+    options.max_length = 60;
+    options.median_length = 12;
+    options.seed = 11;
+    options.progress = false;
+    write_synthetic_dataset(comm, path_, options);
+  }
+  ~TestFile() {
+    comm_.barrier();
+    if (comm_.is_root()) std::remove(path_.c_str());
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  const Communicator& comm_;
+  std::string path_;
+};
+
+/// Loader options for `path` with an explicit seed.
+LoaderOptions options_for(const std::string& path, const std::string& mode, std::int64_t batch_size) {
+  LoaderOptions options;
+  options.data_path = path;
+  options.sampler.mode = mode;
+  options.sampler.batch_size = batch_size;
+  options.sampler.block_size = 5;
+  options.sampler.max_tokens = 100;
+  options.sampler.megabatch = 1;  // bucketed: small sort windows, so epochs differ in length
+  options.seed = 1234;
+  return options;
+}
+
+/// The hand-wired pipeline: a reader (hdf5 engine, labels held) and a sampler built from the same
+/// options by hand; batch hashes of every step of `epoch`, read directly.
+std::vector<std::uint64_t> expected_hashes(const Communicator& comm, const LoaderOptions& loading, std::int64_t epoch,
+                                           std::uint64_t* config_hash = nullptr) {
+  ReaderOptions reader_options = loading.reader;
+  reader_options.engine = "hdf5";
+  std::unique_ptr<BatchReader> reader = open_reader(comm, loading.data_path, reader_options);
+  SamplerOptions sampling = loading.sampler;
+  sampling.seed = *loading.seed;
+  sampling.dataset_size = reader->info().num_samples;
+  sampling.labels = std::make_shared<const std::vector<std::int32_t>>(reader->labels());
+  if (reader->info().variable_length)
+    sampling.lengths = std::make_shared<const std::vector<std::int64_t>>(reader->lengths());
+  std::unique_ptr<Sampler> sampler = make_sampler(sampling, comm.size(), comm.rank());
+  sampler->set_epoch(epoch);
+  if (config_hash != nullptr) *config_hash = sampler->config_hash();
+  return strider::testing::direct_batch_hashes(*reader, *sampler);
+}
+
+/// Batch hashes of what one epoch of the loader delivers.
+std::vector<std::uint64_t> loader_hashes(Loader& loader, std::int64_t epoch) {
+  std::vector<std::uint64_t> hashes;
+  for (Batch batch : loader.epoch(epoch)) hashes.push_back(strider::testing::batch_hash(batch));
+  return hashes;
+}
+
+/// Whether body throws a UsageError (not collective).
+bool refuses(const std::function<void()>& body) {
+  try {
+    body();
+  } catch (const UsageError&) {
+    return true;
+  }
+  return false;
+}
+
+/// Collective: true on every rank when `ok` holds on every rank.
+bool everywhere(const Communicator& comm, bool ok) {
+  return comm.all_reduce(ok ? 1 : 0, ReduceOp::min) == 1;
+}
+
+/// Collective: the number of ranks on which `body` threw an AgreedError whose message holds `words`.
+int ranks_agreeing(const Communicator& comm, const std::function<void()>& body, const std::string& words) {
+  int agreed = 0;
+  try {
+    body();
+  } catch (const AgreedError& error) {
+    agreed = std::string(error.what()).find(words) != std::string::npos ? 1 : 0;
+    if (!agreed) UNSCOPED_INFO("unexpected message: " << error.what());
+  }
+  return comm.all_reduce(agreed, ReduceOp::sum);
+}
+
+struct ModeCase {
+  std::string kind;  // the file: features or sequences
+  std::string mode;
+  std::int64_t batch_size;
+};
+
+const std::vector<ModeCase>& every_mode() {
+  static const std::vector<ModeCase> cases = {{"features", "distributed", 7}, {"features", "streaming", 7},
+                                              {"features", "block", 7},       {"features", "balanced", 6},
+                                              {"features", "weighted", 6},    {"features", "stratified", 6},
+                                              {"sequences", "bucketed", 0},   {"sequences", "distributed", 5}};
+  return cases;
+}
+
+}  // namespace
+
+TEST_CASE("loader: every sampler mode gives the hand-wired pipeline's batches", "[mpi][loader]") {
+  const Communicator& comm = world();
+  const TestFile features(comm, "features", 203), sequences(comm, "sequences", 301);
+  int mismatches = 0;
+  for (const ModeCase& mode : every_mode()) {
+    const LoaderOptions options =
+        options_for((mode.kind == "features" ? features : sequences).path(), mode.mode, mode.batch_size);
+    Loader loader(comm, options);
+    for (std::int64_t epoch : {0, 1, 3}) {
+      const std::vector<std::uint64_t> expected = expected_hashes(comm, options, epoch);
+      if (loader_hashes(loader, epoch) != expected || expected.empty()) {
+        ++mismatches;
+        UNSCOPED_INFO("mismatch: " << mode.kind << " " << mode.mode << " epoch " << epoch);
+      }
+    }
+  }
+  REQUIRE(comm.all_reduce(mismatches, ReduceOp::sum) == 0);
+}
+
+TEST_CASE("loader: plan-ahead, caller-thread reads, per-row reads, depth and engine change nothing",
+          "[mpi][loader][pipeline]") {
+  const Communicator& comm = world();
+  const TestFile features(comm, "features", 203), sequences(comm, "sequences", 301);
+  const std::vector<std::pair<std::string, std::function<void(LoaderOptions&)>>> variants = {
+      {"default", [](LoaderOptions&) {}},
+      {"no plan-ahead", [](LoaderOptions& o) { o.plan_ahead = false; }},
+      {"caller thread", [](LoaderOptions& o) { o.io_thread = false; }},
+      {"caller thread, per row", [](LoaderOptions& o) { o.io_thread = false, o.read_rows_one_by_one = true; }},
+      {"per row", [](LoaderOptions& o) { o.read_rows_one_by_one = true; }},
+      {"depth 1, hdf5", [](LoaderOptions& o) { o.prefetch = 1, o.reader.engine = "hdf5"; }},
+      {"direct, 3 copy threads", [](LoaderOptions& o) { o.reader.engine = "direct", o.reader.copy_threads = 3; }},
+      {"labels held", [](LoaderOptions& o) { o.labels_in_memory = true; }},
+  };
+  int mismatches = 0;
+  for (const ModeCase& mode : {ModeCase{"features", "distributed", 9}, ModeCase{"sequences", "bucketed", 0}}) {
+    const LoaderOptions base =
+        options_for((mode.kind == "features" ? features : sequences).path(), mode.mode, mode.batch_size);
+    std::vector<std::vector<std::uint64_t>> expected;
+    for (std::int64_t epoch = 0; epoch < 3; ++epoch) expected.push_back(expected_hashes(comm, base, epoch));
+    for (const auto& [name, change] : variants) {
+      LoaderOptions options = base;
+      change(options);
+      Loader loader(comm, options);
+      for (std::int64_t epoch = 0; epoch < 3; ++epoch)
+        if (loader_hashes(loader, epoch) != expected[static_cast<std::size_t>(epoch)]) {
+          ++mismatches;
+          UNSCOPED_INFO("mismatch: " << mode.mode << ", " << name << ", epoch " << epoch);
+        }
+    }
+  }
+  REQUIRE(comm.all_reduce(mismatches, ReduceOp::sum) == 0);
+}
+
+TEST_CASE("loader: steps(e) follows the epoch's plan and state() counts the batches yielded", "[mpi][loader]") {
+  const Communicator& comm = world();
+  const TestFile sequences(comm, "sequences", 301);
+  const LoaderOptions options = options_for(sequences.path(), "bucketed", 0);
+  Loader loader(comm, options);
+
+  // Bucketed epochs differ in length: steps(e) is the plan's, epoch by epoch.
+  std::set<std::int64_t> lengths;
+  bool steps_ok = true;
+  for (std::int64_t epoch : {9, 0, 1, 2, 3, 4, 5, 6, 7, 8}) {
+    const auto expected = static_cast<std::int64_t>(expected_hashes(comm, options, epoch).size());
+    steps_ok = steps_ok && loader.steps(epoch) == expected;
+    lengths.insert(expected);
+  }
+  REQUIRE(lengths.size() > 1);  // the check above could tell epochs apart
+  REQUIRE(everywhere(comm, steps_ok));
+
+  // The state after k batches is the sampler's after k steps (built here by hand).
+  ReaderOptions reader_options;
+  std::unique_ptr<BatchReader> reader = open_reader(comm, options.data_path, reader_options);
+  SamplerOptions sampling = options.sampler;
+  sampling.seed = 1234;
+  sampling.dataset_size = reader->info().num_samples;
+  sampling.lengths = std::make_shared<const std::vector<std::int64_t>>(reader->lengths());
+  std::unique_ptr<Sampler> sampler = make_sampler(sampling, comm.size(), comm.rank());
+  sampler->set_epoch(2);
+  bool states_ok = loader.state().epoch == 0 && loader.state().consumed == 0;
+  {
+    LoaderEpoch epoch = loader.epoch(2);
+    states_ok = states_ok && loader.state() == sampler->state(0);
+    for (std::int64_t k = 1; k <= 3; ++k) {
+      std::optional<Batch> batch = epoch.next();
+      states_ok = states_ok && batch && batch->step() == k - 1 && loader.state() == sampler->state(k);
+    }
+    states_ok = states_ok && loader.state_after(1) == sampler->state(1);
+  }
+  REQUIRE(everywhere(comm, states_ok));
+
+  // At most S steps per epoch.
+  LoaderOptions limited = options;
+  limited.max_steps_per_epoch = 2;
+  sampler->set_epoch(1);
+  Loader short_loader(comm, limited);
+  REQUIRE(everywhere(comm, short_loader.steps(1) == 2 && loader_hashes(short_loader, 1).size() == 2 &&
+                               short_loader.state() == sampler->state(2)));
+}
+
+TEST_CASE("loader: resume at a mid-epoch step yields the tail of the uninterrupted epoch", "[mpi][loader]") {
+  const Communicator& comm = world();
+  const TestFile features(comm, "features", 203), sequences(comm, "sequences", 301);
+  int mismatches = 0;
+  for (const ModeCase& mode : every_mode()) {
+    const LoaderOptions options =
+        options_for((mode.kind == "features" ? features : sequences).path(), mode.mode, mode.batch_size);
+    const std::vector<std::uint64_t> full = expected_hashes(comm, options, 1);
+    const auto k = static_cast<std::int64_t>(full.size() / 2);
+    SamplerState saved;
+    {
+      Loader first(comm, options);
+      for (Batch batch : first.epoch(1))
+        if (batch.step() + 1 == k) break;
+      saved = first.state();
+    }
+    // Resumed with the same explicit seed, and without one (the state's seed is taken).
+    for (bool explicit_seed : {true, false}) {
+      LoaderOptions resumed_options = options;
+      if (!explicit_seed) resumed_options.seed.reset();
+      Loader resumed(comm, resumed_options);
+      resumed.resume(saved);
+      LoaderEpoch epoch = resumed.epoch(1);
+      std::vector<std::uint64_t> tail;
+      while (std::optional<Batch> batch = epoch.next()) tail.push_back(strider::testing::batch_hash(*batch));
+      if (epoch.first_step() != k || tail != std::vector<std::uint64_t>(full.begin() + k, full.end()) ||
+          resumed.seed() != 1234) {
+        ++mismatches;
+        UNSCOPED_INFO("resume mismatch: " << mode.kind << " " << mode.mode << (explicit_seed ? "" : ", agreed seed"));
+      }
+    }
+    // Another explicit seed is another plan: refused, naming the seed.
+    LoaderOptions other = options;
+    other.seed = 99;
+    Loader wrong(comm, other);
+    std::string refusal;
+    try {
+      wrong.resume(saved);
+    } catch (const UsageError& error) {
+      refusal = error.reason();
+    }
+    if (refusal.find("seed 1234") == std::string::npos) ++mismatches;
+  }
+  REQUIRE(comm.all_reduce(mismatches, ReduceOp::sum) == 0);
+}
+
+TEST_CASE("loader: elastic resume at one rank keeps the global batches of R ranks", "[mpi][loader]") {
+  const Communicator& comm = world();
+  const TestFile features(comm, "features", 204, "_elastic");  // 1..4 ranks: no padding
+  constexpr std::int64_t global_batch = 12;                    // divisible by 1, 2, 3 and 4 ranks
+  // An order-free fingerprint of a set of indices: equal sets, equal sums.
+  const auto fingerprint = [](const std::vector<std::int64_t>& indices) {
+    std::uint64_t sum = 0;
+    for (std::int64_t index : indices) {
+      std::uint64_t x = static_cast<std::uint64_t>(index) + 0x9e3779b97f4a7c15ULL;
+      x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+      x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+      sum += x ^ (x >> 31);
+    }
+    return sum;
+  };
+  int mismatches = 0;
+  for (const std::string mode : {"distributed", "streaming", "weighted", "block"}) {
+    LoaderOptions options = options_for(features.path(), mode, global_batch / comm.size());
+    Loader loader(comm, options);
+    LoaderEpoch epoch = loader.epoch(0);
+    const std::int64_t steps = epoch.end_step(), k = steps / 2;
+    std::vector<std::uint64_t> global;  // per step from k: the fingerprint of the union of every rank's batch
+    SamplerState saved;
+    while (std::optional<Batch> batch = epoch.next()) {
+      if (batch->step() == k) saved = loader.state_after(k);
+      if (batch->step() >= k) global.push_back(comm.all_reduce(fingerprint(batch->indices()), ReduceOp::sum));
+    }
+    int ok = 1;
+    if (comm.is_root()) {  // the same file at world size 1, batch R*B, resumed from the R-rank state
+      const Communicator alone = Communicator::duplicate(MPI_COMM_SELF);
+      LoaderOptions single = options;
+      single.sampler.batch_size = global_batch;
+      Loader resumed(alone, single);
+      if (mode == "block" && comm.size() > 1) {  // its plan depends on R: refused
+        ok = refuses([&] { resumed.resume(saved); }) ? 1 : 0;
+      } else {
+        resumed.resume(saved);
+        std::vector<std::uint64_t> tail;
+        for (Batch batch : resumed.epoch(0)) tail.push_back(fingerprint(batch.indices()));
+        ok = tail == global && static_cast<std::int64_t>(global.size()) == steps - k ? 1 : 0;
+      }
+      if (!ok) UNSCOPED_INFO("elastic mismatch: " << mode << " from " << comm.size() << " ranks");
+    }
+    mismatches += comm.all_reduce(1 - ok, ReduceOp::sum);
+  }
+  REQUIRE(mismatches == 0);
+}
+
+TEST_CASE("loader: a trainer holds batch k+1 while it uses batch k", "[mpi][loader][pipeline]") {
+  const Communicator& comm = world();
+  const TestFile features(comm, "features", 203);
+  LoaderOptions options = options_for(features.path(), "distributed", 8);
+  const std::vector<std::uint64_t> expected = expected_hashes(comm, options, 0);
+  bool ok = true;
+  for (bool io_thread : {true, false}) {
+    options.io_thread = io_thread;
+    options.prefetch = 2;
+    Loader loader(comm, options);
+    LoaderEpoch epoch = loader.epoch(0);
+    std::optional<Batch> current = epoch.next(), upcoming;
+    std::size_t step = 0;
+    while (current) {
+      upcoming = epoch.next();                                              // k+1 arrives while k is still held ...
+      ok = ok && strider::testing::batch_hash(*current) == expected[step];  // ... and k is intact
+      current = std::move(upcoming);
+      ++step;
+    }
+    ok = ok && step == expected.size();
+    // Holding every buffer and asking for more is a usage error, not a wait.
+    options.prefetch = 1;
+    Loader one(comm, options);
+    LoaderEpoch single = one.epoch(0);
+    std::optional<Batch> held = single.next();
+    ok = ok && refuses([&] { single.next(); });
+  }
+  REQUIRE(everywhere(comm, ok));
+}
+
+TEST_CASE("loader: leaving an epoch early, then the next epoch", "[mpi][loader][pipeline]") {
+  const Communicator& comm = world();
+  const TestFile features(comm, "features", 203);
+  const LoaderOptions options = options_for(features.path(), "distributed", 5);
+  const std::vector<std::uint64_t> epoch0 = expected_hashes(comm, options, 0),
+                                   epoch1 = expected_hashes(comm, options, 1);
+  Loader loader(comm, options);
+  bool ok = true;
+  std::optional<Batch> kept;
+  for (Batch batch : loader.epoch(0)) {
+    if (batch.step() == 2) {
+      kept = std::move(batch);  // the caller's until it drops it, also after the loop
+      break;
+    }
+  }
+  ok = ok && loader.state().consumed == 3 * 5 * comm.size();
+  try {
+    for (Batch batch : loader.epoch(0))
+      if (batch.step() == 1) throw std::runtime_error("the step failed");
+    ok = false;
+  } catch (const std::runtime_error&) {
+  }
+  ok = ok && loader_hashes(loader, 1) == epoch1;
+  ok = ok && kept && strider::testing::batch_hash(*kept) == epoch0[2];
+  kept.reset();
+  ok = ok && loader_hashes(loader, 0) == epoch0;
+  // An epoch replaced by a later epoch() delivers no more.
+  LoaderEpoch old = loader.epoch(0);
+  LoaderEpoch current = loader.epoch(1);
+  ok = ok && refuses([&] { old.next(); });
+  ok = ok && current.next()->step() == 0;
+  REQUIRE(everywhere(comm, ok));
+}
+
+TEST_CASE("loader: class weights changed between epochs take effect at the next one", "[mpi][loader]") {
+  const Communicator& comm = world();
+  const TestFile features(comm, "features", 203);
+  LoaderOptions options = options_for(features.path(), "weighted", 6);
+  Loader loader(comm, options);
+  bool ok = loader_hashes(loader, 0) == expected_hashes(comm, options, 0);
+  options.sampler.class_weights = {5.0, 1.0, 0.5};
+  std::uint64_t config_hash = 0;
+  const std::vector<std::uint64_t> reweighted = expected_hashes(comm, options, 1, &config_hash);
+  loader.set_class_weights(options.sampler.class_weights);
+  ok = ok && loader_hashes(loader, 1) == reweighted && loader.state().config_hash == config_hash;
+  // Invalid weights are refused and the last valid ones stay.
+  ok = ok && refuses([&] { loader.set_class_weights({-1.0, 1.0, 1.0}); });
+  ok = ok && loader_hashes(loader, 2) == expected_hashes(comm, options, 2);
+  Loader distributed(comm, options_for(features.path(), "distributed", 6));
+  ok = ok && refuses([&] { distributed.set_class_weights({1.0, 2.0, 3.0}); });
+  REQUIRE(everywhere(comm, ok));
+}
+
+TEST_CASE("loader: the exact split reads every sample once, without padding", "[mpi][loader]") {
+  const Communicator& comm = world();
+  const TestFile features(comm, "features", 203);
+  LoaderOptions options = options_for(features.path(), "balanced", 10);  // the mode is ignored
+  options.split = LoaderSplit::exact;
+  Loader loader(comm, options);
+  std::vector<std::int32_t> seen(203, 0);
+  std::int64_t batches = 0;
+  for (Batch batch : loader.epoch(0)) {
+    ++batches;
+    for (std::int64_t index : batch.indices()) ++seen[static_cast<std::size_t>(index)];
+  }
+  comm.all_reduce(seen.data(), static_cast<std::int64_t>(seen.size()), ReduceOp::sum);
+  // Rank r holds ceil((203 - r) / R) samples in batches of 10.
+  const std::int64_t mine = (203 - comm.rank() + comm.size() - 1) / comm.size();
+  const bool ok = std::all_of(seen.begin(), seen.end(), [](std::int32_t count) { return count == 1; }) &&
+                  batches == (mine + 9) / 10 && loader.steps(0) == batches;
+  REQUIRE(everywhere(comm, ok));
+}
+
+TEST_CASE("loader: labels are held only when the plan needs them, and read between epochs", "[mpi][loader]") {
+  const Communicator& comm = world();
+  const TestFile features(comm, "features", 203);
+  ReaderOptions reader_options;
+  const std::vector<std::int32_t> all = open_reader(comm, features.path(), reader_options)->labels();
+  Loader distributed(comm, options_for(features.path(), "distributed", 8));
+  Loader balanced(comm, options_for(features.path(), "balanced", 8));
+  LoaderOptions held = options_for(features.path(), "streaming", 8);
+  held.labels_in_memory = true;
+  Loader streaming(comm, held);
+  bool ok = distributed.labels().empty() && distributed.dataset().labels_per_batch && balanced.labels() == all &&
+            streaming.labels() == all;
+  std::vector<std::int32_t> range(50);
+  distributed.read_labels(100, 50, range.data());
+  ok = ok && std::equal(range.begin(), range.end(), all.begin() + 100);
+  {
+    LoaderEpoch running = distributed.epoch(0);
+    ok = ok && refuses([&] { distributed.read_labels(0, 1, range.data()); });  // not while an epoch reads
+  }
+  distributed.read_labels(0, 50, range.data());  // the epoch was left
+  ok = ok && std::equal(range.begin(), range.end(), all.begin());
+  REQUIRE(everywhere(comm, ok));
+}
+
+TEST_CASE("loader: close() is collective and final; unwinding never closes collectively", "[mpi][loader]") {
+  const Communicator& comm = world();
+  const TestFile features(comm, "features", 203, "_close");
+  LoaderOptions options = options_for(features.path(), "distributed", 8);
+  options.reader.engine = "hdf5";  // its close is a collective MPI-IO close
+  bool ok = true;
+  {
+    Loader loader(comm, options);
+    const auto batches = static_cast<std::int64_t>(loader_hashes(loader, 0).size());
+    loader.close();
+    loader.close();  // again: nothing
+    ok = ok && loader.closed() && loader.stats().batches == batches && loader.dataset().num_samples == 203;
+    ok = ok && refuses([&] { loader.epoch(1); }) && refuses([&] { loader.labels(); }) &&
+         refuses([&] { loader.steps(0); });
+  }
+  // An error agreed inside a step unwinds every rank's Loader: none blocks in a close.
+  const int unwound = ranks_agreeing(
+      comm,
+      [&] {
+        Loader loader(comm, options);
+        LoaderEpoch epoch = loader.epoch(0);
+        std::optional<Batch> batch = epoch.next();
+        comm.collective_try([&] {
+          if (comm.rank() == comm.size() - 1) throw std::runtime_error("a step failed on the last rank");
+        });
+      },
+      "a step failed on the last rank");
+  // A failure on one rank alone: its Loader unwinds while the other ranks wait in a barrier, so a
+  // collective close there would never return.
+  int caught = 0;
+  try {
+    Loader loader(comm, options);
+    if (comm.rank() != comm.size() - 1) comm.barrier();
+    throw std::runtime_error("a local failure");
+  } catch (const std::runtime_error&) {
+    caught = 1;
+  }
+  if (comm.rank() == comm.size() - 1) comm.barrier();
+  REQUIRE(everywhere(comm, ok));
+  REQUIRE(unwound == comm.size());
+  REQUIRE(comm.all_reduce(caught, ReduceOp::sum) == comm.size());
+}
+
+TEST_CASE("loader: bad options and bad calls fail on every rank with the same error", "[mpi][loader][errors]") {
+  const Communicator& comm = world();
+  const TestFile features(comm, "features", 203);
+  const LoaderOptions good = options_for(features.path(), "distributed", 8);
+  const std::vector<std::pair<std::string, std::function<void(LoaderOptions&)>>> bad = {
+      {"missing.h5", [](LoaderOptions& o) { o.data_path = "/nonexistent/missing.h5"; }},
+      {"--prefetch must be in 0..64 (0: auto), got 65", [](LoaderOptions& o) { o.prefetch = 65; }},
+      {"--batch-size must be >= 0, got -1", [](LoaderOptions& o) { o.sampler.batch_size = -1; }},
+      {"unknown sampler 'shuffled'", [](LoaderOptions& o) { o.sampler.mode = "shuffled"; }},
+      {"balanced", [](LoaderOptions& o) { o.sampler.mode = "balanced", o.reader.keys.labels = "/none"; }},
+      {"engine", [](LoaderOptions& o) { o.reader.engine = "fast"; }},
+      // One rank alone has a bad option: still every rank fails.
+      {"--prefetch must be in 0..64 (0: auto), got 99",
+       [&comm](LoaderOptions& o) { o.prefetch = comm.rank() == comm.size() - 1 ? 99 : 0; }},
+  };
+  int failures = 0;
+  for (const auto& [words, change] : bad) {
+    LoaderOptions options = good;
+    change(options);
+    const int agreed = ranks_agreeing(
+        comm, [&] { Loader loader(comm, options); }, words);
+    if (agreed != comm.size()) {
+      ++failures;
+      UNSCOPED_INFO("not agreed on every rank: " << words);
+    }
+  }
+  Loader loader(comm, good);
+  if (ranks_agreeing(
+          comm, [&] { loader.epoch(-1); }, "epoch must be >= 0") != comm.size())
+    ++failures;
+  if (comm.size() > 1 &&
+      ranks_agreeing(
+          comm, [&] { loader.epoch(comm.rank()); }, "the ranks asked for different epochs") != comm.size())
+    ++failures;
+  REQUIRE(failures == 0);
+}
+
+TEST_CASE("loader: a file changed since it was opened is refused at the next epoch", "[mpi][loader][errors]") {
+  const Communicator& comm = world();
+  const TestFile features(comm, "features", 203);
+  LoaderOptions options = options_for(features.path(), "distributed", 8);
+  Loader checked(comm, options);
+  options.check_data_unchanged = false;
+  Loader unchecked(comm, options);
+  const bool first_ok = loader_hashes(checked, 0).size() > 0;
+  comm.barrier();
+  if (comm.is_root()) {  // the same bytes, another modification time
+    struct stat status {};
+    ::stat(features.path().c_str(), &status);
+    const timespec times[2] = {status.st_atim, {status.st_mtim.tv_sec - 10, status.st_mtim.tv_nsec}};
+    ::utimensat(AT_FDCWD, features.path().c_str(), times, 0);
+  }
+  comm.barrier();
+  const int refused = ranks_agreeing(
+      comm, [&] { checked.epoch(1); }, "changed during training");
+  const bool unchecked_ok = loader_hashes(unchecked, 1) == expected_hashes(comm, options, 1);
+  REQUIRE(everywhere(comm, first_ok && unchecked_ok));
+  REQUIRE(refused == comm.size());
+}
