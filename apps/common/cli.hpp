@@ -3,12 +3,12 @@
 // errors turned into strider::UsageError (one line, exit 2).
 
 #include <boost/program_options.hpp>
-#include <cstdint>
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
-#include "strider/io/batch_reader.hpp"
-#include "strider/sampling/factory.hpp"
+#include "strider/pipeline/loader_options.hpp"
 
 namespace strider::cli {
 
@@ -30,20 +30,25 @@ Parsed parse(const std::vector<std::string>& args, const po::options_description
 /// argv[first..argc) as strings.
 std::vector<std::string> arguments(int argc, char** argv, int first);
 
-/// The sampler options common to strider-inspect, -train and -bench (--sampler, --seed,
-/// --batch-size, --no-shuffle, --drop-last, --drop-last-batch). `seed` may be left unset by the user:
-/// see seed_given().
-void add_sampler_options(po::options_description& options, SamplerOptions& sampler);
-/// Fills the parts of SamplerOptions that need checks after parsing (flags); throws UsageError.
-void finish_sampler_options(const po::variables_map& values, SamplerOptions& sampler);
+/// The names of the shared option table's group ("data", "sampling" or "pipeline"; see
+/// strider/pipeline/loader_options.hpp), in table order, without those in `except`.
+std::vector<std::string> loader_option_names(const std::string& group, const std::vector<std::string>& except = {});
 
-/// The dataset names every app that reads or writes a dataset shares (--data-key, --label-key,
-/// --tokens-key, --offsets-key, defaults as in DatasetKeys) and, when `engine` is not null, --engine.
-void add_dataset_options(po::options_description& options, DatasetKeys& keys, std::string* engine = nullptr);
+/// Options of the shared table on an app's command line: add() them to a description (each with
+/// the table's type, so that Boost's parsing and messages apply, its help and its default), parse,
+/// then apply() the parsed values onto LoaderOptions through the table's setters.
+class SharedOptions {
+ public:
+  /// Adds the table's options `names` in that order. `defaults` (name -> text) replaces the table's
+  /// default where this app's differs; `required` names options the app cannot run without.
+  void add(po::options_description& description, const std::vector<std::string>& names,
+           const std::map<std::string, std::string>& defaults = {}, const std::set<std::string>& required = {});
+  /// Sets every added option that `values` holds (given, or defaulted) on `options`; a bad value
+  /// throws UsageError naming the option.
+  void apply(const po::variables_map& values, LoaderOptions& options) const;
 
-/// Parses "1,2,3" into integers; throws UsageError naming `option`.
-std::vector<std::int64_t> parse_int_list(const std::string& text, const std::string& option);
-/// Parses "0.5,1,2" into doubles; throws UsageError naming `option`.
-std::vector<double> parse_double_list(const std::string& text, const std::string& option);
+ private:
+  std::vector<std::string> added_;
+};
 
 }  // namespace strider::cli

@@ -10,7 +10,6 @@
 #include <chrono>
 #include <cmath>
 #include <fstream>
-#include <future>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
@@ -18,11 +17,10 @@
 
 #include "common/cli.hpp"
 #include "strider/comm/mpi_runtime.hpp"
-#include "strider/comm/seed.hpp"
 #include "strider/core/error.hpp"
 #include "strider/core/json_writer.hpp"
 #include "strider/core/log.hpp"
-#include "strider/pipeline/prefetcher.hpp"
+#include "strider/pipeline/loader.hpp"
 
 namespace {
 
@@ -37,12 +35,10 @@ constexpr const char* usage =
     "peak RSS and per-rank imbalance. --compute-us emulates a step (MLPerf Storage style).";
 
 struct BenchOptions {
-  std::string data;
-  ReaderOptions reader;
-  SamplerOptions sampler;
+  LoaderOptions loading;  // the file, its engine, the sampler, the seed, prefetch, copy threads
   std::int64_t epochs = 1;
   std::int64_t max_steps = 0;
-  int prefetch = 0;  // 0: auto (prefetch_depth); the depth used once the file is open
+  int prefetch = 0;  // the depth used, once the file is open
   bool labels_per_batch = false;
   double compute_us = 0.0;
   std::string compute_mode = "busy";
@@ -140,19 +136,16 @@ void report(const Communicator& world, const BenchOptions& options, const std::v
 
 int bench_main(const Communicator& world, int argc, char** argv) {
   BenchOptions options;
-  std::int64_t seed = 0;
   po::options_description description("strider-bench options");
-  cli::add_dataset_options(description, options.reader.keys, &options.reader.engine);
-  cli::add_sampler_options(description, options.sampler);
-  description.add_options()("data", po::value<std::string>(&options.data)->required(), "the file to read (HDF5)")(
-      "seed", po::value<std::int64_t>(&seed)->default_value(0), "sampler seed")(
-      "epochs", po::value<std::int64_t>(&options.epochs)->default_value(1), "epochs to run")(
+  cli::SharedOptions shared;
+  shared.add(description, cli::loader_option_names("data"), {}, {"data"});
+  shared.add(description, cli::loader_option_names("sampling"), {{"seed", "0"}});
+  shared.add(description, cli::loader_option_names("pipeline"));
+  description.add_options()("epochs", po::value<std::int64_t>(&options.epochs)->default_value(1), "epochs to run")(
       "steps", po::value<std::int64_t>(&options.max_steps)->default_value(0),
-      "at most this many steps per epoch (0: all)")("prefetch", po::value<int>(&options.prefetch)->default_value(0),
-                                                    "batches read ahead (1..64; 0: auto, 16 MiB of batches, 4..64)")(
-      "copy-threads", po::value<int>(&options.reader.copy_threads)->default_value(1), "direct/mmap: threads per batch")(
-      "compute-us", po::value<double>(&options.compute_us)->default_value(0),
-      "emulated step time per batch, microseconds")(
+      "at most this many steps per epoch (0: all)")("compute-us",
+                                                    po::value<double>(&options.compute_us)->default_value(0),
+                                                    "emulated step time per batch, microseconds")(
       "compute-mode", po::value<std::string>(&options.compute_mode)->default_value("busy"),
       "busy (spin on the clock) | sleep | work (fixed CPU work)")("json", po::value<std::string>(&options.json),
                                                                   "write the figures as JSON")(
@@ -160,70 +153,42 @@ int bench_main(const Communicator& world, int argc, char** argv) {
   const cli::Parsed parsed = world.collective_try([&] {
     cli::Parsed result = cli::parse(cli::arguments(argc, argv, 1), description, usage);
     if (result.help) return result;
-    cli::finish_sampler_options(result.values, options.sampler);
+    shared.apply(result.values, options.loading);
     if (options.epochs < 1) STRIDER_THROW(UsageError, "--epochs must be >= 1");
     if (options.max_steps < 0) STRIDER_THROW(UsageError, "--steps must be >= 0");
-    if (options.prefetch < 0 || options.prefetch > kMaxPrefetchDepth)
-      STRIDER_THROW(UsageError, "--prefetch must be in 0.." + std::to_string(kMaxPrefetchDepth) + " (0: auto), got " +
-                                    std::to_string(options.prefetch));
     if (options.compute_us < 0) STRIDER_THROW(UsageError, "--compute-us must be >= 0");
     if (options.compute_mode != "busy" && options.compute_mode != "sleep" && options.compute_mode != "work")
       STRIDER_THROW(UsageError, "--compute-mode must be busy, sleep or work, got '" + options.compute_mode + "'");
     return result;
   });
   if (parsed.help) return 0;
-  options.sampler.seed = agree_on_seed(world, seed);
 
   if (options.cold) {
-    drop_from_page_cache(options.data);
+    drop_from_page_cache(options.loading.data_path);
     world.barrier();
   }
-  // Labels travel with each batch; they are held in memory only when the sampler's plan needs them,
-  // so that a streaming run's memory does not grow with N.
-  options.reader.labels_in_memory = sampler_needs_labels(options.sampler.mode);
-  std::unique_ptr<BatchReader> reader = open_reader(world, options.data, options.reader);
-  const int depth =
-      prefetch_depth(options.prefetch, reader->info(), options.sampler.batch_size, options.sampler.max_tokens);
-  if (world.is_root()) log_info("prefetch depth ", depth, options.prefetch > 0 ? "" : " (auto)");
-  options.prefetch = depth;
-  options.labels_per_batch = reader->info().labels_per_batch;
-  Prefetcher prefetcher(std::move(reader), PrefetcherOptions{depth, nullptr});
-  const DatasetInfo info = prefetcher.dataset();
-  options.sampler.dataset_size = info.num_samples;
-  options.sampler.labels =
-      std::shared_ptr<const std::vector<std::int32_t>>(std::shared_ptr<void>(), &prefetcher.labels());
-  if (info.variable_length)
-    options.sampler.lengths =
-        std::shared_ptr<const std::vector<std::int64_t>>(std::shared_ptr<void>(), &prefetcher.lengths());
-  // Two samplers: while one epoch is read, the next epoch's plan is prepared on another thread
-  // (set_epoch can cost O(N), e.g. torch's permutation), so the pipeline never waits for a plan.
-  std::unique_ptr<Sampler> current, upcoming;
-  world.collective_try([&] {
-    current = make_sampler(options.sampler, world.size(), world.rank());
-    upcoming = make_sampler(options.sampler, world.size(), world.rank());
-  });
+  // The Loader holds labels in memory only when the sampler's plan needs them (a streaming run's
+  // memory does not grow with N), and plans each next epoch on another thread while one is read.
+  options.loading.epochs = options.epochs;
+  options.loading.max_steps_per_epoch = options.max_steps;
+  Loader loader(world, options.loading);
+  options.prefetch = loader.prefetch_depth();
+  if (world.is_root()) log_info("prefetch depth ", options.prefetch, options.loading.prefetch > 0 ? "" : " (auto)");
+  options.labels_per_batch = loader.dataset().labels_per_batch;
 
   StepEmulator step(options.compute_us, options.compute_mode);  // calibrates before the clock starts
   world.barrier();
   const Clock::time_point start = Clock::now();
-  prefetcher.reset_stats();
-  world.collective_try([&] {
-    current->set_epoch(0);
-    for (std::int64_t epoch = 0; epoch < options.epochs; ++epoch) {
-      std::future<void> next_plan;
-      if (epoch + 1 < options.epochs)
-        next_plan = std::async(std::launch::async, [&, epoch] { upcoming->set_epoch(epoch + 1); });
-      const std::int64_t steps =
-          options.max_steps > 0 ? std::min(options.max_steps, current->num_steps()) : current->num_steps();
-      prefetcher.start_epoch(*current, 0, steps);
-      while (auto batch = prefetcher.next()) step.run();
-      if (next_plan.valid()) next_plan.get();
-      std::swap(current, upcoming);
-    }
-  });
+  loader.reset_stats();
+  for (std::int64_t epoch = 0; epoch < options.epochs; ++epoch) {
+    LoaderEpoch batches = loader.epoch(epoch);  // collective, its errors agreed
+    world.collective_try([&] {
+      for (Batch batch : batches) step.run();
+    });
+  }
   RankFigures mine;
   mine.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  const PrefetchStats stats = prefetcher.stats();
+  const PrefetchStats stats = loader.stats();
   mine.rank = world.rank();
   mine.stall_seconds = stats.stall_seconds;
   mine.io_seconds = stats.io_seconds;
@@ -233,6 +198,7 @@ int bench_main(const Communicator& world, int argc, char** argv) {
   mine.useful_bytes = stats.useful_bytes;
   mine.bytes_read = stats.bytes_read;
   mine.peak_rss_bytes = peak_rss_bytes();
+  loader.close();
   const std::vector<RankFigures> ranks = world.all_gather(mine);
   world.collective_try([&] {
     if (world.is_root()) report(world, options, ranks);
@@ -264,9 +230,10 @@ void report(const Communicator& world, const BenchOptions& options, const std::v
 
   std::ostringstream table;
   table << std::fixed << std::setprecision(3);
-  table << "strider-bench: " << options.data << ", " << world.size() << " ranks, sampler " << options.sampler.mode
-        << ", batch " << options.sampler.batch_size << ", engine " << options.reader.engine
-        << (options.cold ? ", cold cache" : ", warm cache") << ", compute " << options.compute_us << " us\n";
+  table << "strider-bench: " << options.loading.data_path << ", " << world.size() << " ranks, sampler "
+        << options.loading.sampler.mode << ", batch " << options.loading.sampler.batch_size << ", engine "
+        << options.loading.reader.engine << (options.cold ? ", cold cache" : ", warm cache") << ", compute "
+        << options.compute_us << " us\n";
   table << "  rank  samples/s     GB/s  stall  first-batch(s)  read/useful  io(s)\n";
   for (const RankFigures& rank : ranks) {
     table << "  " << std::setw(4) << rank.rank << std::setw(11) << std::setprecision(0)
@@ -291,11 +258,11 @@ void report(const Communicator& world, const BenchOptions& options, const std::v
     if (!file) STRIDER_THROW(SystemError, "cannot write '" + options.json + "'");
     JsonWriter json(file);
     json.begin_object();
-    json.field("data", options.data);
+    json.field("data", options.loading.data_path);
     json.field("world", world.size());
-    json.field("sampler", options.sampler.mode);
-    json.field("engine", options.reader.engine);
-    json.field("batch_size", options.sampler.batch_size);
+    json.field("sampler", options.loading.sampler.mode);
+    json.field("engine", options.loading.reader.engine);
+    json.field("batch_size", options.loading.sampler.batch_size);
     json.field("compute_us", options.compute_us);
     json.field("prefetch", options.prefetch);
     json.field("labels_per_batch", options.labels_per_batch);

@@ -8,6 +8,7 @@
 #include "common/cli.hpp"
 #include "strider/comm/mpi_runtime.hpp"
 #include "strider/core/log.hpp"
+#include "strider/core/option_text.hpp"
 #include "strider/io/synthetic_dataset.hpp"
 
 namespace {
@@ -54,9 +55,15 @@ int gen_main(strider::Communicator& world, int argc, char** argv) {
         "chunked: rows (sequences: tokens) per chunk; 0: about 64 KiB")(
         "compress", po::value<int>(&options.compression)->default_value(0),
         "deflate level 1..9 (implies chunked); 0: none")("no-progress", po::bool_switch(), "no progress lines");
-    cli::add_dataset_options(description, options.keys);
+    cli::SharedOptions shared;
+    shared.add(description, {"data-key", "label-key", "tokens-key", "offsets-key"});
     cli::Parsed result = cli::parse(cli::arguments(argc, argv, 1), description, usage);
-    if (!result.help && !class_counts.empty()) options.class_counts = cli::parse_int_list(class_counts, "class-counts");
+    if (!result.help) {
+      LoaderOptions names;
+      shared.apply(result.values, names);
+      options.keys = names.reader.keys;
+    }
+    if (!result.help && !class_counts.empty()) options.class_counts = parse_integer_list(class_counts, "class-counts");
     options.progress = !(result.values.count("no-progress") && result.values["no-progress"].as<bool>());
     return result;
   });

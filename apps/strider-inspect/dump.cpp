@@ -8,6 +8,7 @@
 
 #include "file_options.hpp"
 #include "strider/comm/mpi_runtime.hpp"
+#include "strider/core/option_text.hpp"
 #include "subcommands.hpp"
 
 namespace strider::inspect {
@@ -68,7 +69,7 @@ int dump_main(Communicator& world, int argc, char** argv) {
       world, argc, argv, description,
       "usage: strider-inspect dump FILE --indices 5,3,9 [--engine auto|hdf5|direct|mmap]\n"
       "Prints the rows through the pipeline's reader, one line each: index label v0 v1 ...",
-      path, reader_options, [&](const cli::Parsed&) { indices = cli::parse_int_list(indices_text, "indices"); });
+      path, reader_options, [&](const cli::Parsed&) { indices = parse_integer_list(indices_text, "indices"); });
   if (parsed.help) return 0;
 
   std::unique_ptr<BatchReader> reader = open_reader(world, path, reader_options);

@@ -7,11 +7,17 @@ cli::Parsed parse_file_command(const Communicator& world, int argc, char** argv,
                                ReaderOptions& reader_options, const std::function<void(const cli::Parsed&)>& finish) {
   return world.collective_try([&] {
     description.add_options()("file", cli::po::value<std::string>(&path)->required(), "the dataset file");
-    cli::add_dataset_options(description, reader_options.keys, &reader_options.engine);
+    cli::SharedOptions shared;
+    shared.add(description, cli::loader_option_names("data", {"data"}));
     cli::po::positional_options_description positional;
     positional.add("file", 1);
     cli::Parsed parsed = cli::parse(cli::arguments(argc, argv, 2), description, usage, &positional);
-    if (!parsed.help && finish) finish(parsed);
+    if (parsed.help) return parsed;
+    LoaderOptions names;
+    names.reader = reader_options;
+    shared.apply(parsed.values, names);
+    reader_options = names.reader;  // the dataset names and the engine
+    if (finish) finish(parsed);
     return parsed;
   });
 }

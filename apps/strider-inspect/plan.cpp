@@ -11,6 +11,7 @@
 #include "strider/comm/mpi_runtime.hpp"
 #include "strider/core/error.hpp"
 #include "strider/core/json_writer.hpp"
+#include "strider/core/option_text.hpp"
 #include "strider/io/batch_reader.hpp"
 #include "strider/sampling/class_index.hpp"
 #include "strider/sampling/plan_stats.hpp"
@@ -161,7 +162,6 @@ int plan_main(int argc, char** argv, const Communicator* world) {
                             "N, the number of samples in the dataset (required without --class-counts)")(
       "world", cli::po::value<int>(&options.world)->default_value(1), "R, the number of ranks")(
       "rank", cli::po::value<int>(&options.rank)->default_value(0), "the rank to print (0..R-1)")(
-      "seed", cli::po::value<std::int64_t>(&options.sampler.seed)->default_value(0), "the seed (int64)")(
       "epoch", cli::po::value<std::int64_t>(&options.epoch)->default_value(0), "the epoch")(
       "first-step", cli::po::value<std::int64_t>(&options.first_step)->default_value(0), "first step to print")(
       "steps", cli::po::value<std::int64_t>(&options.steps),
@@ -180,15 +180,21 @@ int plan_main(int argc, char** argv, const Communicator* world) {
       "print every rank's count of each class ('rank r: n0 n1 ...') instead of the plan (needs labels)")(
       "data", cli::po::value<std::string>(&options.data_path),
       "take N and the labels from this dataset file (runs under MPI; any rank count prints once)");
-  cli::add_dataset_options(description, options.reader.keys);
-  cli::add_sampler_options(description, options.sampler);
+  cli::SharedOptions shared;
+  shared.add(description, {"data-key", "label-key", "tokens-key", "offsets-key"});
+  shared.add(description, cli::loader_option_names("sampling"), {{"seed", "0"}});
   const auto parse = [&] {
     cli::Parsed parsed = cli::parse(
         cli::arguments(argc, argv, 2), description,
         "usage: strider-inspect plan --samples N [--world R --rank r --seed S --epoch E] [--batch-size B] [--json]\n"
         "Prints rank r's sample indices in order, separated by spaces, on one line. Needs no MPI launcher\n"
         "(but with --data FILE).");
-    if (!parsed.help) cli::finish_sampler_options(parsed.values, options.sampler);
+    if (parsed.help) return parsed;
+    LoaderOptions shared_values;
+    shared.apply(parsed.values, shared_values);
+    options.reader.keys = shared_values.reader.keys;
+    options.sampler = shared_values.sampler;
+    options.sampler.seed = shared_values.seed.value_or(0);
     return parsed;
   };
   const cli::Parsed parsed = world != nullptr ? world->collective_try(parse) : parse();
@@ -206,7 +212,7 @@ int plan_main(int argc, char** argv, const Communicator* world) {
 std::string plan_text(const cli::Parsed& parsed, PlanOptions& options) {
   if (!options.class_counts.empty()) {
     options.sampler.labels = std::make_shared<const std::vector<std::int32_t>>(
-        labels_from_class_counts(cli::parse_int_list(options.class_counts, "class-counts")));
+        labels_from_class_counts(parse_integer_list(options.class_counts, "class-counts")));
     const auto labelled = static_cast<std::int64_t>(options.sampler.labels->size());
     if (parsed.values.count("samples") && options.samples != labelled)
       STRIDER_THROW(UsageError, "--samples " + std::to_string(options.samples) + " differs from the " +

@@ -24,23 +24,22 @@ constexpr const char* usage =
 
 struct TrainOptions {
   TrainerConfig config;
-  std::int64_t seed = 0;
   std::string stats_json;
 };
 
 int train_main(const Communicator& world, int argc, char** argv) {
   TrainOptions options;
   TrainerConfig& config = options.config;
+  cli::SharedOptions shared;
   po::options_description data("Data");
-  cli::add_dataset_options(data, config.reader.keys, &config.reader.engine);
-  data.add_options()("data", po::value<std::string>(&config.data_path)->required(), "the training file (HDF5)")(
-      "eval-data", po::value<std::string>(&config.eval_path), "evaluation file (default: the training file)")(
-      "prefetch", po::value<int>(&config.prefetch)->default_value(config.prefetch),
-      "batches read ahead per rank (1..64; 0: auto, 16 MiB of batches, 4..64)");
+  shared.add(data, cli::loader_option_names("data"), {}, {"data"});
+  data.add_options()("eval-data", po::value<std::string>(&config.eval_path),
+                     "evaluation file (default: the training file)");
+  shared.add(data, {"prefetch"});
   po::options_description sampling("Sampling");
-  cli::add_sampler_options(sampling, config.sampler);
-  sampling.add_options()("seed", po::value<std::int64_t>(&options.seed), "seed (default: drawn on rank 0 and logged)")(
-      "epochs", po::value<std::int64_t>(&config.epochs)->default_value(config.epochs), "epochs to train")(
+  shared.add(sampling, cli::loader_option_names("sampling"));
+  sampling.add_options()("epochs", po::value<std::int64_t>(&config.epochs)->default_value(config.epochs),
+                         "epochs to train")(
       "reweight-every", po::value<std::int64_t>(&config.reweight_every)->default_value(0),
       "weighted sampler: update class weights from per-class recall every N epochs (0: never)");
   po::options_description model("Model and optimizer");
@@ -71,8 +70,14 @@ int train_main(const Communicator& world, int argc, char** argv) {
 
   const cli::Parsed parsed = world.collective_try([&] {
     cli::Parsed result = cli::parse(cli::arguments(argc, argv, 1), all, usage);
-    if (!result.help) cli::finish_sampler_options(result.values, config.sampler);
-    if (result.values.count("seed")) config.seed = options.seed;
+    if (result.help) return result;
+    LoaderOptions loading;
+    shared.apply(result.values, loading);
+    config.data_path = loading.data_path;
+    config.reader = loading.reader;
+    config.sampler = loading.sampler;
+    config.seed = loading.seed;
+    config.prefetch = loading.prefetch;
     return result;
   });
   if (parsed.help) return 0;

@@ -74,15 +74,15 @@ TEST_CASE("fuzz: sampler and dataset options", "[fuzz]") {
     const int count = static_cast<int>(random() % 9);
     for (int i = 0; i < count; ++i) args.push_back(tokens[random() % tokens.size()]);
     CAPTURE(args);
-    SamplerOptions sampler;
-    DatasetKeys keys;
-    std::string engine = "auto";
+    LoaderOptions loading;
+    SamplerOptions& sampler = loading.sampler;
     cli::po::options_description description;
-    cli::add_sampler_options(description, sampler);
-    cli::add_dataset_options(description, keys, &engine);
+    cli::SharedOptions shared;
+    shared.add(description, cli::loader_option_names("sampling", {"seed"}));
+    shared.add(description, cli::loader_option_names("data", {"data"}));
     try {
       const cli::Parsed result = cli::parse(args, description, "fuzz");
-      cli::finish_sampler_options(result.values, sampler);
+      shared.apply(result.values, loading);
       // A dataset to go with the options: random size, classes and lengths.
       sampler.dataset_size = static_cast<std::int64_t>(random() % 300);
       auto labels = std::make_shared<std::vector<std::int32_t>>();
