@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# The options several apps share come from one table in the library: every app lists them with the
+# same help, refuses a bad value with the same line (exit 2), and reads them from --config FILE; and
+# strider-inspect read-speed, which reads through the Loader without its I/O thread, keeps its
+# output line and counts.
+source "$(dirname "$0")/common.sh"
+export STRIDER_LOG_LEVEL=warn
+inspect=$STRIDER_BIN/strider-inspect bench=$STRIDER_BIN/strider-bench train=$STRIDER_BIN/strider-train
+
+# help_of OPTION HELP_FILE: the option's help text without its default, its spaces removed (Boost
+# wraps it at a width that depends on the app's longest option, sometimes inside a word).
+help_of() {
+  awk -v option="--$1" '
+    $1 == option { on = 1; sub(/^ *--[^ ]+( arg( \(=[^)]*\))?)? */, ""); text = $0; next }
+    on && /^          +[^ -]/ { text = text $0; next }
+    { on = 0 }
+    END { gsub(/ /, "", text); print text }' "$2"
+}
+"$bench" --help >"$work/bench.help"
+"$train" --help >"$work/train.help"
+"$inspect" read-speed --help >"$work/read-speed.help"
+"$inspect" plan --help >"$work/plan.help"
+for option in sampler batch-size no-shuffle class-weights block-window seed data-key engine prefetch copy-threads; do
+  reference=$(help_of $option "$work/bench.help")
+  [[ -n $reference ]] || fail "strider-bench --help lists no --$option"
+  for app in train read-speed plan; do
+    text=$(help_of $option "$work/$app.help")
+    [[ -z $text ]] && continue # not every app takes every shared option
+    expect_equal "--$option: the same help in $app as in strider-bench" "$text" "$reference"
+  done
+done
+expect_equal "--seed in strider-train: no default" "$(grep -c -- '--seed arg (=' "$work/train.help")" 0
+expect_equal "--seed in strider-bench: 0" "$(grep -c -- '--seed arg (=0)' "$work/bench.help")" 1
+expect_equal "--batch-size in read-speed: 256" "$(grep -c -- '--batch-size arg (=256)' "$work/read-speed.help")" 1
+
+mpirun_n 1 "$STRIDER_BIN/strider-gen" --kind features --classes 3 --samples 600 --dim 8 --seed 2 --out "$work/f.h5" \
+  --no-progress >/dev/null
+
+# A bad value: the same line from every app, exit 2.
+invalid="the argument \('abc'\) for option '--batch-size' is invalid"
+expect_error "bench: --batch-size abc" "$invalid" 30 mpirun_n 1 "$bench" --data "$work/f.h5" --batch-size abc
+expect_error "train: --batch-size abc" "$invalid" 30 mpirun_n 1 "$train" --data "$work/f.h5" --batch-size abc
+expect_error "plan: --batch-size abc" "$invalid" 30 "$inspect" plan --samples 10 --batch-size abc
+expect_error "read-speed: --batch-size abc" "$invalid" 30 mpirun_n 1 "$inspect" read-speed "$work/f.h5" --batch-size abc
+for app in "$bench --data $work/f.h5" "$train --data $work/f.h5"; do
+  expect_error "${app%% *}: --prefetch 65" "--prefetch must be in 0..64 \(0: auto\), got 65" 30 mpirun_n 2 $app --prefetch 65
+done
+expect_error "read-speed: --copy-threads 0" "--copy-threads must be >= 1, got 0" 30 \
+  mpirun_n 2 "$inspect" read-speed "$work/f.h5" --copy-threads 0
+for app in bench train; do
+  status=0
+  mpirun_n 1 "$STRIDER_BIN/strider-$app" --data "$work/f.h5" --batch-size -1 >/dev/null 2>&1 || status=$?
+  expect_equal "strider-$app --batch-size -1: exit 2" "$status" 2
+done
+
+# --config FILE sets shared options as the command line does (which wins).
+printf 'batch-size = 7\nseed = 5\nsampler = streaming\n' >"$work/plan.cfg"
+expect_equal "plan --config" "$("$inspect" plan --samples 40 --config "$work/plan.cfg" --json)" \
+  "$("$inspect" plan --samples 40 --batch-size 7 --seed 5 --sampler streaming --json)"
+expect_equal "plan: the command line wins over --config" \
+  "$("$inspect" plan --samples 40 --config "$work/plan.cfg" --seed 6 --json)" \
+  "$("$inspect" plan --samples 40 --batch-size 7 --seed 6 --sampler streaming --json)"
+
+# read-speed: its line, and counts that follow from the plan (2 ranks x 5 steps x 32 samples).
+pattern='^strider: read-speed mmap( per-row)?: 2 ranks, 320 samples in [0-9.]+ s = [0-9]+ samples/s, [0-9.]+ MB/s useful, '
+pattern+='read/useful 1\.00, [0-9.]+ read calls per batch, [0-9]+ samples per CPU-second$'
+for per_row in "" --per-row; do
+  line=$(mpirun_n 2 "$inspect" read-speed "$work/f.h5" --batch-size 32 --steps 5 --engine mmap $per_row)
+  [[ $line =~ $pattern ]] && pass "read-speed $per_row: $line" || fail "read-speed $per_row: '$line'"
+done
+# One read per row: as many read calls per batch as rows.
+line=$(mpirun_n 2 "$inspect" read-speed "$work/f.h5" --batch-size 32 --steps 5 --engine direct --per-row)
+expect_equal "read-speed --per-row: a read call per row" "$(sed -E 's/.* ([0-9.]+) read calls per batch.*/\1/' <<<"$line")" 32.0
+line=$(mpirun_n 1 "$inspect" read-speed "$work/f.h5" --batch-size 50 --steps 0)
+expect_equal "read-speed --steps 0: nothing read" "$(sed -E 's/.*: 1 ranks, ([0-9]+) samples in.*/\1/' <<<"$line")" 0
+finish
