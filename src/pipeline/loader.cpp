@@ -201,6 +201,8 @@ Loader::Loader(const Communicator& comm, LoaderOptions options) : state_(std::ma
   State& s = *state_;
   comm.collective_try([&] { check_options(options); });
   s.seed_given = options.seed.has_value();
+  // The exact split has no order to seed: nothing to draw (or log) unless a seed was given.
+  if (options.split == LoaderSplit::exact && !options.seed) options.seed = 0;
   options.seed = agree_on_seed(comm, options.seed);
   options.sampler.seed = *options.seed;
 
@@ -413,7 +415,9 @@ void Loader::close() {
   s.current.reset();
   s.upcoming.reset();
   s.final_stats = s.prefetcher->stats();
-  s.prefetcher.reset();  // the hdf5 engine's close is collective
+  s.prefetcher.reset();              // the hdf5 engine's close is collective
+  s.options.sampler.labels.reset();  // they pointed into the reader
+  s.options.sampler.lengths.reset();
   s.closed = true;
 }
 

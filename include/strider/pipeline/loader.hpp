@@ -157,7 +157,8 @@ class Loader {
   std::int64_t seed() const noexcept;
   /// The ring depth in use (LoaderOptions::prefetch, or the auto depth).
   int prefetch_depth() const noexcept;
-  /// The options in force: the seed and the sampler's dataset size filled in.
+  /// The options in force: the seed and the sampler's dataset size filled in (its labels and
+  /// lengths point into the reader, and are null after close()).
   const LoaderOptions& options() const noexcept;
 
   /// The prefetch and read counters since construction (or reset_stats()); the last values after close().

@@ -39,8 +39,9 @@ struct LoaderOptions {
   /// The sampler's mode, per-rank batch size and the mode's options. The Loader fills
   /// dataset_size, labels, lengths and seed.
   SamplerOptions sampler;
-  /// The seed of every epoch's order. None: rank 0 draws one, logs it, and broadcasts it. Given:
-  /// rank 0's value is broadcast (ranks cannot disagree).
+  /// The seed of every epoch's order. None: rank 0 draws one, logs it, and broadcasts it (0 for
+  /// LoaderSplit::exact, which has no order). Given: rank 0's value is broadcast (ranks cannot
+  /// disagree).
   std::optional<std::int64_t> seed;
   int prefetch = 0;  ///< batches read ahead per rank, 1..kMaxPrefetchDepth; 0: auto (prefetch_depth)
   /// Memory of the ring's buffers; null: page-aligned. A trainer passes its backend's allocator
