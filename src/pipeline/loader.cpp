@@ -101,13 +101,16 @@ struct Loader::State {
     }
   }
 
+  /// Ends the running epoch. Also when none is marked running: an epoch() that failed on another
+  /// rank may have started the prefetcher here.
   void stop_running() noexcept {
-    if (running && prefetcher) prefetcher->stop();
+    if (prefetcher) prefetcher->stop();
     running = false;
   }
 
-  /// A sampler planned for `epoch` that no running epoch reads: the plan made ahead, the current
-  /// plan when it is idle, or else a new one.
+  /// A sampler planned for `epoch`, for const queries (steps, states): the current plan or the one
+  /// made ahead when either is for that epoch; else an idle one planned for it now (the plan-ahead
+  /// sampler, or the current one when no epoch reads it); else a new one, returned owned.
   std::pair<Sampler*, std::unique_ptr<Sampler>> planned_for(std::int64_t epoch) {
     if (current_epoch == epoch) return {current.get(), nullptr};
     wait_for_plan();
@@ -144,7 +147,11 @@ struct Loader::State {
     if (!upcoming || upcoming_epoch == epoch) return;
     upcoming_epoch = epoch;  // valid once `planning` completed without error
     Sampler* sampler = upcoming.get();
-    planning = std::async(std::launch::async, [sampler, epoch] { sampler->set_epoch(epoch); });
+    try {
+      planning = std::async(std::launch::async, [sampler, epoch] { sampler->set_epoch(epoch); });
+    } catch (...) {  // no thread to spare: the epoch is planned when it starts
+      upcoming_epoch.reset();
+    }
   }
 
   std::int64_t clip(std::int64_t steps) const {
@@ -242,7 +249,10 @@ Loader::~Loader() {
   if (std::uncaught_exceptions() > s.uncaught_at_construction && s.engine == "hdf5") {
     // Unwinding, maybe on this rank only: an hdf5-engine close would wait for the other ranks.
     static_cast<void>(s.prefetcher->release_reader().release());
-    log_debug("loader: ", s.options.data_path, " left open while an error unwinds");
+    try {
+      log_debug("loader: ", s.options.data_path, " left open while an error unwinds");
+    } catch (...) {
+    }
   }
   s.prefetcher.reset();
 }
@@ -314,13 +324,21 @@ void Loader::resume(const SamplerState& saved) {
   s.stop_running();
   ++s.epoch_id;  // an epoch started before no longer delivers
   s.wait_for_plan_quietly();
-  if (!s.seed_given && saved.seed != *s.options.seed) {
-    s.options.seed = saved.seed;
-    s.options.sampler.seed = saved.seed;
+  const std::int64_t seed = *s.options.seed;
+  const auto use_seed = [&s](std::int64_t value) {
+    s.options.seed = value;
+    s.options.sampler.seed = value;
     s.rebuild_samplers();
-  }
+  };
+  if (!s.seed_given && saved.seed != seed) use_seed(saved.seed);  // an agreed seed gives way to the state's
   s.current_epoch.reset();
-  const std::int64_t step = s.current->resume(saved);  // checks mode, configuration and global batch
+  std::int64_t step = 0;
+  try {
+    step = s.current->resume(saved);  // checks mode, configuration and global batch
+  } catch (...) {
+    if (*s.options.seed != seed) use_seed(seed);
+    throw;
+  }
   s.current_epoch = saved.epoch;
   s.pending_resume = std::make_pair(saved.epoch, step);
   s.position_epoch = saved.epoch;
