@@ -562,3 +562,30 @@ TEST_CASE("loader: a file changed since it was opened is refused at the next epo
   REQUIRE(everywhere(comm, first_ok && unchecked_ok));
   REQUIRE(refused == comm.size());
 }
+
+TEST_CASE("loader: a read error on one rank reaches every rank through the step's collective_try",
+          "[mpi][loader][errors]") {
+  const Communicator& comm = world();
+  const TestFile features(comm, "features", 203);
+  LoaderOptions options = options_for(features.path(), "distributed", 8);
+  int agreed = 0, restarted = 0;
+  for (bool io_thread : {true, false}) {
+    options.io_thread = io_thread;
+    // The prefetcher's test hook: the last rank's read of step 2 fails, as a failing disk would.
+    ::setenv("STRIDER_TEST_FAIL_READ", (std::to_string(comm.size() - 1) + ":2").c_str(), 1);
+    Loader loader(comm, options);
+    ::unsetenv("STRIDER_TEST_FAIL_READ");
+    agreed += ranks_agreeing(
+        comm,
+        [&] {
+          LoaderEpoch epoch = loader.epoch(0);
+          while (comm.collective_try([&] { return epoch.next(); })) {
+          }
+        },
+        "injected I/O error");
+    LoaderEpoch again = loader.epoch(1);  // the Loader goes on after the error
+    restarted += again.next().has_value() ? 1 : 0;
+  }
+  REQUIRE(agreed == 2 * comm.size());
+  REQUIRE(comm.all_reduce(restarted, ReduceOp::sum) == 2 * comm.size());
+}
