@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <exception>
 #include <future>
+#include <mutex>
 #include <utility>
 
 #include "pipeline/option_checks.hpp"
@@ -29,6 +30,21 @@ std::pair<std::int64_t, std::int64_t> file_state(const std::string& path) noexce
 template <typename T>
 std::shared_ptr<const T> borrow(const T& value) {
   return std::shared_ptr<const T>(std::shared_ptr<void>(), &value);
+}
+
+/// Keeps a reader that must not be closed now (an hdf5-engine reader while an error unwinds, maybe
+/// on this rank only: its close would wait for the other ranks) until the process ends, never
+/// destroying it: MPI_Finalize (HDF5 closes its files there, on every rank) or the job's abort
+/// closes the file. Held from a static, so leak checkers count it as reachable, not lost.
+void keep_open_until_exit(std::unique_ptr<BatchReader> reader) noexcept {
+  static std::mutex mutex;
+  static auto* const kept = new std::vector<std::unique_ptr<BatchReader>>();  // never freed, as said
+  try {
+    std::lock_guard<std::mutex> lock(mutex);
+    kept->push_back(std::move(reader));
+  } catch (...) {
+    static_cast<void>(reader.release());
+  }
 }
 
 /// The checks the option table does not make (it checks each value on its own).
@@ -247,8 +263,7 @@ Loader::~Loader() {
   s.current.reset();
   s.upcoming.reset();
   if (std::uncaught_exceptions() > s.uncaught_at_construction && s.engine == "hdf5") {
-    // Unwinding, maybe on this rank only: an hdf5-engine close would wait for the other ranks.
-    static_cast<void>(s.prefetcher->release_reader().release());
+    keep_open_until_exit(s.prefetcher->release_reader());
     try {
       log_debug("loader: ", s.options.data_path, " left open while an error unwinds");
     } catch (...) {
