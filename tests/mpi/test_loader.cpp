@@ -127,6 +127,11 @@ struct ModeCase {
   std::int64_t batch_size;
 };
 
+/// options_for the file of the case's kind.
+LoaderOptions options_for(const ModeCase& mode, const TestFile& features, const TestFile& sequences) {
+  return options_for((mode.kind == "features" ? features : sequences).path(), mode.mode, mode.batch_size);
+}
+
 const std::vector<ModeCase>& every_mode() {
   static const std::vector<ModeCase> cases = {{"features", "distributed", 7}, {"features", "streaming", 7},
                                               {"features", "block", 7},       {"features", "balanced", 6},
@@ -142,8 +147,7 @@ TEST_CASE("loader: every sampler mode gives the hand-wired pipeline's batches", 
   const TestFile features(comm, "features", 203), sequences(comm, "sequences", 301);
   int mismatches = 0;
   for (const ModeCase& mode : every_mode()) {
-    const LoaderOptions options =
-        options_for((mode.kind == "features" ? features : sequences).path(), mode.mode, mode.batch_size);
+    const LoaderOptions options = options_for(mode, features, sequences);
     Loader loader(comm, options);
     for (std::int64_t epoch : {0, 1, 3}) {
       const std::vector<std::uint64_t> expected = expected_hashes(comm, options, epoch);
@@ -172,8 +176,7 @@ TEST_CASE("loader: plan-ahead, caller-thread reads, per-row reads, depth and eng
   };
   int mismatches = 0;
   for (const ModeCase& mode : {ModeCase{"features", "distributed", 9}, ModeCase{"sequences", "bucketed", 0}}) {
-    const LoaderOptions base =
-        options_for((mode.kind == "features" ? features : sequences).path(), mode.mode, mode.batch_size);
+    const LoaderOptions base = options_for(mode, features, sequences);
     std::vector<std::vector<std::uint64_t>> expected;
     for (std::int64_t epoch = 0; epoch < 3; ++epoch) expected.push_back(expected_hashes(comm, base, epoch));
     for (const auto& [name, change] : variants) {
@@ -242,8 +245,7 @@ TEST_CASE("loader: resume at a mid-epoch step yields the tail of the uninterrupt
   const TestFile features(comm, "features", 203), sequences(comm, "sequences", 301);
   int mismatches = 0;
   for (const ModeCase& mode : every_mode()) {
-    const LoaderOptions options =
-        options_for((mode.kind == "features" ? features : sequences).path(), mode.mode, mode.batch_size);
+    const LoaderOptions options = options_for(mode, features, sequences);
     const std::vector<std::uint64_t> full = expected_hashes(comm, options, 1);
     const auto k = static_cast<std::int64_t>(full.size() / 2);
     SamplerState saved;
