@@ -87,6 +87,7 @@ int run(strider::Communicator& comm, int argc, char** argv) {
       comm.collective_try([&] { return strider::make_backend("auto", comm, nullptr); });
   // 3. The Loader (collective, errors agreed): one seed for everybody, the file opened and checked,
   //    a plan per epoch (torch's DistributedSampler order by default), batches read ahead.
+  loading.allocator = backend->host_allocator();
   loading.seed = 42;
   loading.reader.require_labels = true;
   loading.labels_in_memory = true;  // for the class count below
@@ -96,6 +97,7 @@ int run(strider::Communicator& comm, int argc, char** argv) {
   model.num_classes = 1 + *std::max_element(loader.labels().begin(), loader.labels().end());
   model.seed = loader.seed();
   comm.collective_try([&] { backend->initialize(strider::resolve_model_config(model, loader.dataset())); });
+  comm.collective_try([&] { backend->connect(comm); });  // collective: a shared GPU or NCCL failure shows now
 
   HeatRod rod(comm, 1000);
   std::int64_t epoch = 0, trained = 0;
