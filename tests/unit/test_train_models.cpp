@@ -1,6 +1,7 @@
 // The training models on the CPU backend: finite-difference gradient checks for softmax, mlp and bag;
 // each model learns a small separable problem; the bag model's padding never counts; configs,
 // deterministic initialisation, element types, SGD with momentum.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
@@ -148,6 +149,13 @@ void check_gradients(Backend& backend, const BatchInput& input, std::int64_t che
   backend.zero_gradients();
   REQUIRE(compared >= std::min<std::int64_t>(total, checked));
   REQUIRE(nonzero * 2 >= compared / 2);  // the check is not vacuous: most compared gradients are nonzero
+}
+
+/// Largest |value|.
+double max_abs_value(const std::vector<float>& values) {
+  double largest = 0.0;
+  for (float value : values) largest = std::max(largest, std::abs(static_cast<double>(value)));
+  return largest;
 }
 
 /// Plain SGD over the data in batches, cycling; returns the accuracy of predict() on all of it.
@@ -405,4 +413,59 @@ TEST_CASE("SGD with momentum follows PyTorch's update and exposes its state", "[
   REQUIRE(copy.parameters() == backend.parameters());
   REQUIRE_THROWS_AS(copy.set_optimizer_state({1.0f}), UsageError);
   REQUIRE_THROWS_AS(copy.set_parameters({1.0f}), UsageError);
+}
+
+TEST_CASE("momentum accumulates over steps: v = m*v + g, p -= lr*v", "[train][model]") {
+  const std::vector<float> samples = {1.0f, -2.0f, 0.5f, 3.0f};
+  const std::vector<std::int32_t> labels = {1, 0};
+  const BatchInput input{
+      reinterpret_cast<const std::byte*>(samples.data()), ElementType::float32, 2, 2, labels.data(), nullptr};
+  const float momentum = 0.9f;
+
+  SECTION("a constant gradient (learning rate 0): v_t = g * (1 - m^t) / (1 - m)") {
+    CpuBackend backend;
+    backend.initialize(feature_config("softmax", 2, 2));
+    const std::vector<float> start = backend.parameters();
+    backend.forward_backward(input);
+    const std::vector<float> gradient = backend.gradients();
+    REQUIRE(max_abs_value(gradient) > 0.1);  // the check below is not vacuous
+    for (int step = 1; step <= 6; ++step) {
+      if (step > 1) backend.forward_backward(input);  // the same parameters: the same gradient
+      backend.apply_sgd(0.0f, momentum);
+      const double geometric = (1.0 - std::pow(static_cast<double>(momentum), step)) / (1.0 - momentum);
+      const std::vector<float> velocity = backend.optimizer_state();
+      for (std::size_t i = 0; i < gradient.size(); ++i) {
+        CAPTURE(step, i, gradient[i], velocity[i], geometric);
+        REQUIRE(velocity[i] == Approx(gradient[i] * geometric).epsilon(1e-5).margin(1e-7));
+      }
+      REQUIRE(backend.parameters() == start);
+    }
+  }
+
+  SECTION("a changing gradient (learning rate 0.1): the update tracked step by step in the test") {
+    CpuBackend backend;
+    backend.initialize(feature_config("softmax", 2, 2));
+    const std::vector<float> start = backend.parameters();
+    std::vector<double> parameters(start.begin(), start.end());
+    std::vector<double> velocity(parameters.size(), 0.0);
+    const double learning_rate = 0.1;
+    double largest_gap = 0.0;  // largest |velocity - gradient|: where momentum differs from plain SGD
+    for (int step = 1; step <= 6; ++step) {
+      backend.forward_backward(input);
+      const std::vector<float> gradient = backend.gradients();
+      for (std::size_t i = 0; i < parameters.size(); ++i) {
+        velocity[i] = momentum * velocity[i] + gradient[i];
+        parameters[i] -= learning_rate * velocity[i];
+        largest_gap = std::max(largest_gap, std::abs(velocity[i] - gradient[i]));
+      }
+      backend.apply_sgd(static_cast<float>(learning_rate), momentum);
+      const std::vector<float> state = backend.optimizer_state(), now = backend.parameters();
+      for (std::size_t i = 0; i < parameters.size(); ++i) {
+        CAPTURE(step, i);
+        REQUIRE(state[i] == Approx(velocity[i]).epsilon(1e-5).margin(1e-6));
+        REQUIRE(now[i] == Approx(parameters[i]).epsilon(1e-5).margin(1e-6));
+      }
+    }
+    REQUIRE(largest_gap > 0.1);  // momentum made a difference the check can see
+  }
 }
