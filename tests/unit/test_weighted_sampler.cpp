@@ -206,18 +206,40 @@ TEST_CASE("class weight rule: w *= 1 - metric, renormalised, floored", "[weighte
 TEST_CASE("weighted: positions beyond 2^32 keep all 64 bits", "[weighted][int64]") {
   const auto classes = blocks({7, 5, 3});
   const std::int64_t draws = std::int64_t{1} << 40;
-  WeightedSampler sampler(weighted_config(classes, 4, {}, draws), 8, 5);
-  WeightedSampler twin(weighted_config(classes, 4, {}, draws), 8, 5);
+  const int world = 8, rank = 5;
+  const std::int64_t per_rank_batch = 4;
+  WeightedSampler sampler(weighted_config(classes, per_rank_batch, {}, draws), world, rank);
+  WeightedSampler twin(weighted_config(classes, per_rank_batch, {}, draws), world, rank);
   const std::int64_t step = (std::int64_t{1} << 33) / 4;
-  std::vector<std::int64_t> batch, again, other;
+  std::vector<std::int64_t> batch, again, other, low;
   sampler.batch(step, batch);
   twin.batch(step, again);
-  sampler.batch(step + (std::int64_t{1} << 30), other);  // a step 2^35 positions further
   REQUIRE(batch == again);
   REQUIRE(batch.size() == 4);
   for (std::int64_t index : batch) REQUIRE((index >= 0 && index < 15));
-  const std::int64_t far = sampler.sample_at((std::int64_t{1} << 36) + 5);
-  REQUIRE((far >= 0 && far < 15));
+
+  // Rank r's j-th sample of step s sits at global position s*R*B + r + j*R (2^36 + 5 + 8j here),
+  // written out in the test: the batch holds exactly the samples drawn at those positions.
+  const std::int64_t first_position = step * world * per_rank_batch + rank;
+  REQUIRE(first_position == (std::int64_t{1} << 36) + 5);
+  for (std::int64_t j = 0; j < per_rank_batch; ++j) REQUIRE(batch[j] == sampler.sample_at(first_position + j * world));
+
+  // Positions that agree in their low 32 bits draw different samples. Truncated to 32 bits, the
+  // positions of `step`, of the step 2^35 positions further and of step 0 would all be 5 + 8j, and the
+  // three batches would be equal; four draws from 15 samples coincide by chance with probability
+  // below 1e-3, and the seed is fixed.
+  sampler.batch(step + (std::int64_t{1} << 30), other);
+  sampler.batch(0, low);
+  REQUIRE(other.size() == 4);
+  REQUIRE(other != batch);
+  REQUIRE(low != batch);
+  std::vector<std::int64_t> far_draws, near_draws;
+  for (std::int64_t k = 0; k < 16; ++k) {
+    far_draws.push_back(sampler.sample_at((std::int64_t{1} << 36) + k));
+    near_draws.push_back(sampler.sample_at(k));
+  }
+  for (std::int64_t index : far_draws) REQUIRE((index >= 0 && index < 15));
+  REQUIRE(far_draws != near_draws);
   REQUIRE(sampler.consumed_after(step) == step * 32);
   REQUIRE(sampler.step_for_consumed(step * 32) == step);
 }
