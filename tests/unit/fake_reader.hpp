@@ -1,11 +1,13 @@
 #pragma once
 // An in-memory BatchReader for pipeline tests: sample i's bytes are a function of i, labels are
-// i % classes, sequences have length 1 + i % 7. It can fail at a chosen read and be slowed down.
+// i % classes, sequences have length 1 + i % 7. It can fail at a chosen read, be slowed down, and
+// report its reads and its destruction to a probe that outlives it.
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <memory>
 #include <thread>
 
 #include "strider/core/error.hpp"
@@ -13,13 +15,22 @@
 
 namespace strider::testing {
 
+/// What a test sees of a FakeReader from outside, also after the reader is gone. Thread-safe.
+struct FakeReaderProbe {
+  std::atomic<std::int64_t> reads{0};                      ///< read() calls begun
+  std::atomic<std::int64_t> reads_in_flight{0};            ///< read() calls begun and not yet returned
+  std::atomic<bool> destroyed{false};                      ///< the reader's destructor ran
+  std::atomic<std::int64_t> in_flight_at_destruction{-1};  ///< reads_in_flight when it did
+};
+
 struct FakeReaderOptions {
   std::int64_t samples = 1000;
   std::int64_t sample_floats = 4;  // fixed-size samples: floats per sample
   bool variable_length = false;    // sequences of int32 tokens instead
   int classes = 5;
-  std::int64_t fail_at_read = -1;      // throw DataError on this read call (0-based)
-  std::chrono::microseconds delay{0};  // sleep per read
+  std::int64_t fail_at_read = -1;          // throw DataError on this read call (0-based)
+  std::chrono::microseconds delay{0};      // sleep per read
+  std::shared_ptr<FakeReaderProbe> probe;  // optional: told of every read and of the destruction
 };
 
 /// The value of element e of sample i (fixed-size) or token e of row i (sequences).
@@ -48,6 +59,15 @@ class FakeReader final : public BatchReader {
       labels_.push_back(static_cast<std::int32_t>(i % options.classes));
   }
 
+  ~FakeReader() override {
+    if (options_.probe) {
+      options_.probe->in_flight_at_destruction = options_.probe->reads_in_flight.load();
+      options_.probe->destroyed = true;
+    }
+  }
+  FakeReader(const FakeReader&) = delete;
+  FakeReader& operator=(const FakeReader&) = delete;
+
   std::string engine() const override { return "fake"; }
   const DatasetInfo& info() const override { return info_; }
   const std::vector<std::int32_t>& labels() const override { return labels_; }
@@ -63,6 +83,7 @@ class FakeReader final : public BatchReader {
   }
   void read(const std::int64_t* indices, std::int64_t count, const BatchDestination& out) override {
     const std::int64_t call = calls_++;
+    const InFlight in_flight(options_.probe.get());
     if (options_.delay.count() > 0) std::this_thread::sleep_for(options_.delay);
     if (call == options_.fail_at_read)
       STRIDER_THROW(DataError, "injected read failure at read " + std::to_string(call));
@@ -96,6 +117,22 @@ class FakeReader final : public BatchReader {
   std::int64_t calls() const { return calls_.load(); }
 
  private:
+  /// Counts a read in the probe's reads_in_flight while it lasts (also when it throws).
+  class InFlight {
+   public:
+    explicit InFlight(FakeReaderProbe* probe) : probe_(probe) {
+      if (probe_) ++probe_->reads, ++probe_->reads_in_flight;
+    }
+    ~InFlight() {
+      if (probe_) --probe_->reads_in_flight;
+    }
+    InFlight(const InFlight&) = delete;
+    InFlight& operator=(const InFlight&) = delete;
+
+   private:
+    FakeReaderProbe* probe_;
+  };
+
   FakeReaderOptions options_;
   DatasetInfo info_;
   std::vector<std::int32_t> labels_;

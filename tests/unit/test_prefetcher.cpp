@@ -118,11 +118,14 @@ TEST_CASE("stop mid-epoch, change the epoch, restart", "[prefetcher]") {
   REQUIRE(strider::testing::prefetched_batch_hashes(prefetcher, sampler) == direct_hashes(options, sampler));
 }
 
-TEST_CASE("destruction while the I/O thread is filling does not hang", "[prefetcher]") {
+TEST_CASE("destruction while the I/O thread is filling stops it and releases the reader", "[prefetcher]") {
   for (int depth : {1, 2, 8}) {
+    CAPTURE(depth);
     FakeReaderOptions options;
     options.samples = 10000;
     options.delay = std::chrono::microseconds(200);
+    options.probe = std::make_shared<strider::testing::FakeReaderProbe>();
+    const auto probe = options.probe;
     DistributedSampler sampler = make_sampler(options.samples, 4);
     auto prefetcher =
         std::make_unique<Prefetcher>(std::make_unique<FakeReader>(options), PrefetcherOptions{depth, nullptr});
@@ -131,8 +134,16 @@ TEST_CASE("destruction while the I/O thread is filling does not hang", "[prefetc
       auto first = prefetcher->next();
       REQUIRE(first.has_value());
     }
-    prefetcher.reset();  // mid-epoch, ring full or filling
-    REQUIRE(prefetcher == nullptr);
+    prefetcher.reset();  // mid-epoch, ring full or filling (a hang here ends at the ctest timeout)
+    // The reader went with the prefetcher, and no read was still running when it did: the I/O
+    // thread had stopped (joined), not been left behind reading a destroyed reader.
+    REQUIRE(probe->destroyed);
+    REQUIRE(probe->in_flight_at_destruction == 0);
+    // The epoch was interrupted, not read to its end: the I/O thread reads at most one batch per
+    // ring slot ahead of the consumer (depth slots, plus the one the consumer took and released).
+    REQUIRE(probe->reads >= 1);
+    REQUIRE(probe->reads <= depth + 1);
+    REQUIRE(probe->reads < sampler.num_steps());
   }
 }
 
