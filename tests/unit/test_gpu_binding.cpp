@@ -1,8 +1,9 @@
 // The CUDA backend's host logic, which runs in every build: device choice from the node-local rank,
-// shared-device detection from UUIDs, the environment flags, interval overlap, and make_backend's
-// choice when no GPU works (this machine has none).
+// shared-device detection from UUIDs, the environment flags, interval overlap, and the GPU probe's
+// answer checked against the build and the machine's device nodes.
 #include <catch2/catch.hpp>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 
 #include "strider/core/error.hpp"
@@ -116,11 +117,32 @@ TEST_CASE("overlap of two timed intervals", "[gpu-binding]") {
   CHECK(overlap_ms(TimedInterval{0.0, 10.0, 0}, TimedInterval{2.0, 3.0, 1}) == Approx(1.0));
 }
 
-TEST_CASE("without a working GPU the probe says why", "[gpu-binding]") {
+TEST_CASE("the probe's answer matches the build and the machine", "[gpu-binding]") {
   const GpuProbe probe = probe_gpus();
-  if (probe.device_count == 0) {
-    CHECK_FALSE(probe.reason.empty());
+  INFO("device_count " << probe.device_count << ", reason '" << probe.reason << "'");
+  // Whatever the branch below, no devices and a reason go together.
+  REQUIRE((probe.device_count == 0) == !probe.reason.empty());
+  if (!STRIDER_HAS_CUDA) {
+    // A build without the CUDA part finds no device on any machine, and says so.
+    REQUIRE(probe.device_count == 0);
+    REQUIRE_THAT(probe.reason, Catch::Contains("built without CUDA"));
+    return;
+  }
+  // A CUDA build: compare with what the machine shows outside CUDA. The NVIDIA driver creates
+  // /dev/nvidiactl and one /dev/nvidiaN per GPU (containers get those of their GPUs).
+  std::error_code ignored;
+  const bool driver = std::filesystem::exists("/dev/nvidiactl", ignored);
+  int device_nodes = 0;
+  for (int index = 0; index < 64; ++index)
+    device_nodes += std::filesystem::exists("/dev/nvidia" + std::to_string(index), ignored) ? 1 : 0;
+  INFO("/dev/nvidiactl " << (driver ? "present" : "absent") << ", " << device_nodes << " /dev/nvidiaN");
+  if (!driver || device_nodes == 0) {
+    REQUIRE(probe.device_count == 0);
+  } else if (std::getenv("CUDA_VISIBLE_DEVICES") == nullptr) {
+    // Every device node is a device CUDA can see (CUDA_VISIBLE_DEVICES unset).
+    REQUIRE(probe.device_count >= 1);
+    REQUIRE(probe.device_count <= device_nodes);
   } else {
-    CHECK(probe.reason.empty());
+    WARN("CUDA_VISIBLE_DEVICES is set: the device count is not compared with the device nodes");
   }
 }
