@@ -1,6 +1,8 @@
 // Random HDF5 files against open_reader: shapes (empty too), types (unsupported ones too), layouts,
-// labels of the wrong length or type, offsets that decrease or run past the tokens. Known-bad files
-// must be refused with one agreed line on every rank; accepted files must read every row.
+// labels of the wrong length or type, offsets that decrease or run past the tokens. Each file's
+// verdict is known when it is written: a bad file must be refused as bad data (exit 1) by every
+// engine; a good one must be accepted, except by direct/mmap where its data is chunked, which they
+// refuse as a usage error (exit 2). Refusals are one agreed line; accepted files read every row.
 #include <hdf5.h>
 #include <unistd.h>
 
@@ -47,6 +49,7 @@ void write_dataset(hid_t file, const char* name, hid_t type, const std::vector<h
 
 struct Expectation {
   bool must_fail = false;     // a known-bad file
+  bool raw_readable = true;   // its data can be read by pread (contiguous): direct and mmap accept it
   std::int64_t samples = -1;  // N when accepted
   bool sequences = false;
   std::string why;  // rank 0: what makes it bad
@@ -82,7 +85,8 @@ Expectation write_random_file(const std::string& path, std::mt19937_64& random) 
     } else {
       write_dataset(file, "/samples", type, shape, chunked, random);
     }
-  } else {  // sequences
+    expect.raw_readable = !chunked || n == 0;  // write_dataset chunks only a non-empty dataset
+  } else {                                     // sequences
     expect.sequences = true;
     std::vector<std::int64_t> offsets = {0};
     for (hsize_t i = 0; i < n; ++i) offsets.push_back(offsets.back() + static_cast<std::int64_t>(random() % 4));
@@ -100,6 +104,7 @@ Expectation write_random_file(const std::string& path, std::mt19937_64& random) 
     }
     write_dataset(file, "/tokens", types[random() % 4], {static_cast<hsize_t>(std::max<std::int64_t>(tokens, 1))},
                   chunked, random);
+    expect.raw_readable = !chunked;  // the tokens are never empty
     write_dataset(file, "/offsets", H5T_NATIVE_INT64, {offsets.size()}, false, random, &offsets);
   }
   if (expect.samples == 0) expect.must_fail = true, expect.why += "empty; ";
@@ -111,9 +116,11 @@ Expectation write_random_file(const std::string& path, std::mt19937_64& random) 
     write_dataset(file, "/labels", H5T_NATIVE_INT32, {static_cast<hsize_t>(expect.samples + 1)}, chunked, random);
     expect.must_fail = true, expect.why += "labels of another length; ";
   }
-  if (labels == 3)
+  if (labels == 3) {
     write_dataset(file, "/labels", H5T_NATIVE_FLOAT, {static_cast<hsize_t>(std::max<std::int64_t>(expect.samples, 0))},
                   chunked, random);
+    expect.must_fail = true, expect.why += "float labels; ";  // labels must be integers
+  }
   H5Fclose(file);
   return expect;
 }
@@ -129,22 +136,29 @@ TEST_CASE("fuzz: dataset validation and reads", "[fuzz]") {
   const std::vector<std::string> engines = {"auto", "hdf5", "direct", "mmap"};
   for (int round = 0; round < fuzz_cases(150); ++round) {
     Expectation expect;
-    std::int64_t flags[3] = {0, 0, 0};
+    std::int64_t flags[4] = {0, 0, 0, 0};
     if (comm.is_root()) {
       expect = write_random_file(path, random);
-      flags[0] = expect.must_fail, flags[1] = expect.samples, flags[2] = expect.sequences;
+      flags[0] = expect.must_fail, flags[1] = expect.samples, flags[2] = expect.sequences,
+      flags[3] = expect.raw_readable;
     }
-    comm.broadcast(flags, 3);
+    comm.broadcast(flags, 4);
     expect.must_fail = flags[0] != 0;
     expect.samples = flags[1];
+    expect.raw_readable = flags[3] != 0;
     ReaderOptions options;
     options.engine = engines[static_cast<std::size_t>(round) % engines.size()];
+    // A good file that this engine cannot read: direct and mmap refuse chunked data (a usage error).
+    const bool engine_refuses = !expect.raw_readable && (options.engine == "direct" || options.engine == "mmap");
+    const std::string file_text =
+        expect.must_fail ? "a known-bad file (" + expect.why.substr(0, expect.why.size() - 2) + ")" : "a good file";
     try {
       auto reader = open_reader(comm, path, options);
       ++accepted;
-      if (expect.must_fail) {
+      if (expect.must_fail || engine_refuses) {
         ++wrong;
-        UNSCOPED_INFO("round " << round << ": a known-bad file was accepted: " << expect.why);
+        UNSCOPED_INFO("round " << round << ", engine " << options.engine << ": " << file_text << " was accepted"
+                               << (engine_refuses ? " although its data is chunked" : ""));
       }
       // Every row reads, with every engine that accepted the file; batch sizes and labels agree.
       std::vector<std::int64_t> indices;
@@ -160,6 +174,16 @@ TEST_CASE("fuzz: dataset validation and reads", "[fuzz]") {
     } catch (const AgreedError& error) {
       ++refused;
       if (std::string(error.what()).find('\n') != std::string::npos) ++wrong;
+      // Bad data is refused as such (exit 1) by every engine; a good file only by an engine that
+      // cannot read its layout, as a usage error (exit 2).
+      const int expected_exit = expect.must_fail ? 1 : engine_refuses ? 2 : 0;
+      if (error.exit_code() != expected_exit) {
+        ++wrong;
+        UNSCOPED_INFO("round " << round << ", engine " << options.engine << ": " << file_text
+                               << " was refused with exit code " << error.exit_code() << " (expected "
+                               << (expected_exit == 0 ? "acceptance" : std::to_string(expected_exit))
+                               << "): " << error.what());
+      }
     } catch (const Error& error) {
       // A failure in read() is local; count it as wrong unless every rank agrees below.
       ++wrong;

@@ -1,5 +1,5 @@
 // Random command lines against the apps' real sampler and dataset options: every one must parse and
-// build a sampler, or fail with a strider error (a UsageError, exit 2) — never anything else.
+// build a sampler, or fail with a UsageError (one line, exit 2) — never another error or a crash.
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <random>
@@ -106,9 +106,12 @@ TEST_CASE("fuzz: sampler and dataset options", "[fuzz]") {
         }
       }
       ++parsed;
-    } catch (const Error& error) {
+    } catch (const UsageError& error) {
       REQUIRE(std::string(error.what()).find('\n') == std::string::npos);  // one line
+      REQUIRE(exit_code_for(error) == 2);
       ++refused;
+    } catch (const Error& error) {
+      FAIL("refused with an error that is not a UsageError (apps would not exit 2): " << error.what());
     }
   }
   // Both outcomes happen: the fuzzer reaches the samplers and the checks.
