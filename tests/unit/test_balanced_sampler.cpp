@@ -33,10 +33,11 @@ TEST_CASE("balanced sampler invariants", "[balanced][invariants]") {
     bool shuffle, drop_last;
   };
   const std::vector<Case> cases = {
-      {{1000, 20, 5}, 8, 3, "max", true, false},     {{1000, 20, 5}, 8, 4, "min", true, false},
-      {{7, 3, 0, 5}, 2, 3, "max", true, false},      {{7, 3, 0, 5}, 4, 2, "25", true, true},
-      {{50, 50}, 0, 3, "max", true, false},          {{40, 9, 1}, 5, 3, "max", false, false},
-      {{100, 1, 30, 7, 2}, 3, 7, "max", true, false}};
+      {{1000, 20, 5}, 8, 3, "max", true, false},      {{1000, 20, 5}, 8, 4, "min", true, false},
+      {{7, 3, 0, 5}, 2, 3, "max", true, false},       {{7, 3, 0, 5}, 4, 2, "25", true, true},
+      {{50, 50}, 0, 3, "max", true, false},           {{40, 9, 1}, 5, 3, "max", false, false},
+      {{100, 1, 30, 7, 2}, 3, 7, "max", true, false}, {{5, 12, 40}, 4, 3, "max", true, false},
+      {{5, 12, 0, 40}, 4, 2, "min", true, true}};
   for (const Case& c : cases) {
     CAPTURE(c.counts, c.batch, c.world, c.balance, c.shuffle, c.drop_last);
     const auto classes = blocks(c.counts);
@@ -51,16 +52,36 @@ TEST_CASE("balanced sampler invariants", "[balanced][invariants]") {
     options.epoch_sensitive = c.shuffle;
     strider::testing::check_sampler_invariants(make, options);
 
-    // Every non-empty class gets at least T occurrences; every index is one of the class's samples.
-    BalancedSampler probe(balanced_config(classes, c.batch, c.balance), c.world, 0);
+    // T and the classes in use written out from the counts: "max" is the largest count, "min" the
+    // smallest non-empty one, a number is itself; empty classes are skipped.
+    std::int64_t largest = 0, smallest = 0, in_use = 0;
+    for (std::int64_t count : c.counts) {
+      if (count == 0) continue;
+      largest = std::max(largest, count);
+      smallest = in_use == 0 ? count : std::min(smallest, count);
+      ++in_use;
+    }
+    const std::int64_t target = c.balance == "max" ? largest : c.balance == "min" ? smallest : std::stoll(c.balance);
+    // The epoch holds K*T occurrences in global batches of G = R*B: ceil(K*T/G) steps (floor with
+    // drop_last).
+    if (c.batch > 0) {
+      const std::int64_t global = c.world * c.batch;
+      const std::int64_t steps = c.drop_last ? in_use * target / global : (in_use * target + global - 1) / global;
+      REQUIRE(make(c.world, 0)->num_steps() == steps);
+    }
+    // Every non-empty class gets at least T occurrences (without drop_last); every index is one of
+    // the class's samples, and empty classes never appear.
     std::map<int, std::int64_t> per_class;
     for (const auto& [index, count] : strider::testing::index_counts(make, c.world, 1)) {
       REQUIRE(index >= 0);
       REQUIRE(index < classes->size());
       per_class[classes->label(index)] += count;
     }
-    if (!c.drop_last)
-      for (int label : probe.classes_in_use()) REQUIRE(per_class[label] >= probe.per_class_target());
+    for (std::size_t label = 0; label < c.counts.size(); ++label) {
+      CAPTURE(label, target);
+      if (c.counts[label] == 0) REQUIRE(per_class[static_cast<int>(label)] == 0);
+      if (c.counts[label] > 0 && !c.drop_last) REQUIRE(per_class[static_cast<int>(label)] >= target);
+    }
   }
 }
 

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <limits>
+#include <sstream>
 
 #include "class_test_support.hpp"
 #include "strider/core/error.hpp"
@@ -25,37 +26,61 @@ StratifiedSamplerConfig stratified_config(std::shared_ptr<const ClassIndex> clas
   return config;
 }
 
-// Every rank's batch and every global batch within one sample of the target, at every step.
-void check_batches_follow_target(const std::shared_ptr<const ClassIndex>& classes,
-                                 const StratifiedSamplerConfig& config, int world) {
+/// The target proportions written out from the class counts, independently of the sampler: "freq"
+/// count_c / N, "uniform" 1/K' on each of the K' non-empty classes, weights w_c / sum_k w_k.
+std::vector<double> target_proportions(const std::vector<std::int64_t>& counts, const std::string& target) {
+  std::vector<double> proportions(counts.size(), 0.0);
+  if (target == "freq" || target == "uniform") {
+    double total = 0.0, non_empty = 0.0;
+    for (std::int64_t count : counts) total += static_cast<double>(count), non_empty += count > 0 ? 1.0 : 0.0;
+    for (std::size_t c = 0; c < counts.size(); ++c)
+      if (counts[c] > 0) proportions[c] = target == "freq" ? static_cast<double>(counts[c]) / total : 1.0 / non_empty;
+    return proportions;
+  }
+  std::vector<double> weights;
+  std::stringstream text(target);
+  for (std::string item; std::getline(text, item, ',');) weights.push_back(std::stod(item));
+  REQUIRE(weights.size() == counts.size());
+  double sum = 0.0;
+  for (double weight : weights) sum += weight;
+  for (std::size_t c = 0; c < counts.size(); ++c) proportions[c] = weights[c] / sum;
+  return proportions;
+}
+
+// Every rank's batch of B and every global batch of R*B within one sample of the target, at every
+// step; a class whose per-rank share is at least one sample is in every rank's batch.
+void check_batches_follow_target(const std::vector<std::int64_t>& class_counts, const std::string& target,
+                                 std::int64_t batch_size, std::int64_t draws, int world) {
+  const auto classes = blocks(class_counts);
+  const StratifiedSamplerConfig config = stratified_config(classes, batch_size, target, draws);
+  const std::vector<double> proportions = target_proportions(class_counts, target);
   std::vector<std::unique_ptr<StratifiedSampler>> ranks;
   for (int rank = 0; rank < world; ++rank) {
     ranks.push_back(std::make_unique<StratifiedSampler>(config, world, rank));
     ranks.back()->set_epoch(4);
   }
   const StratifiedSampler& first = *ranks[0];
+  REQUIRE(first.num_steps() > 0);
   std::vector<std::int64_t> batch;
   for (std::int64_t step = 0; step < first.num_steps(); ++step) {
-    std::vector<std::int64_t> global(static_cast<std::size_t>(classes->num_classes()), 0);
+    std::vector<std::int64_t> global(class_counts.size(), 0);
     for (int rank = 0; rank < world; ++rank) {
       ranks[rank]->batch(step, batch);
+      REQUIRE(static_cast<std::int64_t>(batch.size()) == batch_size);
       const auto counts = class_histogram(*classes, batch);
-      for (int label = 0; label < classes->num_classes(); ++label) {
-        const double target = first.target_proportion(label) * static_cast<double>(batch.size());
-        CAPTURE(world, step, rank, label, counts[label], target);
-        REQUIRE(std::abs(static_cast<double>(counts[label]) - target) < 1.0 + 1e-9);
-        if (target > 0 &&
-            static_cast<std::int64_t>(batch.size()) >= static_cast<std::int64_t>(first.classes_in_use().size()) &&
-            target >= 1)
-          REQUIRE(counts[label] >= 1);
+      for (std::size_t label = 0; label < class_counts.size(); ++label) {
+        const double target_count = proportions[label] * static_cast<double>(batch_size);
+        CAPTURE(world, step, rank, label, counts[label], target_count);
+        REQUIRE(std::abs(static_cast<double>(counts[label]) - target_count) < 1.0 + 1e-9);
+        if (target_count >= 1) REQUIRE(counts[label] >= 1);
         global[label] += counts[label];
       }
     }
-    for (int label = 0; label < classes->num_classes(); ++label) {
-      const double target = first.target_proportion(label) * static_cast<double>(first.global_batch_size());
-      CAPTURE(world, step, label, global[label], target);
-      REQUIRE(std::abs(static_cast<double>(global[label]) - target) < 1.0 + 1e-9);
-      REQUIRE(global[label] == first.global_count(step, label));
+    for (std::size_t label = 0; label < class_counts.size(); ++label) {
+      const double target_count = proportions[label] * static_cast<double>(world * batch_size);
+      CAPTURE(world, step, label, global[label], target_count);
+      REQUIRE(std::abs(static_cast<double>(global[label]) - target_count) < 1.0 + 1e-9);
+      REQUIRE(global[label] == first.global_count(step, static_cast<int>(label)));
     }
   }
 }
@@ -91,16 +116,22 @@ TEST_CASE("stratified sampler invariants", "[stratified][invariants]") {
 }
 
 TEST_CASE("stratified: every batch within one sample of the target, on every rank", "[stratified]") {
-  const auto classes = blocks({10000, 200, 50});
   for (const std::string target : {"freq", "uniform", "5,3,2"}) {
     for (int world : {1, 3, 8}) {
       CAPTURE(target, world);
-      check_batches_follow_target(classes, stratified_config(classes, 16, target), world);
+      check_batches_follow_target({10000, 200, 50}, target, 16, 0, world);
     }
   }
-  const auto odd = blocks({13, 7, 0, 29, 1});
-  check_batches_follow_target(odd, stratified_config(odd, 5, "uniform", 200), 3);
-  check_batches_follow_target(odd, stratified_config(odd, 4, "freq"), 2);
+  check_batches_follow_target({13, 7, 0, 29, 1}, "uniform", 5, 200, 3);
+  check_batches_follow_target({13, 7, 0, 29, 1}, "freq", 4, 0, 2);
+  check_batches_follow_target({13, 7, 0, 29, 1}, "1,0,0,2,1", 4, 0, 2);
+  // The proportions the sampler reports are the ones written out above.
+  const auto classes = blocks({13, 7, 0, 29, 1});
+  for (const std::string target : {"freq", "uniform", "1,0,0,2,1"}) {
+    const StratifiedSampler sampler(stratified_config(classes, 5, target), 1, 0);
+    const std::vector<double> proportions = target_proportions({13, 7, 0, 29, 1}, target);
+    for (int label = 0; label < 5; ++label) REQUIRE(sampler.target_proportion(label) == Approx(proportions[label]));
+  }
 }
 
 TEST_CASE("stratified: the epoch follows the target and cycles a class that runs out", "[stratified]") {
