@@ -1,6 +1,6 @@
 // Class weight updates at 1..4 ranks: rank 0 computes, every rank ends with bit-identical weights and
-// the same weighted plan; failures reach every rank. Collective-safe: compute locally, gather, then
-// REQUIRE on every rank.
+// the same weighted plan; failures reach every rank. Collective-safe: checks of local values agree
+// across ranks (REQUIRE_ON_ALL_RANKS) or compare gathered values.
 #include <catch2/catch.hpp>
 #include <cstring>
 
@@ -40,8 +40,10 @@ std::uint64_t job_plan_hash(const std::shared_ptr<const ClassIndex>& classes, co
   return hash.value();
 }
 
+/// Collective: every rank passed the same value.
 void require_same_everywhere(const Communicator& comm, std::uint64_t value) {
-  for (std::uint64_t other : comm.all_gather(value)) REQUIRE(other == value);
+  const auto all = comm.all_gather(value);
+  REQUIRE_ON_ALL_RANKS(all == std::vector<std::uint64_t>(all.size(), value));
 }
 
 }  // namespace
@@ -60,7 +62,7 @@ TEST_CASE("class weight update: every rank holds bit-identical weights and the s
   require_same_everywhere(comm, bits_hash(weights));
   require_same_everywhere(comm, job_plan_hash(classes, weights, comm.size()));
   // The rule's effect: the best-recalled class lost weight relative to the worst.
-  REQUIRE(weights[0] * 1000 < weights[2] * 50);
+  REQUIRE_ON_ALL_RANKS(weights[0] * 1000 < weights[2] * 50);
 
   // A user function, run on rank 0 only.
   int calls = 0;
@@ -70,7 +72,7 @@ TEST_CASE("class weight update: every rank holds bit-identical weights and the s
     doubled[1] *= 2;
     return doubled;
   });
-  REQUIRE(calls == (comm.is_root() ? 1 : 0));
+  REQUIRE_ON_ALL_RANKS(calls == (comm.is_root() ? 1 : 0));
   require_same_everywhere(comm, bits_hash(weights));
   require_same_everywhere(comm, job_plan_hash(classes, weights, comm.size()));
 }
@@ -86,7 +88,7 @@ TEST_CASE("class weight update: a bad update on rank 0 fails on every rank", "[m
     threw = error.failing_rank() == 0 && error.exit_code() == 2 ? 1 : 0;
   }
   REQUIRE(comm.all_reduce(threw, ReduceOp::min) == 1);
-  REQUIRE(weights == original);
+  REQUIRE_ON_ALL_RANKS(weights == original);
   threw = 0;
   try {
     update_class_weights(comm, weights, {0, 0, 0}, [](const std::vector<double>&, const std::vector<double>&) {
@@ -96,5 +98,5 @@ TEST_CASE("class weight update: a bad update on rank 0 fails on every rank", "[m
     threw = std::string(error.what()).find("all zero") != std::string::npos ? 1 : 0;
   }
   REQUIRE(comm.all_reduce(threw, ReduceOp::min) == 1);
-  REQUIRE(weights == original);
+  REQUIRE_ON_ALL_RANKS(weights == original);
 }

@@ -1,4 +1,5 @@
-// Communicator, seed agreement, failure agreement and plan consensus at 1..4 ranks.
+// Communicator, seed agreement, failure agreement and plan consensus at 1..4 ranks. Checks of local
+// values agree across ranks (REQUIRE_ON_ALL_RANKS), so no rank is left in a collective.
 #include <catch2/catch.hpp>
 #include <set>
 
@@ -16,81 +17,104 @@ TEST_CASE("the communicator is a duplicate with MPI_ERRORS_RETURN and knows its 
   int world_rank = -1, world_size = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &world_size);
-  REQUIRE(comm.rank() == world_rank);
-  REQUIRE(comm.size() == world_size);
+  REQUIRE_ON_ALL_RANKS(comm.rank() == world_rank);
+  REQUIRE_ON_ALL_RANKS(comm.size() == world_size);
   int compare = 0;
   MPI_Comm_compare(comm.native(), MPI_COMM_WORLD, &compare);
-  REQUIRE(compare == MPI_CONGRUENT);
+  REQUIRE_ON_ALL_RANKS(compare == MPI_CONGRUENT);
   MPI_Errhandler handler;
   MPI_Comm_get_errhandler(comm.native(), &handler);
-  REQUIRE(handler == MPI_ERRORS_RETURN);
+  const bool errors_return = handler == MPI_ERRORS_RETURN;
   MPI_Errhandler_free(&handler);
+  REQUIRE_ON_ALL_RANKS(errors_return);
   // One node here: local ranks are the ranks.
-  REQUIRE(comm.local_size() == comm.size());
-  REQUIRE(comm.local_rank() == comm.rank());
+  REQUIRE_ON_ALL_RANKS(comm.local_size() == comm.size());
+  REQUIRE_ON_ALL_RANKS(comm.local_rank() == comm.rank());
 
   // MPI errors become MpiError instead of aborting: an invalid root.
   int value = 1;
-  REQUIRE_THROWS_AS(comm.broadcast(&value, 1, comm.size() + 5), MpiError);
+  bool threw = false;
+  try {
+    comm.broadcast(&value, 1, comm.size() + 5);
+  } catch (const MpiError&) {
+    threw = true;
+  }
+  REQUIRE_ON_ALL_RANKS(threw);
 }
 
 TEST_CASE("collectives: broadcast, all-reduce, all-gather", "[mpi][comm]") {
   const Communicator& comm = world();
   std::string text = comm.is_root() ? "hello from rank 0" : "";
   comm.broadcast(text);
-  REQUIRE(text == "hello from rank 0");
+  REQUIRE_ON_ALL_RANKS(text == "hello from rank 0");
   std::vector<std::int64_t> values = comm.is_root() ? std::vector<std::int64_t>{1, 2, 3} : std::vector<std::int64_t>{};
   comm.broadcast(values);
-  REQUIRE(values == std::vector<std::int64_t>{1, 2, 3});
-  REQUIRE(comm.all_reduce(std::int64_t{comm.rank()}, ReduceOp::sum) ==
-          std::int64_t{comm.size()} * (comm.size() - 1) / 2);
-  REQUIRE(comm.all_reduce(comm.rank(), ReduceOp::max) == comm.size() - 1);
-  REQUIRE(comm.all_reduce(2.5, ReduceOp::min) == 2.5);
+  REQUIRE_ON_ALL_RANKS(values == std::vector<std::int64_t>{1, 2, 3});
+  const std::int64_t rank_sum = comm.all_reduce(std::int64_t{comm.rank()}, ReduceOp::sum);
+  REQUIRE_ON_ALL_RANKS(rank_sum == std::int64_t{comm.size()} * (comm.size() - 1) / 2);
+  const int rank_max = comm.all_reduce(comm.rank(), ReduceOp::max);
+  REQUIRE_ON_ALL_RANKS(rank_max == comm.size() - 1);
+  const double minimum = comm.all_reduce(2.5, ReduceOp::min);
+  REQUIRE_ON_ALL_RANKS(minimum == 2.5);
   const auto ranks = comm.all_gather(comm.rank());
-  for (int rank = 0; rank < comm.size(); ++rank) REQUIRE(ranks[rank] == rank);
+  std::vector<int> expected_ranks(static_cast<std::size_t>(comm.size()));
+  for (int rank = 0; rank < comm.size(); ++rank) expected_ranks[static_cast<std::size_t>(rank)] = rank;
+  REQUIRE_ON_ALL_RANKS(ranks == expected_ranks);
 }
 
 TEST_CASE("seed consensus: rank 0's seed reaches every rank", "[mpi][seed]") {
   const Communicator& comm = world();
   // Each rank passes a different seed; rank 0's wins.
   const std::int64_t agreed = agree_on_seed(comm, 1000 + comm.rank());
-  REQUIRE(agreed == 1000);
+  REQUIRE_ON_ALL_RANKS(agreed == 1000);
   // A drawn seed is the same on every rank.
   const std::int64_t drawn = agree_on_seed(comm, std::nullopt);
   const auto all = comm.all_gather(drawn);
-  for (std::int64_t seed : all) REQUIRE(seed == drawn);
+  REQUIRE_ON_ALL_RANKS(all == std::vector<std::int64_t>(all.size(), drawn));
 }
 
 TEST_CASE("a failure on one rank makes every rank throw the same error", "[mpi][failure]") {
   const Communicator& comm = world();
   const int failing = comm.size() - 1;
   bool threw = false;
+  int failing_rank = -1, exit_code = -1;
+  std::string message;
   try {
     comm.collective_try([&] {
       if (comm.rank() == failing) STRIDER_THROW(DataError, "cannot open data.h5: no such file");
     });
   } catch (const AgreedError& error) {
     threw = true;
-    REQUIRE(error.failing_rank() == failing);
-    REQUIRE(std::string(error.what()).find("cannot open data.h5: no such file") != std::string::npos);
-    REQUIRE(std::string(error.what()).find("[rank " + std::to_string(failing) + "]") != std::string::npos);
-    REQUIRE(error.exit_code() == 1);
+    failing_rank = error.failing_rank();
+    exit_code = error.exit_code();
+    message = error.what();
   }
-  REQUIRE(threw);
+  REQUIRE_ON_ALL_RANKS(threw);
+  REQUIRE_ON_ALL_RANKS(failing_rank == failing);
+  REQUIRE_ON_ALL_RANKS(message.find("cannot open data.h5: no such file") != std::string::npos);
+  REQUIRE_ON_ALL_RANKS(message.find("[rank " + std::to_string(failing) + "]") != std::string::npos);
+  REQUIRE_ON_ALL_RANKS(exit_code == 1);
   // Every rank got it; and the communicator still works afterwards.
   REQUIRE(comm.all_reduce(threw ? 1 : 0, ReduceOp::min) == 1);
 
   // Several failing ranks: the lowest speaks; usage errors keep exit code 2.
+  threw = false;
+  std::string reason;
   try {
     comm.collective_try([&] { STRIDER_THROW(UsageError, "bad option on rank " + std::to_string(comm.rank())); });
-    FAIL("no error raised");
   } catch (const AgreedError& error) {
-    REQUIRE(error.failing_rank() == 0);
-    REQUIRE(error.reason() == "bad option on rank 0");
-    REQUIRE(error.exit_code() == 2);
+    threw = true;
+    failing_rank = error.failing_rank();
+    exit_code = error.exit_code();
+    reason = error.reason();
   }
+  REQUIRE_ON_ALL_RANKS(threw);
+  REQUIRE_ON_ALL_RANKS(failing_rank == 0);
+  REQUIRE_ON_ALL_RANKS(reason == "bad option on rank 0");
+  REQUIRE_ON_ALL_RANKS(exit_code == 2);
   // No failure: the body's value comes back.
-  REQUIRE(comm.collective_try([&] { return comm.rank() * 2; }) == comm.rank() * 2);
+  const int doubled = comm.collective_try([&] { return comm.rank() * 2; });
+  REQUIRE_ON_ALL_RANKS(doubled == comm.rank() * 2);
 }
 
 TEST_CASE("plan consensus: the same plan hash on every rank, and the ranks cover the epoch", "[mpi][plan]") {
@@ -111,9 +135,9 @@ TEST_CASE("plan consensus: the same plan hash on every rank, and the ranks cover
       global.add(plan_hash(other));
     }
     const auto hashes = comm.all_gather(global.value());
-    for (std::uint64_t hash : hashes) REQUIRE(hash == global.value());
+    REQUIRE_ON_ALL_RANKS(hashes == std::vector<std::uint64_t>(hashes.size(), global.value()));
     const auto steps = comm.all_gather(mine.num_steps());
-    for (std::int64_t count : steps) REQUIRE(count == mine.num_steps());
+    REQUIRE_ON_ALL_RANKS(steps == std::vector<std::int64_t>(steps.size(), mine.num_steps()));
 
     // Gather every rank's indices: they cover 0..N-1.
     std::vector<std::int64_t> flags(static_cast<std::size_t>(n), 0);
@@ -123,6 +147,6 @@ TEST_CASE("plan consensus: the same plan hash on every rank, and the ranks cover
       for (std::int64_t index : batch) flags[static_cast<std::size_t>(index)] = 1;
     }
     comm.all_reduce(flags.data(), n, ReduceOp::max);
-    for (std::int64_t flag : flags) REQUIRE(flag == 1);
+    REQUIRE(flags == std::vector<std::int64_t>(flags.size(), 1));  // agreed: the result of an all-reduce
   }
 }

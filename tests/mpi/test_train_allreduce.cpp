@@ -1,7 +1,8 @@
 // The CPU backend's gradient all-reduce at 1..4 ranks: ranks with different batch sizes (one of them
 // empty) give exactly the mean gradient of the union of their batches; parameters stay identical on
 // every rank; class counts sum across ranks; make_backend picks the CPU in a CPU-only build.
-// Collective-safe: compute locally, agree with an all-reduce, then REQUIRE on every rank.
+// Collective-safe: checks of local values agree across ranks (REQUIRE_ON_ALL_RANKS); a plain REQUIRE
+// only checks a value an all-reduce or all-gather made the same on every rank.
 #include <catch2/catch.hpp>
 #include <cmath>
 
@@ -122,11 +123,12 @@ TEST_CASE("all_reduce_gradients equals the single-rank gradient of the union bat
     const std::uint64_t gradient_hash = hash_of(gradients);
     const auto hashes = comm.all_gather(gradient_hash);
     INFO(kind << ": worst gradient difference " << worst_anywhere << " at " << comm.size() << " ranks");
-    REQUIRE(global_count == union_count);
-    REQUIRE(global_correct == union_result.correct);
-    REQUIRE(global_loss == Approx(union_result.loss_sum).epsilon(1e-9));
-    REQUIRE(worst_anywhere <= 1e-6);
-    for (std::uint64_t hash : hashes) REQUIRE(hash == gradient_hash);  // bit-identical on every rank
+    REQUIRE_ON_ALL_RANKS(global_count == union_count);
+    REQUIRE_ON_ALL_RANKS(global_correct == union_result.correct);
+    REQUIRE_ON_ALL_RANKS(global_loss == Approx(union_result.loss_sum).epsilon(1e-9));
+    REQUIRE(worst_anywhere <= 1e-6);  // agreed: the result of an all-reduce
+    // Bit-identical on every rank.
+    REQUIRE_ON_ALL_RANKS(hashes == std::vector<std::uint64_t>(hashes.size(), gradient_hash));
     if (comm.size() == 1) REQUIRE(worst_anywhere == 0.0);
 
     // A few SGD steps later the parameters are still identical on every rank.
@@ -136,7 +138,8 @@ TEST_CASE("all_reduce_gradients equals the single-rank gradient of the union bat
       backend.all_reduce_gradients(comm, comm.all_reduce(next.count, ReduceOp::sum));
     }
     const std::uint64_t parameter_hash = hash_of(backend.parameters());
-    for (std::uint64_t hash : comm.all_gather(parameter_hash)) REQUIRE(hash == parameter_hash);
+    const auto parameter_hashes = comm.all_gather(parameter_hash);
+    REQUIRE_ON_ALL_RANKS(parameter_hashes == std::vector<std::uint64_t>(parameter_hashes.size(), parameter_hash));
   }
 }
 
@@ -150,21 +153,29 @@ TEST_CASE("class counts sum exactly across ranks", "[mpi][train]") {
   counts.add(labels.data(), predictions.data(), static_cast<std::int64_t>(labels.size()));
   counts.all_reduce(comm);
   const std::int64_t class_zero = std::int64_t{comm.size()} * (comm.size() + 1) / 2;
-  REQUIRE(counts.support(0) == class_zero);
-  REQUIRE(counts.support(1) == comm.size());
-  REQUIRE(counts.recall() == std::vector<double>{1.0, 0.0});
-  REQUIRE(counts.total() == class_zero + comm.size());
+  REQUIRE_ON_ALL_RANKS(counts.support(0) == class_zero);
+  REQUIRE_ON_ALL_RANKS(counts.support(1) == comm.size());
+  REQUIRE_ON_ALL_RANKS(counts.recall() == std::vector<double>{1.0, 0.0});
+  REQUIRE_ON_ALL_RANKS(counts.total() == class_zero + comm.size());
 }
 
 TEST_CASE("make_backend: cpu on request, auto falls back with a reason, cuda needs CUDA", "[mpi][train]") {
   const Communicator& comm = world();
   std::string why;
-  REQUIRE(make_backend("cpu", comm, &why)->name() == "cpu");
-  REQUIRE(why == "cpu backend: requested with --backend cpu");
-  REQUIRE_THROWS_AS(make_backend("tpu", comm, nullptr), UsageError);
+  REQUIRE_ON_ALL_RANKS(make_backend("cpu", comm, &why)->name() == "cpu");
+  REQUIRE_ON_ALL_RANKS(why == "cpu backend: requested with --backend cpu");
+  const auto refused = [&](const std::string& kind) {
+    try {
+      make_backend(kind, comm, &why);
+    } catch (const UsageError&) {
+      return true;
+    }
+    return false;
+  };
+  REQUIRE_ON_ALL_RANKS(refused("tpu"));
   if (!STRIDER_HAS_CUDA) {
-    REQUIRE(make_backend("auto", comm, &why)->name() == "cpu");
-    REQUIRE(why.rfind("cpu backend: no usable GPU (strider was built without CUDA", 0) == 0);
-    REQUIRE_THROWS_AS(make_backend("cuda", comm, &why), UsageError);
+    REQUIRE_ON_ALL_RANKS(make_backend("auto", comm, &why)->name() == "cpu");
+    REQUIRE_ON_ALL_RANKS(why.rfind("cpu backend: no usable GPU (strider was built without CUDA", 0) == 0);
+    REQUIRE_ON_ALL_RANKS(refused("cuda"));
   }
 }
