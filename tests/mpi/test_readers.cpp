@@ -1,7 +1,10 @@
-// The readers against a naive oracle (one H5Dread per row, serial driver), for every engine, several
-// types and shapes, contiguous / chunked / compressed, fixed and variable length, at 1..4 ranks,
+// The readers against the values the test wrote, for every engine, several types and shapes (one
+// stored big-endian), contiguous / chunked / compressed, fixed and variable length, at 1..4 ranks,
 // with duplicates and empty batches; and the bad inputs open_reader must refuse on every rank.
-// Files are written by rank 0 with the HDF5 C API (no h5py in CI).
+// Files are written by rank 0 with the HDF5 C API from values the test computes on every rank, with
+// explicit file types (H5T_STD_*, H5T_IEEE_*) and memory types the test names itself; the expected
+// bytes are those values in native byte order, never a read through strider's own type mapping.
+// Checks of local values agree across ranks (REQUIRE_ON_ALL_RANKS), so no rank is left in a collective.
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,7 +15,6 @@
 #include <numeric>
 #include <random>
 
-#include "io/reader_detail.hpp"
 #include "mpi_test_support.hpp"
 #include "strider/io/batch_reader.hpp"
 #include "strider/io/hdf5_handle.hpp"
@@ -83,6 +85,66 @@ std::vector<T> make_values(std::int64_t count) {
   return values;
 }
 
+/// The HDF5 memory type of a C++ element type, named by the test.
+template <typename T>
+hid_t memory_type_of() {
+  if constexpr (std::is_same_v<T, std::int8_t>) return H5T_NATIVE_INT8;
+  if constexpr (std::is_same_v<T, std::uint8_t>) return H5T_NATIVE_UINT8;
+  if constexpr (std::is_same_v<T, std::int16_t>) return H5T_NATIVE_INT16;
+  if constexpr (std::is_same_v<T, std::uint16_t>) return H5T_NATIVE_UINT16;
+  if constexpr (std::is_same_v<T, std::int32_t>) return H5T_NATIVE_INT32;
+  if constexpr (std::is_same_v<T, std::uint32_t>) return H5T_NATIVE_UINT32;
+  if constexpr (std::is_same_v<T, std::int64_t>) return H5T_NATIVE_INT64;
+  if constexpr (std::is_same_v<T, std::uint64_t>) return H5T_NATIVE_UINT64;
+  if constexpr (std::is_same_v<T, float>) return H5T_NATIVE_FLOAT;
+  if constexpr (std::is_same_v<T, double>) return H5T_NATIVE_DOUBLE;
+}
+
+/// What a test file holds, as the test wrote it; every rank computes it. A reader must deliver
+/// these bytes (native byte order, whatever the file's order) and report this element type.
+struct WrittenData {
+  ElementType element = ElementType::float32;
+  hid_t memory_type = -1;         // the HDF5 memory type the values were written from
+  std::size_t element_size = 0;   // bytes of one element in memory
+  std::vector<std::byte> values;  // every element, row after row
+  std::int64_t rows = 0;
+  std::int64_t row_elements = 0;      // fixed-size rows: elements per row
+  std::vector<std::int64_t> offsets;  // sequences: rows + 1 element offsets
+  int label_modulus = 7;              // the label of row i is i % label_modulus
+
+  bool variable_length() const { return !offsets.empty(); }
+  std::int64_t row_length(std::int64_t row) const {
+    return variable_length() ? offsets[static_cast<std::size_t>(row) + 1] - offsets[static_cast<std::size_t>(row)]
+                             : row_elements;
+  }
+  /// The bytes of `batch`'s rows, in batch order.
+  std::vector<std::byte> expected_bytes(const std::vector<std::int64_t>& batch) const {
+    std::vector<std::byte> bytes;
+    for (std::int64_t row : batch) {
+      const std::int64_t first = variable_length() ? offsets[static_cast<std::size_t>(row)] : row * row_elements;
+      const auto begin = values.begin() + static_cast<std::ptrdiff_t>(first * static_cast<std::int64_t>(element_size));
+      bytes.insert(bytes.end(), begin,
+                   begin + static_cast<std::ptrdiff_t>(row_length(row) * static_cast<std::int64_t>(element_size)));
+    }
+    return bytes;
+  }
+};
+
+/// make_values<T> for `rows` rows of `row_elements`, as bytes.
+template <typename T>
+WrittenData written_values(ElementType element, std::int64_t rows, std::int64_t row_elements) {
+  WrittenData data;
+  data.element = element;
+  data.memory_type = memory_type_of<T>();
+  data.element_size = sizeof(T);
+  data.rows = rows;
+  data.row_elements = row_elements;
+  const std::vector<T> values = make_values<T>(rows * row_elements);
+  data.values.resize(values.size() * sizeof(T));
+  if (!values.empty()) std::memcpy(data.values.data(), values.data(), data.values.size());
+  return data;
+}
+
 /// One fixed-size test file: samples of `element`, stored as file_type, plus int64 labels i % 7.
 struct FixedCase {
   std::string name;
@@ -91,48 +153,67 @@ struct FixedCase {
   std::vector<hsize_t> dims;
 };
 
-template <typename T>
-void write_fixed(const std::string& path, const FixedCase& test, hid_t mem_type, const Layout& layout) {
-  std::int64_t elements = 1;
-  for (hsize_t extent : test.dims) elements *= static_cast<std::int64_t>(extent);
-  const std::vector<T> values = make_values<T>(elements);
+WrittenData fixed_data(const FixedCase& test) {
+  const auto rows = static_cast<std::int64_t>(test.dims[0]);
+  std::int64_t row_elements = 1;
+  for (std::size_t d = 1; d < test.dims.size(); ++d) row_elements *= static_cast<std::int64_t>(test.dims[d]);
+  switch (test.element) {
+    case ElementType::int8:
+      return written_values<std::int8_t>(test.element, rows, row_elements);
+    case ElementType::uint8:
+      return written_values<std::uint8_t>(test.element, rows, row_elements);
+    case ElementType::int16:
+      return written_values<std::int16_t>(test.element, rows, row_elements);
+    case ElementType::uint16:
+      return written_values<std::uint16_t>(test.element, rows, row_elements);
+    case ElementType::int32:
+      return written_values<std::int32_t>(test.element, rows, row_elements);
+    case ElementType::uint32:
+      return written_values<std::uint32_t>(test.element, rows, row_elements);
+    case ElementType::int64:
+      return written_values<std::int64_t>(test.element, rows, row_elements);
+    case ElementType::uint64:
+      return written_values<std::uint64_t>(test.element, rows, row_elements);
+    case ElementType::float32:
+      return written_values<float>(test.element, rows, row_elements);
+    case ElementType::float64:
+      return written_values<double>(test.element, rows, row_elements);
+  }
+  return WrittenData{};
+}
+
+void write_fixed(const std::string& path, const FixedCase& test, const WrittenData& data, const Layout& layout) {
   H5File file = create_file(path);
-  write_dataset(file.get(), "/samples", test.file_type, mem_type, test.dims, values.data(), layout);
+  write_dataset(file.get(), "/samples", test.file_type, data.memory_type, test.dims, data.values.data(), layout);
   std::vector<std::int64_t> labels(test.dims[0]);
   for (std::size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<std::int64_t>(i % 7);
   write_dataset(file.get(), "/labels", H5T_STD_I64LE, H5T_NATIVE_INT64, {test.dims[0]}, labels.data(), layout);
 }
 
 void write_fixed_any(const std::string& path, const FixedCase& test, const Layout& layout) {
-  switch (test.element) {
-    case ElementType::float32:
-      return write_fixed<float>(path, test, H5T_NATIVE_FLOAT, layout);
-    case ElementType::float64:
-      return write_fixed<double>(path, test, H5T_NATIVE_DOUBLE, layout);
-    case ElementType::uint8:
-      return write_fixed<std::uint8_t>(path, test, H5T_NATIVE_UINT8, layout);
-    case ElementType::int16:
-      return write_fixed<std::int16_t>(path, test, H5T_NATIVE_INT16, layout);
-    case ElementType::int64:
-      return write_fixed<std::int64_t>(path, test, H5T_NATIVE_INT64, layout);
-    case ElementType::uint32:
-      return write_fixed<std::uint32_t>(path, test, H5T_NATIVE_UINT32, layout);
-    default:
-      FAIL("no writer for this type");
-  }
+  write_fixed(path, test, fixed_data(test), layout);
 }
 
 /// Sequences: int32 tokens [T] and int64 offsets [N+1], lengths 0..12 (some empty), labels i % 5.
-void write_sequences(const std::string& path, std::int64_t rows, const Layout& layout) {
+WrittenData sequence_data(std::int64_t rows) {
   std::vector<std::int64_t> offsets(static_cast<std::size_t>(rows) + 1, 0);
   for (std::int64_t i = 0; i < rows; ++i) offsets[i + 1] = offsets[i] + (i * 7 + 3) % 13;
-  const std::vector<std::int32_t> tokens = make_values<std::int32_t>(offsets.back());
-  std::vector<std::int32_t> labels(static_cast<std::size_t>(rows));
-  for (std::int64_t i = 0; i < rows; ++i) labels[i] = static_cast<std::int32_t>(i % 5);
+  WrittenData data = written_values<std::int32_t>(ElementType::int32, 1, offsets.back());
+  data.rows = rows;
+  data.row_elements = 0;
+  data.offsets = offsets;
+  data.label_modulus = 5;
+  return data;
+}
+
+void write_sequences(const std::string& path, const WrittenData& data, const Layout& layout) {
+  std::vector<std::int32_t> labels(static_cast<std::size_t>(data.rows));
+  for (std::int64_t i = 0; i < data.rows; ++i) labels[i] = static_cast<std::int32_t>(i % 5);
   H5File file = create_file(path);
-  write_dataset(file.get(), "/tokens", H5T_STD_I32LE, H5T_NATIVE_INT32, {static_cast<hsize_t>(tokens.size())},
-                tokens.data(), layout);
-  write_dataset(file.get(), "/offsets", H5T_STD_I64LE, H5T_NATIVE_INT64, {offsets.size()}, offsets.data(), layout);
+  write_dataset(file.get(), "/tokens", H5T_STD_I32LE, data.memory_type, {static_cast<hsize_t>(data.offsets.back())},
+                data.values.data(), layout);
+  write_dataset(file.get(), "/offsets", H5T_STD_I64LE, H5T_NATIVE_INT64, {data.offsets.size()}, data.offsets.data(),
+                layout);
   write_dataset(file.get(), "/labels", H5T_STD_I32LE, H5T_NATIVE_INT32, {labels.size()}, labels.data(), layout);
 }
 
@@ -144,39 +225,6 @@ std::string make_file(const std::string& name, Write&& write) {
     if (world().is_root()) write(path);
   });
   return path;
-}
-
-/// The oracle: one H5Dread per row with the serial driver, bytes in batch order.
-std::vector<std::byte> oracle_rows(const std::string& path, const std::string& key, hid_t mem_type,
-                                   std::size_t element_size, const std::vector<std::int64_t>& rows,
-                                   const std::vector<std::int64_t>* offsets) {
-  H5File file(STRIDER_H5_CHECK(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), path));
-  H5Dataset dataset(STRIDER_H5_CHECK(H5Dopen2(file.get(), key.c_str(), H5P_DEFAULT), key));
-  H5Dataspace space(STRIDER_H5_CHECK(H5Dget_space(dataset.get()), key));
-  const int rank = H5Sget_simple_extent_ndims(space.get());
-  std::vector<hsize_t> dims(static_cast<std::size_t>(rank));
-  H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
-  std::vector<std::byte> bytes;
-  for (std::int64_t row : rows) {
-    std::vector<hsize_t> start(dims.size(), 0), count = dims;
-    if (offsets) {
-      start[0] = static_cast<hsize_t>((*offsets)[row]);
-      count[0] = static_cast<hsize_t>((*offsets)[row + 1] - (*offsets)[row]);
-    } else {
-      start[0] = static_cast<hsize_t>(row);
-      count[0] = 1;
-    }
-    hsize_t elements = 1;
-    for (hsize_t extent : count) elements *= extent;
-    if (elements == 0) continue;
-    STRIDER_H5_CHECK(H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, start.data(), nullptr, count.data(), nullptr),
-                     key);
-    H5Dataspace memory(STRIDER_H5_CHECK(H5Screate_simple(1, &elements, nullptr), key));
-    const std::size_t at = bytes.size();
-    bytes.resize(at + elements * element_size);
-    STRIDER_H5_CHECK(H5Dread(dataset.get(), mem_type, memory.get(), space.get(), H5P_DEFAULT, bytes.data() + at), key);
-  }
-  return bytes;
 }
 
 /// This rank's test batches: shuffled with duplicates, an empty one, every row reversed, one row.
@@ -198,80 +246,92 @@ std::vector<std::vector<std::int64_t>> test_batches(std::int64_t rows) {
   return batches;
 }
 
-/// Reads every test batch with `engine` and counts rows that differ from the oracle (local count).
-/// `labels_in_memory` false: labels are read per batch where the file allows (*labels_per_batch says).
-std::int64_t mismatches(const std::string& path, const std::string& engine, hid_t mem_type, bool variable_length,
+/// Collective: reads every test batch with `engine` and counts what differs from `data` (this rank's
+/// count). `labels_in_memory` false: labels are read per batch where the file allows
+/// (*labels_per_batch says). Reads are local: a failure on one rank is agreed before the reader,
+/// whose close is collective, goes away.
+std::int64_t mismatches(const std::string& path, const std::string& engine, const WrittenData& data,
                         std::string* chosen_engine, bool labels_in_memory = true, bool* labels_per_batch = nullptr) {
   ReaderOptions options;
   options.engine = engine;
   options.copy_threads = engine == "mmap" ? 3 : 1;
   options.labels_in_memory = labels_in_memory;
   std::unique_ptr<BatchReader> reader = open_reader(world(), path, options);
-  *chosen_engine = reader->engine();
-  const DatasetInfo& info = reader->info();
-  if (labels_per_batch != nullptr) *labels_per_batch = info.labels_per_batch;
-  std::int64_t wrong = 0;
-  // Labels read per batch are not held; held labels are all there.
-  if (reader->labels().size() != (info.labels_per_batch ? 0u : static_cast<std::size_t>(info.num_samples))) ++wrong;
-  const std::size_t size = element_bytes(info.element_type);
-  std::vector<std::int64_t> all_offsets;
-  if (variable_length) {
-    all_offsets.push_back(0);
-    for (std::int64_t length : reader->lengths()) all_offsets.push_back(all_offsets.back() + length);
-  }
-  for (const auto& batch : test_batches(info.num_samples)) {
-    const auto count = static_cast<std::int64_t>(batch.size());
-    const std::int64_t bytes = reader->samples_bytes(batch.data(), count);
-    std::vector<std::byte> samples(static_cast<std::size_t>(bytes) + 1);
-    std::vector<std::int32_t> labels(batch.size() + 1, -1);
-    std::vector<std::int64_t> offsets(batch.size() + 1, -1);
-    reader->read(batch.data(), count, BatchDestination{samples.data(), bytes, labels.data(), offsets.data()});
-    const std::vector<std::byte> expected = oracle_rows(path, variable_length ? "/tokens" : "/samples", mem_type, size,
-                                                        batch, variable_length ? &all_offsets : nullptr);
-    if (expected.size() != static_cast<std::size_t>(bytes) ||
-        (!expected.empty() &&
-         (!expected.empty() && std::memcmp(expected.data(), samples.data(), expected.size()) != 0)))
+  return world().collective_try([&] {
+    *chosen_engine = reader->engine();
+    const DatasetInfo& info = reader->info();
+    if (labels_per_batch != nullptr) *labels_per_batch = info.labels_per_batch;
+    std::int64_t wrong = 0;
+    if (info.element_type != data.element || info.num_samples != data.rows ||
+        info.variable_length != data.variable_length())
       ++wrong;
-    for (std::size_t k = 0; k < batch.size(); ++k) {
-      if (labels[k] != batch[k] % (variable_length ? 5 : 7)) ++wrong;
-      if (!info.labels_per_batch && labels[k] != reader->labels()[batch[k]]) ++wrong;
+    // Labels read per batch are not held; held labels are all there.
+    if (reader->labels().size() != (info.labels_per_batch ? 0u : static_cast<std::size_t>(data.rows))) ++wrong;
+    if (data.variable_length()) {
+      if (reader->lengths().size() != static_cast<std::size_t>(data.rows)) return wrong + 1;
+      for (std::int64_t row = 0; row < data.rows; ++row)
+        if (reader->lengths()[static_cast<std::size_t>(row)] != data.row_length(row)) ++wrong;
     }
-    if (variable_length) {
-      std::int64_t at = 0;
+    for (const auto& batch : test_batches(data.rows)) {
+      const auto count = static_cast<std::int64_t>(batch.size());
+      const std::vector<std::byte> expected = data.expected_bytes(batch);
+      const std::int64_t bytes = reader->samples_bytes(batch.data(), count);
+      if (bytes != static_cast<std::int64_t>(expected.size())) ++wrong;
+      std::vector<std::byte> samples(static_cast<std::size_t>(bytes) + 1);
+      std::vector<std::int32_t> labels(batch.size() + 1, -1);
+      std::vector<std::int64_t> offsets(batch.size() + 1, -1);
+      reader->read(batch.data(), count, BatchDestination{samples.data(), bytes, labels.data(), offsets.data()});
+      if (!expected.empty() && std::memcmp(expected.data(), samples.data(), expected.size()) != 0) ++wrong;
       for (std::size_t k = 0; k < batch.size(); ++k) {
-        if (offsets[k] != at) ++wrong;
-        at += reader->lengths()[batch[k]];
+        if (labels[k] != batch[k] % data.label_modulus) ++wrong;
+        if (!info.labels_per_batch && reader->labels()[batch[k]] != batch[k] % data.label_modulus) ++wrong;
       }
-      if (offsets[batch.size()] != at) ++wrong;
+      if (data.variable_length()) {
+        std::int64_t at = 0;
+        for (std::size_t k = 0; k < batch.size(); ++k) {
+          if (offsets[k] != at) ++wrong;
+          at += data.row_length(batch[k]);
+        }
+        if (offsets[batch.size()] != at) ++wrong;
+      }
     }
-  }
-  const ReadStats stats = reader->stats();
-  if (stats.batches != 6) ++wrong;
-  return wrong;
+    const ReadStats stats = reader->stats();
+    if (stats.batches != 6) ++wrong;
+    return wrong;
+  });
 }
 
 std::int64_t agreed_sum(std::int64_t value) {
   return world().all_reduce(value, ReduceOp::sum);
 }
 
-/// Every engine against the oracle on `path`, labels held and per batch. `raw`: direct and mmap can
-/// read the data (else they are refused on every rank, and auto picks hdf5); `labels_raw`: the labels
-/// can be read per batch (else they are held even when asked not to be).
-void check_every_engine(const std::string& path, bool raw, bool labels_raw, hid_t mem_type, bool variable_length) {
+/// Collective: whether open_reader refuses `path` with `options` (the same AgreedError on every rank).
+bool open_refused(const std::string& path, const ReaderOptions& options) {
+  try {
+    open_reader(world(), path, options);
+  } catch (const AgreedError&) {
+    return true;
+  }
+  return false;
+}
+
+/// Every engine against the values written to `path`, labels held and per batch. `raw`: direct and
+/// mmap can read the data (else they are refused on every rank, and auto picks hdf5); `labels_raw`:
+/// the labels can be read per batch (else they are held even when asked not to be).
+void check_every_engine(const std::string& path, bool raw, bool labels_raw, const WrittenData& data) {
   for (const std::string engine : {"hdf5", "direct", "mmap", "auto"}) {
     INFO("engine " << engine);
     if (!raw && (engine == std::string("direct") || engine == std::string("mmap"))) {
-      REQUIRE_THROWS_AS(open_reader(world(), path, ReaderOptions{{}, engine}), AgreedError);
+      REQUIRE_ON_ALL_RANKS(open_refused(path, ReaderOptions{{}, engine}));
       continue;
     }
     for (const bool labels_in_memory : {true, false}) {
       CAPTURE(labels_in_memory);
       std::string chosen;
       bool per_batch = false;
-      REQUIRE(agreed_sum(mismatches(path, engine, mem_type, variable_length, &chosen, labels_in_memory, &per_batch)) ==
-              0);
-      REQUIRE(per_batch == (!labels_in_memory && labels_raw));
-      if (engine == std::string("auto")) REQUIRE(chosen == (raw ? "mmap" : "hdf5"));
+      REQUIRE_ON_ALL_RANKS(agreed_sum(mismatches(path, engine, data, &chosen, labels_in_memory, &per_batch)) == 0);
+      REQUIRE_ON_ALL_RANKS(per_batch == (!labels_in_memory && labels_raw));
+      if (engine == std::string("auto")) REQUIRE_ON_ALL_RANKS(chosen == (raw ? "mmap" : "hdf5"));
     }
   }
 }
@@ -282,13 +342,13 @@ std::unique_ptr<BatchReader> open_with_labels_per_batch(const std::string& path,
   options.engine = engine;
   options.labels_in_memory = false;
   std::unique_ptr<BatchReader> reader = open_reader(world(), path, options);
-  REQUIRE(reader->info().labels_per_batch);
+  REQUIRE_ON_ALL_RANKS(reader->info().labels_per_batch);
   return reader;
 }
 
 }  // namespace
 
-TEST_CASE("every engine reads fixed-size samples as the per-row oracle does", "[mpi][io]") {
+TEST_CASE("every engine reads the fixed-size samples the test wrote", "[mpi][io]") {
   const std::vector<FixedCase> cases = {
       {"f32", ElementType::float32, H5T_IEEE_F32LE, {300, 8}},
       {"u8_image", ElementType::uint8, H5T_STD_U8LE, {120, 3, 4, 5}},
@@ -304,18 +364,19 @@ TEST_CASE("every engine reads fixed-size samples as the per-row oracle does", "[
       INFO(test.name << " " << layout.name);
       // The labels are int64 little-endian with the data's layout: per batch only when contiguous.
       check_every_engine(path, layout.name == "contiguous" && test.file_type != H5T_STD_I16BE,
-                         layout.name == "contiguous", io_detail::native_hdf5_type(test.element), false);
+                         layout.name == "contiguous", fixed_data(test));
     }
   }
 }
 
-TEST_CASE("every engine reads variable-length sequences as the per-row oracle does", "[mpi][io]") {
+TEST_CASE("every engine reads the variable-length sequences the test wrote", "[mpi][io]") {
+  const WrittenData data = sequence_data(333);
   for (const Layout& layout : layouts()) {
     const std::string path =
-        make_file("sequences_" + layout.name, [&](const std::string& p) { write_sequences(p, 333, layout); });
+        make_file("sequences_" + layout.name, [&](const std::string& p) { write_sequences(p, data, layout); });
     INFO(layout.name);
     const bool raw = layout.name == "contiguous";
-    check_every_engine(path, raw, raw, H5T_NATIVE_INT32, true);
+    check_every_engine(path, raw, raw, data);
   }
 }
 
@@ -333,7 +394,7 @@ TEST_CASE("labels read per batch are checked per batch: a label beyond int32 fai
                   layouts()[0]);
   });
   // Held in memory, the file is refused at open, as before.
-  REQUIRE_THROWS_AS(open_reader(world(), path, ReaderOptions{}), AgreedError);
+  REQUIRE_ON_ALL_RANKS(open_refused(path, ReaderOptions{}));
   for (const std::string engine : {"hdf5", "direct", "mmap"}) {
     INFO("engine " << engine);
     std::unique_ptr<BatchReader> reader = open_with_labels_per_batch(path, engine);
@@ -342,15 +403,22 @@ TEST_CASE("labels read per batch are checked per batch: a label beyond int32 fai
     const BatchDestination destination{samples.data(), static_cast<std::int64_t>(samples.size()), labels.data(),
                                        nullptr};
     const std::vector<std::int64_t> good = {49, 4, 6};
-    reader->read(good.data(), 3, destination);
-    REQUIRE(labels == std::vector<std::int32_t>{49 % 3, 4 % 3, 6 % 3});
     const std::vector<std::int64_t> bad = {7, 5, 2};
-    try {
-      reader->read(bad.data(), 3, destination);
-      FAIL("a label beyond int32 was read");
-    } catch (const DataError& error) {
-      REQUIRE_THAT(error.what(), Catch::Contains("/labels[5]") && Catch::Contains("does not fit int32"));
-    }
+    // Local reads, agreed before the reader's collective close.
+    std::vector<std::int32_t> good_labels;
+    const std::string refusal = world().collective_try([&] {
+      reader->read(good.data(), 3, destination);
+      good_labels = labels;
+      try {
+        reader->read(bad.data(), 3, destination);
+      } catch (const DataError& error) {
+        return std::string(error.what());
+      }
+      return std::string("(a label beyond int32 was read)");
+    });
+    REQUIRE_ON_ALL_RANKS(good_labels == std::vector<std::int32_t>{49 % 3, 4 % 3, 6 % 3});
+    REQUIRE_ON_ALL_RANKS(refusal.find("/labels[5]") != std::string::npos);
+    REQUIRE_ON_ALL_RANKS(refusal.find("does not fit int32") != std::string::npos);
   }
 }
 
@@ -360,22 +428,33 @@ TEST_CASE("labels read per batch give the same ranges and the same dataset finge
       make_file("fingerprint", [&](const std::string& p) { write_fixed_any(p, test, layouts()[0]); });
   const DatasetKeys keys;
   std::unique_ptr<BatchReader> held = open_reader(world(), path, ReaderOptions{});
-  REQUIRE_FALSE(held->info().labels_per_batch);
+  REQUIRE_ON_ALL_RANKS(!held->info().labels_per_batch);
   const std::uint64_t expected = dataset_fingerprint(held->info(), held->labels(), held->lengths(), keys);
   for (const std::string engine : {"hdf5", "direct", "mmap"}) {
     INFO("engine " << engine);
     std::unique_ptr<BatchReader> reader = open_with_labels_per_batch(path, engine);
     std::vector<std::int32_t> range(100, -1);
-    reader->read_labels(150, 100, range.data());
-    for (std::int64_t k = 0; k < 100; ++k) REQUIRE(range[k] == held->labels()[150 + k]);
-    REQUIRE_THROWS_AS(reader->read_labels(250, 51, range.data()), UsageError);
     std::int32_t max_label = -1;
-    const std::uint64_t streamed = dataset_fingerprint(
-        reader->info(), reader->info().num_samples,
-        [&](std::int64_t first, std::int64_t count, std::int32_t* out) { reader->read_labels(first, count, out); },
-        reader->lengths(), keys, &max_label);
-    REQUIRE(streamed == expected);
-    REQUIRE(max_label == 6);  // labels are i % 7
+    bool range_refused = false;
+    // Local reads, agreed before the reader's collective close.
+    const std::uint64_t streamed = world().collective_try([&] {
+      reader->read_labels(150, 100, range.data());
+      try {
+        reader->read_labels(250, 51, range.data());
+      } catch (const UsageError&) {
+        range_refused = true;
+      }
+      return dataset_fingerprint(
+          reader->info(), reader->info().num_samples,
+          [&](std::int64_t first, std::int64_t count, std::int32_t* out) { reader->read_labels(first, count, out); },
+          reader->lengths(), keys, &max_label);
+    });
+    std::int64_t wrong_labels = 0;
+    for (std::int64_t k = 0; k < 100; ++k) wrong_labels += range[k] == (150 + k) % 7 ? 0 : 1;  // labels are i % 7
+    REQUIRE_ON_ALL_RANKS(wrong_labels == 0);
+    REQUIRE_ON_ALL_RANKS(range_refused);  // rows 250..300 do not exist
+    REQUIRE_ON_ALL_RANKS(streamed == expected);
+    REQUIRE_ON_ALL_RANKS(max_label == 6);
   }
 }
 
@@ -386,36 +465,43 @@ TEST_CASE("open_reader reports what it found and reads only this rank's rows", "
   });
   std::unique_ptr<BatchReader> reader = open_reader(world(), path, ReaderOptions{});
   const DatasetInfo& info = reader->info();
-  REQUIRE(reader->engine() == "hdf5");
-  REQUIRE(info.num_samples == 64);
-  REQUIRE(info.sample_shape == std::vector<std::int64_t>{4, 2});
-  REQUIRE(info.sample_bytes == 32);
-  REQUIRE(info.layout == "chunked");
-  REQUIRE(info.chunk_shape == std::vector<std::int64_t>{8, 4, 2});
-  REQUIRE(info.compressed);
-  REQUIRE(info.has_labels);
-  REQUIRE(reader->labels().size() == 64);
+  REQUIRE_ON_ALL_RANKS(reader->engine() == "hdf5");
+  REQUIRE_ON_ALL_RANKS(info.num_samples == 64);
+  REQUIRE_ON_ALL_RANKS(info.element_type == ElementType::float32);
+  REQUIRE_ON_ALL_RANKS(info.sample_shape == std::vector<std::int64_t>{4, 2});
+  REQUIRE_ON_ALL_RANKS(info.sample_bytes == 32);
+  REQUIRE_ON_ALL_RANKS(info.layout == "chunked");
+  REQUIRE_ON_ALL_RANKS(info.chunk_shape == std::vector<std::int64_t>{8, 4, 2});
+  REQUIRE_ON_ALL_RANKS(info.compressed);
+  REQUIRE_ON_ALL_RANKS(info.has_labels);
+  REQUIRE_ON_ALL_RANKS(reader->labels().size() == 64);
   // Rows 0..7 share a chunk: one H5Dread, one chunk read.
   const std::vector<std::int64_t> batch = {7, 0, 3, 3};
   std::vector<float> out(4 * 8);
-  reader->read(batch.data(), 4, BatchDestination{reinterpret_cast<std::byte*>(out.data()), 128, nullptr, nullptr});
-  const ReadStats stats = reader->stats();
-  std::int64_t wrong =
-      stats.read_calls == 1 && stats.useful_bytes == 128 && stats.bytes_read > 0 && stats.bytes_read < 128 * 8 ? 0 : 1;
-  // Errors in read() are local and name the problem.
-  try {
-    const std::int64_t bad = 64;
-    reader->read(&bad, 1, BatchDestination{reinterpret_cast<std::byte*>(out.data()), 128, nullptr, nullptr});
-    ++wrong;
-  } catch (const UsageError& error) {
-    if (std::string(error.what()).find("outside [0, 64)") == std::string::npos) ++wrong;
-  }
-  try {
-    reader->read(batch.data(), 4, BatchDestination{reinterpret_cast<std::byte*>(out.data()), 100, nullptr, nullptr});
-    ++wrong;
-  } catch (const UsageError&) {
-  }
-  REQUIRE(agreed_sum(wrong) == 0);
+  // Local reads, agreed before the reader's collective close.
+  const std::int64_t wrong = world().collective_try([&] {
+    reader->read(batch.data(), 4, BatchDestination{reinterpret_cast<std::byte*>(out.data()), 128, nullptr, nullptr});
+    const ReadStats stats = reader->stats();
+    std::int64_t found =
+        stats.read_calls == 1 && stats.useful_bytes == 128 && stats.bytes_read > 0 && stats.bytes_read < 128 * 8 ? 0
+                                                                                                                 : 1;
+    if (std::memcmp(out.data(), fixed_data(test).expected_bytes(batch).data(), 128) != 0) ++found;
+    // Errors in read() are local and name the problem.
+    try {
+      const std::int64_t bad = 64;
+      reader->read(&bad, 1, BatchDestination{reinterpret_cast<std::byte*>(out.data()), 128, nullptr, nullptr});
+      ++found;
+    } catch (const UsageError& error) {
+      if (std::string(error.what()).find("outside [0, 64)") == std::string::npos) ++found;
+    }
+    try {
+      reader->read(batch.data(), 4, BatchDestination{reinterpret_cast<std::byte*>(out.data()), 100, nullptr, nullptr});
+      ++found;
+    } catch (const UsageError&) {
+    }
+    return found;
+  });
+  REQUIRE_ON_ALL_RANKS(wrong == 0);
 }
 
 namespace {
