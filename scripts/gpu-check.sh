@@ -10,8 +10,9 @@
 # Needs no network: it uses what is installed. When something is missing it says what, with the
 # Debian package that provides it (scripts/setup.sh installs those where the Debian archive is
 # reachable; CUDA and NCCL come from NVIDIA's installers under /usr/local/cuda), and exits 2.
-# Exit codes: 0 all passed, 1 a build, test or benchmark failure, 2 missing prerequisites,
-# 77 no working GPU (the tests then report themselves as skipped).
+# Exit codes: 0 all passed, 1 a build, test or benchmark failure (also: no gpu test ran although
+# the GPU works), 2 missing prerequisites, 77 no working GPU (the tests then report themselves as
+# skipped).
 set -uo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -87,9 +88,17 @@ say "built in $((SECONDS - started)) s"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 \
   OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none
 say "ctest -L gpu"
-ctest --test-dir "$build" -L gpu --output-on-failure --timeout 120 2>&1 | tee "$build/gpu-check.ctest.log"
+# --no-tests=error: a label that matches no test fails instead of passing. Each test's Catch2 run
+# fails too when its filter matches no test case (--warn NoTests in tests/gpu/CMakeLists.txt).
+ctest --test-dir "$build" -L gpu --no-tests=error --output-on-failure --timeout 120 2>&1 |
+  tee "$build/gpu-check.ctest.log"
 ctest_status=${PIPESTATUS[0]}
-skipped=$(grep -c '\*\*\*Skipped\|(Skipped)' "$build/gpu-check.ctest.log" || true)
+# "N% tests passed, F tests failed out of T", and one "***Skipped" status line per skipped test.
+total=$(sed -n 's/.*tests failed out of \([0-9][0-9]*\).*/\1/p' "$build/gpu-check.ctest.log" | tail -n 1)
+total=${total:-0}
+skipped=$(grep -c '\*\*\*Skipped' "$build/gpu-check.ctest.log" || true)
+ran=$((total - skipped))
+say "gpu tests: $total in all, $ran ran, $skipped skipped"
 
 # ---- Benchmark --------------------------------------------------------------------------------
 say "training benchmark (mlp, 8192 x 1024 float32 batches from pinned memory)"
@@ -97,14 +106,22 @@ timeout 90 "$build/tests/gpu/strider_gpu_benchmark" --steps 100 --batch 8192 --f
 bench_status=$?
 
 say "finished in $((SECONDS - started)) s"
-if ((bench_status == 77)); then
-  say "no working GPU here: the gpu tests were skipped, nothing was measured"
-  exit 77
-fi
-if ((ctest_status != 0 || bench_status != 0)); then
+if ((ctest_status != 0)); then
   say "FAILED: ctest exit $ctest_status, benchmark exit $bench_status"
   exit 1
 fi
-((skipped > 0)) && say "note: some gpu tests reported themselves skipped"
-say "all gpu tests passed"
+if ((bench_status == 77 && ran == 0)); then
+  say "no working GPU here: the gpu tests were skipped, nothing was measured"
+  exit 77
+fi
+if ((bench_status != 0)); then
+  say "FAILED: benchmark exit $bench_status"
+  exit 1
+fi
+if ((ran == 0)); then
+  say "FAILED: the GPU works (the benchmark ran) but no gpu test ran ($total found, $skipped skipped)"
+  exit 1
+fi
+((skipped > 0)) && say "note: $skipped gpu test(s) reported themselves skipped"
+say "all gpu tests passed ($ran ran)"
 exit 0
