@@ -10,6 +10,7 @@ packages=(
   libboost-program-options-dev           # the apps' options
   catch2                                 # tests (Catch2 2.13)
   procps                                 # tests: pgrep/ps find a rank to kill
+  time                                   # tests: /usr/bin/time measures a run's peak RSS
   clang-format-14                        # scripts/check-format.sh: the one pinned formatter
   munge slurmctld slurmd slurm-client    # tests: a real one-node Slurm cluster (test_slurm.sh)
 )

@@ -33,7 +33,13 @@ out=$(/usr/bin/time -f "%M" -o "$work/rss" $inspect plan --sampler streaming --s
   --batch-size 4 --first-step 1000000 --steps 3 --json)
 elapsed_ms=$((($(date +%s%N) - start) / 1000000))
 expect_equal "streaming 1e10: 3 batches of 4" "$(grep -o '"batches":\[\[[0-9,]*\],\[[0-9,]*\],\[[0-9,]*\]\]' <<<"$out" | tr -cd ',' | wc -c)" "11"
-expect_equal "streaming 1e10 under 2 s" "$((elapsed_ms < 2000))" "1"
+# The time bound holds for a normal build; a sanitizer build (STRIDER_SANITIZE, set by ctest) runs
+# several times slower, so there the bound is skipped (the memory bound below still holds).
+if [[ -n ${STRIDER_SANITIZE:-} ]]; then
+  echo "skipped: streaming 1e10 under 2 s: a time bound, not asserted with STRIDER_SANITIZE=$STRIDER_SANITIZE (took ${elapsed_ms} ms)"
+else
+  expect_equal "streaming 1e10 under 2 s" "$((elapsed_ms < 2000))" "1"
+fi
 expect_equal "streaming 1e10 under 100 MB" "$(($(cat "$work/rss") < 100000))" "1"
 # Streaming covers [0, N) exactly (padded by wrapping) and is deterministic.
 all=$($inspect plan --sampler streaming --samples 1000 --world 3 --all-ranks --seed 9 --epoch 2 | cut -d: -f2 | tr ' ' '\n' | grep -v '^$')
