@@ -9,6 +9,7 @@
 #include "file_options.hpp"
 #include "strider/comm/mpi_runtime.hpp"
 #include "strider/core/option_text.hpp"
+#include "strider/device/element_conversion.hpp"
 #include "subcommands.hpp"
 
 namespace strider::inspect {
@@ -55,6 +56,13 @@ void print_row(std::ostream& out, ElementType type, const std::byte* bytes, std:
       return print_values<float>(out, bytes, count);
     case ElementType::float64:
       return print_values<double>(out, bytes, count);
+    case ElementType::float16:
+      for (std::int64_t i = 0; i < count; ++i) {
+        std::uint16_t bits;
+        std::memcpy(&bits, bytes + i * 2, 2);
+        out << ' ' << float16_to_float32(bits);
+      }
+      return;
   }
 }
 

@@ -9,6 +9,7 @@ std::size_t element_bytes(ElementType type) noexcept {
       return 1;
     case ElementType::int16:
     case ElementType::uint16:
+    case ElementType::float16:
       return 2;
     case ElementType::int32:
     case ElementType::uint32:
@@ -44,8 +45,14 @@ const char* element_name(ElementType type) noexcept {
       return "float32";
     case ElementType::float64:
       return "float64";
+    case ElementType::float16:
+      return "float16";
   }
   return "?";
+}
+
+bool element_is_integer(ElementType type) noexcept {
+  return type != ElementType::float16 && type != ElementType::float32 && type != ElementType::float64;
 }
 
 }  // namespace strider

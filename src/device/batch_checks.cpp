@@ -18,7 +18,7 @@ void check_feature_batch(const BatchInput& input, std::int64_t features) {
 void check_token_batch(const BatchInput& input) {
   STRIDER_REQUIRE(input.count >= 0, "negative batch size " + std::to_string(input.count));
   STRIDER_REQUIRE(input.offsets != nullptr, "the bag model needs token sequences (offsets), got fixed-size samples");
-  STRIDER_REQUIRE(input.type != ElementType::float32 && input.type != ElementType::float64,
+  STRIDER_REQUIRE(element_is_integer(input.type),
                   std::string("the bag model needs integer token ids, got ") + element_name(input.type));
   for (std::int64_t i = 0; i < input.count; ++i) {
     if (input.offsets[i + 1] < input.offsets[i]) {

@@ -1,6 +1,6 @@
 #pragma once
-// Reading samples of any ElementType as float values or integer token ids (internal to src/device:
-// the CPU models and the CUDA kernels).
+// Reading token ids of any integer ElementType (internal to src/device: the CPU models and the CUDA
+// kernels). Samples become float values through ElementConversion (strider/device/element_conversion.hpp).
 
 #include <cstddef>
 #include <cstdint>
@@ -12,8 +12,10 @@
 
 namespace strider::detail {
 
-/// Calls body(T{}) with the C++ type of `type`.
-template <typename Body>
+/// Calls body(T{}) with the C++ type of `type`. float16 has no standard C++ type: body(Float16{})
+/// with the type the caller names for it (its stored bits, or CUDA's __half), or UsageError when
+/// the caller names none (Float16 = void).
+template <typename Float16 = void, typename Body>
 decltype(auto) with_element_type(ElementType type, Body&& body) {
   switch (type) {
     case ElementType::int8:
@@ -36,6 +38,12 @@ decltype(auto) with_element_type(ElementType type, Body&& body) {
       return body(float{});
     case ElementType::float64:
       return body(double{});
+    case ElementType::float16:
+      if constexpr (!std::is_void_v<Float16>) {
+        return body(Float16{});
+      } else {
+        STRIDER_THROW(UsageError, "float16 values have no C++ type here: convert them with ElementConversion");
+      }
   }
   STRIDER_THROW(UsageError, "unknown element type " + std::to_string(static_cast<int>(type)));
 }
@@ -46,14 +54,6 @@ T load_element(const std::byte* base, std::int64_t index) noexcept {
   T value;
   std::memcpy(&value, base + index * static_cast<std::int64_t>(sizeof(T)), sizeof(T));
   return value;
-}
-
-/// Converts count elements of `type` starting at element `first` of `base` to float.
-inline void load_as_float(const std::byte* base, ElementType type, std::int64_t first, std::int64_t count, float* out) {
-  with_element_type(type, [&](auto tag) {
-    using T = decltype(tag);
-    for (std::int64_t i = 0; i < count; ++i) out[i] = static_cast<float>(load_element<T>(base, first + i));
-  });
 }
 
 /// Integer token id value mapped into 0..vocab-1 (the hashing trick: id mod vocab, non-negative).

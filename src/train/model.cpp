@@ -5,20 +5,13 @@
 #include "strider/train/batch_input.hpp"
 
 namespace strider {
-namespace {
-
-bool is_integer_type(ElementType type) noexcept {
-  return type != ElementType::float32 && type != ElementType::float64;
-}
-
-}  // namespace
 
 ModelConfig resolve_model_config(ModelConfig config, const DatasetInfo& dataset) {
   if (config.kind == "auto") config.kind = dataset.variable_length ? "bag" : "mlp";
   if (dataset.variable_length) {
     STRIDER_REQUIRE(config.kind == "bag", "model " + config.kind + " needs fixed-size samples, but " + dataset.path +
                                               " holds token sequences: use the bag model");
-    STRIDER_REQUIRE(is_integer_type(dataset.element_type),
+    STRIDER_REQUIRE(element_is_integer(dataset.element_type),
                     std::string("the bag model needs integer token ids, but the tokens of ") + dataset.path + " are " +
                         element_name(dataset.element_type));
     if (config.vocab == 0) config.vocab = element_bytes(dataset.element_type) == 1 ? 256 : 65536;

@@ -178,6 +178,8 @@ WrittenData fixed_data(const FixedCase& test) {
       return written_values<float>(test.element, rows, row_elements);
     case ElementType::float64:
       return written_values<double>(test.element, rows, row_elements);
+    case ElementType::float16:
+      break;  // the readers do not take float16 files yet: no case writes one
   }
   return WrittenData{};
 }

@@ -4,11 +4,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <vector>
 
 #include "device/batch_checks.hpp"
 #include "device/element_values.hpp"
 #include "strider/core/error.hpp"
+#include "strider/device/element_conversion.hpp"
 
 namespace strider::detail {
 namespace {
@@ -140,11 +142,16 @@ class FeatureModel : public RowModel {
  protected:
   void check_input(const BatchInput& input) const override { check_feature_batch(input, features_); }
   void load_row(const BatchInput& input, std::int64_t i) {
-    load_as_float(input.samples, input.type, i * features_, features_, row_.data());
+    if (!conversion_ || conversion_->input_type() != input.type) {
+      conversion_.emplace(input.type, features_, ConversionOptions{ElementType::float32, std::nullopt});
+    }
+    const auto row_bytes = static_cast<std::int64_t>(element_bytes(input.type)) * features_;
+    conversion_->convert(input.samples + i * row_bytes, 1, reinterpret_cast<std::byte*>(row_.data()));
   }
 
   std::int64_t features_;
   std::vector<float> row_;
+  std::optional<ElementConversion> conversion_;  ///< to float32, for the last batch's element type
 };
 
 class SoftmaxModel final : public FeatureModel {
