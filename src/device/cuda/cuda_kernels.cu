@@ -6,6 +6,7 @@
 
 #include "device/cuda/cuda_check.hpp"
 #include "device/cuda/cuda_kernels.cuh"
+#include "device/cuda/element_conversion.cuh"
 #include "device/element_values.hpp"
 
 namespace strider::detail::kernels {
@@ -28,11 +29,6 @@ __device__ inline std::int64_t index_stride() {
 
 void check_launch(const char* what) {
   STRIDER_CUDA_CHECK(cudaGetLastError(), what);
-}
-
-template <typename T>
-__global__ void convert_kernel(const T* in, std::int64_t count, float* out) {
-  for (std::int64_t i = first_index(); i < count; i += index_stride()) out[i] = static_cast<float>(in[i]);
 }
 
 template <typename T>
@@ -174,11 +170,14 @@ __global__ void sgd_kernel(float* parameters, float* gradients, float* velocity,
 
 void convert_to_float(cudaStream_t stream, const std::byte* in, ElementType type, std::int64_t count, float* out) {
   if (count == 0) return;
-  strider::detail::with_element_type(type, [&](auto tag) {
-    using T = decltype(tag);
-    convert_kernel<T><<<blocks_for(count), threads_per_block, 0, stream>>>(reinterpret_cast<const T*>(in), count, out);
-  });
-  check_launch("launching the conversion of samples to float");
+  const ElementConversion conversion(type, count, ConversionOptions{ElementType::float32, std::nullopt});
+  if (conversion.converts()) {
+    launch_element_conversion(stream, conversion, in, 1, nullptr, nullptr, reinterpret_cast<std::byte*>(out));
+  } else {
+    STRIDER_CUDA_CHECK(
+        cudaMemcpyAsync(out, in, static_cast<std::size_t>(count) * sizeof(float), cudaMemcpyDeviceToDevice, stream),
+        "copying float32 samples");
+  }
 }
 
 void tokens_to_buckets(cudaStream_t stream, const std::byte* in, ElementType type, std::int64_t count,

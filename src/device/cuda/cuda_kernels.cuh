@@ -13,7 +13,8 @@
 
 namespace strider::detail::kernels {
 
-/// out[i] = float(element i of `type` at `in`), i < count (`in` may be unaligned).
+/// out[i] = float(element i of `type` at `in`), i < count: the element conversion to float32
+/// (launch_element_conversion; float32 is copied). `in` is aligned to its element size.
 void convert_to_float(cudaStream_t stream, const std::byte* in, ElementType type, std::int64_t count, float* out);
 
 /// Integer token ids -> embedding rows (id mod vocab, non-negative): the hashing trick.
