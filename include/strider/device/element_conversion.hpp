@@ -57,7 +57,7 @@ struct ConversionOptions {
   std::optional<Normalization> normalization;
 };
 
-/// A checked conversion of samples of one element type and size. Cheap to copy; immutable, so one
+/// A checked conversion of samples of one element type and size. Copyable; immutable, so one
 /// object may be used by several threads at once.
 class ElementConversion {
  public:
