@@ -11,6 +11,7 @@
 #include <thread>
 #include <utility>
 
+#include "core/test_hooks.hpp"
 #include "strider/core/error.hpp"
 #include "strider/core/log.hpp"
 
@@ -22,17 +23,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-/// Test-only fault injection: STRIDER_TEST_FAIL_READ="RANK:STEP" makes the I/O thread of world rank
-/// RANK fail when it reads STEP (of any epoch), as a failing disk would. -1: never.
-std::int64_t injected_failure_step() {
-  const char* text = std::getenv("STRIDER_TEST_FAIL_READ");
-  if (text == nullptr) return -1;
-  int rank = -1;
-  long long step = -1;
-  if (std::sscanf(text, "%d:%lld", &rank, &step) != 2 || rank != current_world_rank()) return -1;
-  return step;
 }
 
 }  // namespace
@@ -127,7 +117,7 @@ struct Prefetcher::State {
   bool stats_clock_started = false;
   Clock::time_point stats_start;
 
-  std::int64_t fail_at_step = -1;  // test-only fault injection (see injected_failure_step)
+  std::int64_t fail_at_step = -1;  // test-only fault injection (STRIDER_TEST_FAIL_READ)
   bool read_rows_one_by_one = false;
   std::int64_t next_step = 0;  // without an I/O thread: the step next() reads
   std::thread thread;          // not started without an I/O thread
@@ -195,7 +185,7 @@ Prefetcher::Prefetcher(std::unique_ptr<BatchReader> reader, PrefetcherOptions op
   state_->allocator = options.allocator ? std::move(options.allocator) : make_page_aligned_allocator();
   state_->slots.resize(static_cast<std::size_t>(depth_));
   for (int slot = 0; slot < depth_; ++slot) state_->free_slots.push_back(slot);
-  state_->fail_at_step = injected_failure_step();
+  state_->fail_at_step = detail::test_hooks().fail_read_step;
   state_->read_rows_one_by_one = options.read_rows_one_by_one;
   if (options.io_thread) state_->thread = std::thread([this] { io_loop(); });
 }

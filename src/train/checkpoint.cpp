@@ -6,10 +6,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 
+#include "core/test_hooks.hpp"
 #include "strider/core/hash.hpp"
 
 namespace strider {
@@ -136,6 +139,14 @@ void write_checkpoint(const std::string& path, const Checkpoint& checkpoint) {
   const int descriptor = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (descriptor < 0) STRIDER_THROW_ERRNO("open(" + temporary + ")", "creating checkpoint file " + temporary, errno);
   try {
+    // Test-only (STRIDER_TEST_KILL_IN_CHECKPOINT): die halfway through the temporary file, as a node
+    // that fails mid-write would; the previous checkpoint must stay usable.
+    static std::atomic<std::int64_t> writes{0};
+    if (++writes == detail::test_hooks().kill_in_checkpoint) {
+      write_all(descriptor, bytes.substr(0, bytes.size() / 2), temporary);
+      ::fsync(descriptor);
+      ::raise(SIGKILL);
+    }
     write_all(descriptor, bytes, temporary);
     if (::fsync(descriptor) != 0)
       STRIDER_THROW_ERRNO("fsync(" + temporary + ")", "flushing checkpoint " + temporary, errno);

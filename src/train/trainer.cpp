@@ -12,6 +12,7 @@
 #include <sstream>
 #include <thread>
 
+#include "core/test_hooks.hpp"
 #include "strider/comm/seed.hpp"
 #include "strider/core/error.hpp"
 #include "strider/core/hash.hpp"
@@ -148,17 +149,9 @@ class TrainingRun {
   TraceWriter trace_;
   std::unique_ptr<StepWatchdog> watchdog_;
   double rank_wall_seconds_ = 0.0;
-  // Test-only: STRIDER_TEST_STEP_DELAY_US slows every step, so that tests can signal a run mid-epoch.
-  std::int64_t test_step_delay_us_ =
-      std::getenv("STRIDER_TEST_STEP_DELAY_US") ? std::atoll(std::getenv("STRIDER_TEST_STEP_DELAY_US")) : 0;
-  // Test-only: STRIDER_TEST_HANG_AT="RANK:STEP" makes that rank hang in that step (the watchdog's test).
-  std::int64_t test_hang_step_ = [] {
-    int rank = -1;
-    long long step = -1;
-    const char* text = std::getenv("STRIDER_TEST_HANG_AT");
-    if (text == nullptr || std::sscanf(text, "%d:%lld", &rank, &step) != 2 || rank != current_world_rank()) return -1LL;
-    return step;
-  }();
+  // Test-only (core/test_hooks.hpp): STRIDER_TEST_STEP_DELAY_US slows every step, so that tests can
+  // signal a run mid-epoch; STRIDER_TEST_HANG_AT makes this rank hang in a step (the watchdog's test).
+  detail::TestHooks test_hooks_ = detail::test_hooks();
 };
 
 void TrainingRun::open_data() {
@@ -331,9 +324,10 @@ bool TrainingRun::train_epoch() {
         tokens[1] += static_cast<double>(longest * batch->size());
       }
       local = backend_->forward_backward(batch_input(*batch, prefetcher_->dataset()));
-      if (step == test_hang_step_)  // test-only: this rank never finishes the step (a stuck read or peer)
+      if (step == test_hooks_.hang_step)  // test-only: this rank never finishes the step (a stuck read or peer)
         for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
-      if (test_step_delay_us_ > 0) std::this_thread::sleep_for(std::chrono::microseconds(test_step_delay_us_));
+      if (test_hooks_.step_delay_us > 0)
+        std::this_thread::sleep_for(std::chrono::microseconds(test_hooks_.step_delay_us));
     });
     std::int64_t shared[2] = {local.count, stop_signal_received() ? 1 : 0};
     comm_.all_reduce(shared, 2, ReduceOp::sum);
