@@ -333,7 +333,7 @@ void Loader::end_epoch(std::uint64_t id) noexcept {
   if (state_ && !state_->closed && id == state_->epoch_id) state_->stop_running();
 }
 
-void Loader::resume(const SamplerState& saved) {
+std::int64_t Loader::resume(const SamplerState& saved) {
   State& s = *state_;
   s.check_open();
   s.stop_running();
@@ -359,6 +359,7 @@ void Loader::resume(const SamplerState& saved) {
   s.position_epoch = saved.epoch;
   s.first_step = step;
   s.yielded = 0;
+  return step;
 }
 
 SamplerState Loader::state() {

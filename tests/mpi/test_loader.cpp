@@ -260,12 +260,12 @@ TEST_CASE("loader: resume at a mid-epoch step yields the tail of the uninterrupt
       LoaderOptions resumed_options = options;
       if (!explicit_seed) resumed_options.seed.reset();
       Loader resumed(comm, resumed_options);
-      resumed.resume(saved);
+      const std::int64_t resume_step = resumed.resume(saved);
       LoaderEpoch epoch = resumed.epoch(1);
       std::vector<std::uint64_t> tail;
       while (std::optional<Batch> batch = epoch.next()) tail.push_back(strider::testing::batch_hash(*batch));
-      if (epoch.first_step() != k || tail != std::vector<std::uint64_t>(full.begin() + k, full.end()) ||
-          resumed.seed() != 1234) {
+      if (resume_step != k || epoch.first_step() != k ||
+          tail != std::vector<std::uint64_t>(full.begin() + k, full.end()) || resumed.seed() != 1234) {
         ++mismatches;
         UNSCOPED_INFO("resume mismatch: " << mode.kind << " " << mode.mode << (explicit_seed ? "" : ", agreed seed"));
       }

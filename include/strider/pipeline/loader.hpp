@@ -133,8 +133,9 @@ class Loader {
   /// mode allows it with the same global batch). Without an explicit LoaderOptions::seed the
   /// state's seed is taken. Not collective; throws UsageError naming what differs (the same on
   /// every rank given the same state: call it inside collective_try when ranks read the state
-  /// themselves). Ends a running epoch.
-  void resume(const SamplerState& state);
+  /// themselves). Ends a running epoch. Returns the step epoch(state.epoch) will start at (the
+  /// epoch's step count when the state was saved at its end).
+  std::int64_t resume(const SamplerState& state);
 
   /// The state after every batch yielded so far in the current epoch (the one last started, or
   /// resumed): what a checkpoint holds after the caller finished all of them. May plan the epoch
