@@ -14,6 +14,7 @@
 #include "strider/io/batch_reader.hpp"
 #include "strider/sampling/factory.hpp"
 #include "strider/train/model.hpp"
+#include "strider/train/summary.hpp"
 
 namespace strider {
 
@@ -39,50 +40,9 @@ struct TrainerConfig {
   double step_timeout_seconds = 600.0;  ///< watchdog; <= 0 disables it
 };
 
-/// One epoch's figures (over all ranks).
-struct EpochSummary {
-  std::int64_t epoch = 0;
-  double loss = 0.0;            ///< mean training cross-entropy over the epoch's samples
-  double accuracy = 0.0;        ///< training accuracy (predictions before each update)
-  double samples_per_s = 0.0;   ///< global samples / epoch wall time
-  double stall_fraction = 0.0;  ///< the worst rank's stall time / wall time in this epoch
-  std::int64_t samples = 0;     ///< global samples trained
-  std::int64_t steps = 0;
-  double seconds = 0.0;
-  std::vector<double> class_weights;  ///< weights in force (class-aware modes that have them)
-  double padding_efficiency = 1.0;    ///< sequences: real tokens / (count * longest row) summed over batches
-};
-
-/// One rank's totals.
-struct RankSummary {
-  int rank = 0;
-  double stall_seconds = 0.0;
-  double io_seconds = 0.0;
-  double wall_seconds = 0.0;
-  std::int64_t bytes_read = 0;
-  std::int64_t samples = 0;
-};
-
-/// What train() did.
-struct TrainSummary {
-  bool preempted = false;                ///< stopped by a signal after checkpointing (exit 75)
-  std::string backend;                   ///< the backend that ran
-  std::int64_t seed = 0;                 ///< the agreed seed
-  std::vector<EpochSummary> epochs;      ///< the epochs this run trained (not those before a resume)
-  std::vector<double> per_class_recall;  ///< of the last evaluation
-  double eval_accuracy = 0.0;
-  std::int64_t eval_samples = 0;   ///< every evaluation sample counted exactly once
-  std::vector<RankSummary> ranks;  ///< per rank (complete on every rank)
-};
-
 /// Collective over comm: every rank must call with the same config. Trains, evaluates and
 /// checkpoints as configured. Returns normally when done or preempted (summary.preempted); errors
 /// are agreed (AgreedError on every rank) wherever a rank can fail alone.
 TrainSummary train(const Communicator& comm, const TrainerConfig& config);
-
-/// Writes the summary as JSON: {"epochs": [{"epoch", "loss", "accuracy", "samples_per_s",
-/// "stall_fraction", ...}], "per_class_recall": [...], "ranks": [{"rank", "stall_seconds",
-/// "io_seconds", ...}], ...}. Not collective (rank 0 writes).
-void write_train_stats_json(const std::string& path, const TrainSummary& summary);
 
 }  // namespace strider
