@@ -3,6 +3,8 @@
 // Thin: parses options into a TrainerConfig and calls strider::train (src/train/trainer.cpp).
 
 #include <iostream>
+#include <map>
+#include <string>
 
 #include "common/cli.hpp"
 #include "strider/comm/mpi_runtime.hpp"
@@ -25,6 +27,18 @@ constexpr const char* usage =
 struct TrainOptions {
   TrainerConfig config;
   std::string stats_json;
+};
+
+/// How this app names the trainer's settings in messages: TrainerConfig field -> its option.
+const std::map<std::string, std::string, std::less<>> flag_of_setting = {
+    {"epochs", "--epochs"},
+    {"learning_rate", "--lr"},
+    {"checkpoint_every", "--checkpoint-every"},
+    {"reweight_every", "--reweight-every"},
+    {"resume", "--resume"},
+    {"checkpoint_path", "--checkpoint PATH"},
+    {"backend", "--backend"},
+    {"step_timeout_seconds", "--step-timeout-s"},
 };
 
 int train_main(const Communicator& world, int argc, char** argv) {
@@ -71,16 +85,11 @@ int train_main(const Communicator& world, int argc, char** argv) {
   const cli::Parsed parsed = world.collective_try([&] {
     cli::Parsed result = cli::parse(cli::arguments(argc, argv, 1), all, usage);
     if (result.help) return result;
-    LoaderOptions loading;
-    shared.apply(result.values, loading);
-    config.data_path = loading.data_path;
-    config.reader = loading.reader;
-    config.sampler = loading.sampler;
-    config.seed = loading.seed;
-    config.prefetch = loading.prefetch;
+    shared.apply(result.values, config.loader);
     return result;
   });
   if (parsed.help) return 0;
+  config.setting_names = flag_of_setting;
 
   const TrainSummary summary = train(world, config);
   if (!options.stats_json.empty())

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <string>
+#include <utility>
 
 #include "strider/core/error.hpp"
 
@@ -16,7 +17,8 @@ std::int64_t now_ns() {
 }
 }  // namespace
 
-StepWatchdog::StepWatchdog(double timeout_seconds) : timeout_seconds_(timeout_seconds) {
+StepWatchdog::StepWatchdog(double timeout_seconds, std::string timeout_name)
+    : timeout_seconds_(timeout_seconds), timeout_name_(std::move(timeout_name)) {
   // When every rank is stuck (one in its read, the others in the collective), rank 0 fires first and
   // its MPI_Abort ends the others before their own watchdogs fire: one line, not one per rank. The
   // other ranks still fire 5 s later in case rank 0 cannot.
@@ -51,10 +53,10 @@ void StepWatchdog::watch() {
     if (stopping_ || deadline == 0 || now_ns() < deadline + stagger_ns_) continue;
     char timeout_text[32];
     std::snprintf(timeout_text, sizeof timeout_text, "%g", timeout_seconds_);
-    const std::string line =
-        "strider: error: [rank " + std::to_string(current_world_rank()) + "] step " + std::to_string(step_.load()) +
-        " of epoch " + std::to_string(epoch_.load()) + " did not finish within " + timeout_text +
-        " s (--step-timeout-s): a read or a collective is stuck on this rank or another; aborting the job\n";
+    const std::string line = "strider: error: [rank " + std::to_string(current_world_rank()) + "] step " +
+                             std::to_string(step_.load()) + " of epoch " + std::to_string(epoch_.load()) +
+                             " did not finish within " + timeout_text + " s (" + timeout_name_ +
+                             "): a read or a collective is stuck on this rank or another; aborting the job\n";
     std::fwrite(line.data(), 1, line.size(), stderr);
     std::fflush(stderr);
     // Let the launcher forward this line before its own abort banner.

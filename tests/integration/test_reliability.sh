@@ -52,7 +52,7 @@ expect_error "bench: I/O error on rank 0 only" "\[rank 0\] pread failed reading 
   env STRIDER_TEST_FAIL_READ=0:3 "${mpi2[@]}" "$bench" --data "$work/f.h5" --batch-size 16
 
 # A hung step: the watchdog ends the job, naming the rank and the step.
-expect_error "watchdog" "\[rank [01]\] step [0-9]+ of epoch 0 did not finish within 2 s" 40 \
+expect_error "watchdog" "\[rank [01]\] step [0-9]+ of epoch 0 did not finish within 2 s \(--step-timeout-s\)" 40 \
   env STRIDER_TEST_HANG_AT=1:4 "${mpi2[@]}" "$train" --data "$work/f.h5" --batch-size 16 --seed 1 --step-timeout-s 2
 
 # A rank killed with SIGKILL: the job ends instead of hanging.

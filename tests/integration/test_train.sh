@@ -134,6 +134,7 @@ expect_error "resume with a checkpoint of another dataset" "another dataset" 30 
 expect_error "resume with another sampler" "sampler" 30 \
   mpirun_n 2 "$train" --data "$work/imbalanced.h5" --epochs 2 --batch-size 16 --seed 5 --sampler distributed \
   --checkpoint "$work/ckpt" --resume
-expect_error "no epochs" "--epochs" 30 mpirun_n 2 "$train" --data "$work/balanced.h5" --epochs 0
-expect_error "resume without a checkpoint path" "--checkpoint" 30 mpirun_n 2 "$train" --data "$work/balanced.h5" --resume
+expect_error "no epochs" "--epochs must be >= 1, got 0" 30 mpirun_n 2 "$train" --data "$work/balanced.h5" --epochs 0
+expect_error "resume without a checkpoint path" "--resume and --checkpoint-every need --checkpoint PATH" 30 \
+  mpirun_n 2 "$train" --data "$work/balanced.h5" --resume
 finish

@@ -1,18 +1,19 @@
 #pragma once
 /// \file
-/// The training loop of strider-train, as a library call: sampler -> reader -> prefetcher ->
-/// backend step -> gradient all-reduce, with exact evaluation, checkpoints, preemption, a step
-/// watchdog and per-epoch statistics. strider-train parses options into a TrainerConfig and calls
-/// train(); a trainer of your own can do the same or assemble the pieces itself.
+/// The training loop of strider-train, as a library call: backend, Loader, model, then per epoch
+/// the steps (forward/backward, gradient all-reduce, SGD), with exact evaluation, checkpoints,
+/// preemption, a step watchdog and per-epoch statistics. strider-train parses options into a
+/// TrainerConfig and calls train(); a trainer of your own can do the same or assemble the pieces
+/// itself (strider/pipeline/loader.hpp, strider/device/backend.hpp).
 
 #include <cstdint>
-#include <optional>
+#include <functional>
+#include <map>
 #include <string>
-#include <vector>
+#include <string_view>
 
 #include "strider/comm/communicator.hpp"
-#include "strider/io/batch_reader.hpp"
-#include "strider/sampling/factory.hpp"
+#include "strider/pipeline/loader_options.hpp"
 #include "strider/train/model.hpp"
 #include "strider/train/summary.hpp"
 
@@ -20,17 +21,16 @@ namespace strider {
 
 /// Everything one training run needs.
 struct TrainerConfig {
-  std::string data_path;             ///< the training file
-  std::string eval_path;             ///< evaluation file; empty: evaluate on the training file
-  ReaderOptions reader;              ///< dataset names and I/O engine
-  SamplerOptions sampler;            ///< mode and its options (dataset size, labels, lengths and seed are filled in)
-  std::optional<std::int64_t> seed;  ///< none: drawn on rank 0 and logged
+  /// The training data and how it is read and planned: file, dataset keys, engine, sampler and its
+  /// options, seed (none: drawn on rank 0 and logged), prefetch depth. The trainer sets the
+  /// allocator (its backend's), the epoch count and require_labels.
+  LoaderOptions loader;
+  std::string eval_path;  ///< evaluation file; empty: evaluate on the training file
   std::int64_t epochs = 1;
   float learning_rate = 0.1f;
   float momentum = 0.9f;
   ModelConfig model;                    ///< resolved against the dataset
   std::string backend = "auto";         ///< auto | cpu | cuda
-  int prefetch = 0;                     ///< ring depth (0: auto, see prefetch_depth)
   std::int64_t eval_batch_size = 1024;  ///< samples per rank per evaluation batch
   std::int64_t reweight_every = 0;    ///< class-aware modes: re-weight from per-class recall every N epochs (0: never)
   std::string checkpoint_path;        ///< empty: no checkpoints
@@ -38,11 +38,23 @@ struct TrainerConfig {
   bool resume = false;                ///< resume from checkpoint_path when it exists
   std::string trace_path;             ///< each rank writes trace_path.rank<r>: "epoch step id id ..."
   double step_timeout_seconds = 600.0;  ///< watchdog; <= 0 disables it
+
+  /// How errors and log lines name this struct's fields: field name ("epochs") -> the caller's
+  /// name for it (strider-train: "--epochs"). A field not in the map is named
+  /// "TrainerConfig::<field>". The options of `loader` are named as the shared option table names
+  /// them ("--sampler").
+  std::map<std::string, std::string, std::less<>> setting_names;
+
+  /// The name of `field` in messages (see setting_names).
+  std::string setting_name(std::string_view field) const;
 };
 
 /// Collective over comm: every rank must call with the same config. Trains, evaluates and
 /// checkpoints as configured. Returns normally when done or preempted (summary.preempted); errors
-/// are agreed (AgreedError on every rank) wherever a rank can fail alone.
+/// are agreed (AgreedError on every rank) wherever a rank can fail alone. Invalid settings are
+/// refused first, on every rank, as an AgreedError with exit code 2 naming the field
+/// ("TrainerConfig::epochs must be >= 1, got 0"; see setting_names). Installs the SIGUSR1/SIGTERM
+/// stop handlers (strider/train/stop_signal.hpp).
 TrainSummary train(const Communicator& comm, const TrainerConfig& config);
 
 }  // namespace strider

@@ -1,0 +1,48 @@
+#include "train/evaluation.hpp"
+
+#include <vector>
+
+#include "strider/core/error.hpp"
+#include "strider/pipeline/loader.hpp"
+#include "strider/train/batch_input.hpp"
+#include "strider/train/model.hpp"
+
+namespace strider::detail {
+
+ClassCounts evaluate_exactly(const Communicator& comm, Backend& backend, LoaderOptions options, int num_classes,
+                             bool check_model_fits) {
+  options.split = LoaderSplit::exact;
+  options.reader.require_labels = true;
+  options.labels_in_memory = false;  // each batch brings its labels
+  options.epochs = 1;
+  Loader loader(comm, std::move(options));
+  comm.collective_try([&] {
+    if (check_model_fits) resolve_model_config(backend.config(), loader.dataset());
+  });
+  ClassCounts counts(num_classes);
+  {
+    LoaderEpoch epoch = loader.epoch(0);
+    // The exact split gives ranks different step counts: no collective until the loop ends.
+    comm.collective_try([&] {
+      std::vector<std::int32_t> predictions;
+      while (std::optional<Batch> batch = epoch.next()) {
+        predictions.resize(static_cast<std::size_t>(batch->size()));
+        backend.predict(batch_input(*batch, loader.dataset()), predictions.data());
+        for (std::int64_t i = 0; i < batch->size(); ++i)
+          if (batch->labels()[i] < 0 || batch->labels()[i] >= num_classes)
+            STRIDER_THROW(DataError, "evaluation label " + std::to_string(batch->labels()[i]) + " of sample " +
+                                         std::to_string(batch->indices()[static_cast<std::size_t>(i)]) +
+                                         " is outside the training classes 0.." + std::to_string(num_classes - 1));
+        counts.add(batch->labels(), predictions.data(), batch->size());
+      }
+    });
+  }
+  counts.all_reduce(comm);
+  loader.close();
+  if (counts.total() != loader.dataset().num_samples)
+    STRIDER_THROW(Error, "evaluation counted " + std::to_string(counts.total()) + " samples of " +
+                             std::to_string(loader.dataset().num_samples));
+  return counts;
+}
+
+}  // namespace strider::detail
