@@ -13,12 +13,14 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <thread>
 
 #include "device/batch_checks.hpp"
 #include "device/cuda/cuda_check.hpp"
 #include "device/cuda/cuda_handles.hpp"
 #include "device/cuda/cuda_kernels.cuh"
+#include "device/nccl_wait.hpp"
 #include "strider/core/log.hpp"
 #include "strider/device/gpu_binding.hpp"
 #include "strider/device/gpu_probe.hpp"
@@ -209,6 +211,8 @@ class CudaBackend final : public Backend {
   void collect_timings() const;
   void build_reduction(const Communicator& comm);
   void wait_for_nccl(const char* what);
+  NcclPoll poll_async_error(const char* what);
+  NcclWaitHooks nccl_hooks(std::function<NcclPoll()> poll, int pause_us);
   void abort_nccl() noexcept;
   void close_nccl(double timeout_s) noexcept;
   float* gradient_pointer() { return static_cast<float*>(gradients_.get()); }
@@ -686,38 +690,48 @@ void CudaBackend::abort_nccl() noexcept {
 // aborts it instead. Never throws.
 void CudaBackend::close_nccl(double timeout_s) noexcept {
   if (!nccl_) return;
-  ncclResult_t state = ncclCommFinalize(nccl_.get());
-  const auto start = std::chrono::steady_clock::now();
-  while (state == ncclInProgress) {
-    if (ncclCommGetAsyncError(nccl_.get(), &state) != ncclSuccess) state = ncclInternalError;
-    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > timeout_s) break;
-    if (state == ncclInProgress) std::this_thread::sleep_for(std::chrono::microseconds(100));
-  }
-  if (state != ncclSuccess) {
-    log_warn("cuda backend: finalizing the NCCL communicator failed (", ncclGetErrorString(state), "); aborting it");
+  try {
+    STRIDER_NCCL_CHECK(ncclCommFinalize(nccl_.get()), "finalizing the NCCL communicator");
+    wait_for_nccl_operation(nccl_hooks([this] { return poll_async_error("finalizing the NCCL communicator"); }, 100),
+                            timeout_s, "finalizing the NCCL communicator");
+  } catch (const std::exception& error) {
+    log_warn("cuda backend: ", error_message(error), "; aborting it");
     abort_nccl();
     return;
   }
   nccl_.reset();  // ncclCommDestroy
 }
 
-// Waits until a non-blocking NCCL call has finished enqueuing (or the communicator is ready);
-// throws NcclError on an error or after the timeout. The caller aborts the communicator.
+// One poll of the communicator's asynchronous state: done (ncclSuccess), running (ncclInProgress) or
+// failed with NCCL's reason.
+NcclPoll CudaBackend::poll_async_error(const char* what) {
+  ncclResult_t state = ncclSuccess;
+  STRIDER_NCCL_CHECK(ncclCommGetAsyncError(nccl_.get(), &state), what);
+  if (state == ncclSuccess) return NcclPoll{NcclPoll::State::done, 0, ""};
+  if (state == ncclInProgress) return NcclPoll{NcclPoll::State::running, 0, ""};
+  std::string error = ncclGetErrorString(state);
+  const char* last = ncclGetLastError(nullptr);
+  if (last != nullptr && *last != '\0') error += std::string(" (") + last + ")";
+  return NcclPoll{NcclPoll::State::failed, static_cast<std::int64_t>(state), error};
+}
+
+// The steady clock, a sleep of pause_us between polls, and abort_nccl for a wait on this backend's
+// communicator.
+NcclWaitHooks CudaBackend::nccl_hooks(std::function<NcclPoll()> poll, int pause_us) {
+  NcclWaitHooks hooks;
+  hooks.poll = std::move(poll);
+  hooks.now_s = [] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  };
+  hooks.pause = [pause_us] { std::this_thread::sleep_for(std::chrono::microseconds(pause_us)); };
+  hooks.abort = [this] { abort_nccl(); };
+  return hooks;
+}
+
+// Waits until a non-blocking NCCL call has finished enqueuing (or the communicator is ready); on an
+// error or after the timeout aborts the communicator and throws NcclError.
 void CudaBackend::wait_for_nccl(const char* what) {
-  const auto start = std::chrono::steady_clock::now();
-  while (true) {
-    ncclResult_t state = ncclSuccess;
-    STRIDER_NCCL_CHECK(ncclCommGetAsyncError(nccl_.get(), &state), what);
-    if (state == ncclSuccess) return;
-    if (state != ncclInProgress)
-      throw_nccl_error(state, "ncclCommGetAsyncError", relative_source_path(__FILE__), __LINE__, what);
-    const double waited_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (nccl_timeout_s_ > 0 && waited_s > nccl_timeout_s_) {
-      STRIDER_THROW(NcclError, std::string(what) + ": no progress after " + std::to_string(waited_s) +
-                                   " s (STRIDER_NCCL_TIMEOUT_S); a peer rank probably failed");
-    }
-    std::this_thread::sleep_for(std::chrono::microseconds(100));
-  }
+  wait_for_nccl_operation(nccl_hooks([this, what] { return poll_async_error(what); }, 100), nccl_timeout_s_, what);
 }
 
 // Collective over comm: compares devices, then picks how gradients are reduced and builds NCCL.
@@ -791,24 +805,18 @@ void CudaBackend::all_reduce_gradients(const Communicator& comm, std::int64_t gl
       STRIDER_CUDA_CHECK(cudaEventRecord(update_end_.get(), stream), "recording an all-reduce's end");
       // Poll NCCL's asynchronous errors while the all-reduce runs, so that a failed peer ends in
       // an error (and ncclCommAbort) instead of a hang.
-      const auto start = std::chrono::steady_clock::now();
-      while (true) {
-        const cudaError_t state = cudaStreamQuery(stream);
-        if (state == cudaSuccess) break;
-        if (state != cudaErrorNotReady) STRIDER_CUDA_CHECK(state, "running the gradient all-reduce");
-        ncclResult_t nccl_state = ncclSuccess;
-        STRIDER_NCCL_CHECK(ncclCommGetAsyncError(nccl_.get(), &nccl_state), "polling the gradient all-reduce");
-        if (nccl_state != ncclSuccess && nccl_state != ncclInProgress) {
-          throw_nccl_error(nccl_state, "ncclAllReduce", relative_source_path(__FILE__), __LINE__,
-                           "asynchronous error during the gradient all-reduce");
-        }
-        const double waited_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        if (nccl_timeout_s_ > 0 && waited_s > nccl_timeout_s_) {
-          STRIDER_THROW(NcclError, "the gradient all-reduce made no progress for " + std::to_string(waited_s) +
-                                       " s (STRIDER_NCCL_TIMEOUT_S); a peer rank probably failed");
-        }
-        std::this_thread::sleep_for(std::chrono::microseconds(50));
-      }
+      wait_for_nccl_operation(nccl_hooks(
+                                  [&] {
+                                    const cudaError_t state = cudaStreamQuery(stream);
+                                    if (state == cudaSuccess) return NcclPoll{NcclPoll::State::done, 0, ""};
+                                    if (state != cudaErrorNotReady)
+                                      STRIDER_CUDA_CHECK(state, "running the gradient all-reduce");
+                                    NcclPoll poll = poll_async_error("polling the gradient all-reduce");
+                                    if (poll.state == NcclPoll::State::done) poll.state = NcclPoll::State::running;
+                                    return poll;
+                                  },
+                                  50),
+                              nccl_timeout_s_, "the gradient all-reduce");
     } catch (...) {
       abort_nccl();  // no rank may hang on this communicator again
       throw;
