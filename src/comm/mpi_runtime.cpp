@@ -19,15 +19,31 @@ MpiRuntime::MpiRuntime(int& argc, char**& argv) {
       STRIDER_THROW(MpiError, "MPI_Init_thread failed");
     owns_mpi_ = true;
   }
-  if (provided_ < MPI_THREAD_MULTIPLE) {
-    // The I/O thread reads through MPI-IO while the main thread runs collectives.
-    std::string reason = "MPI provides thread level " + std::to_string(provided_) +
-                         " but strider needs MPI_THREAD_MULTIPLE (" + std::to_string(MPI_THREAD_MULTIPLE) +
-                         "); use an MPI built with thread support";
+  try {
+    require_thread_multiple(provided_);
+  } catch (...) {
     if (owns_mpi_) MPI_Finalize();
     owns_mpi_ = false;
-    STRIDER_THROW(MpiError, reason);
+    throw;
   }
+}
+
+const char* thread_level_name(int level) noexcept {
+  if (level == MPI_THREAD_SINGLE) return "MPI_THREAD_SINGLE";
+  if (level == MPI_THREAD_FUNNELED) return "MPI_THREAD_FUNNELED";
+  if (level == MPI_THREAD_SERIALIZED) return "MPI_THREAD_SERIALIZED";
+  if (level == MPI_THREAD_MULTIPLE) return "MPI_THREAD_MULTIPLE";
+  return "unknown";
+}
+
+void require_thread_multiple(int provided) {
+  if (provided >= MPI_THREAD_MULTIPLE) return;
+  // The I/O thread reads through MPI-IO while the main thread runs collectives.
+  STRIDER_THROW(MpiError, std::string("MPI provides thread level ") + thread_level_name(provided) + " (" +
+                              std::to_string(provided) + ") but strider needs MPI_THREAD_MULTIPLE (" +
+                              std::to_string(MPI_THREAD_MULTIPLE) +
+                              "): its I/O thread reads while the main thread runs collectives; use an MPI "
+                              "library built with thread support");
 }
 
 MpiRuntime::~MpiRuntime() {

@@ -27,6 +27,14 @@ class MpiRuntime {
   int provided_ = 0;
 };
 
+/// The name of an MPI thread level ("MPI_THREAD_SERIALIZED"), or "unknown" for another value.
+const char* thread_level_name(int level) noexcept;
+
+/// The check MpiRuntime makes on what MPI_Init_thread (or MPI_Query_thread) provided: throws MpiError,
+/// one line naming the provided and the needed level, when `provided` is below MPI_THREAD_MULTIPLE.
+/// Not collective (every rank decides alike on the level its MPI library gives).
+void require_thread_multiple(int provided);
+
 /// Runs an MPI app's body on a duplicate of MPI_COMM_WORLD and returns the process exit code.
 /// - body returns the exit code on success.
 /// - An AgreedError (see Communicator::collective_try) is printed once by rank 0 as
