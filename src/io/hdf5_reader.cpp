@@ -6,7 +6,9 @@
 // is read (and decompressed) once per batch, by one H5Dread.
 #include <algorithm>
 
+#include "io/owner_thread.hpp"
 #include "io/reader_detail.hpp"
+#include "strider/core/log.hpp"
 
 namespace strider::io_detail {
 namespace {
@@ -27,11 +29,20 @@ class Hdf5Reader final : public ReaderBase {
     start_.assign(dataset_.dims.size(), 0);
     count_.assign(dataset_.dims.begin(), dataset_.dims.end());
   }
+  ~Hdf5Reader() override {
+    // The file and the data dataset are this reader's only open objects in the file. Anything else
+    // still open would make the MPI-IO file's close fail (and leak the file): say so.
+    const ssize_t open_objects = H5Fget_obj_count(file_.get(), H5F_OBJ_ALL | H5F_OBJ_LOCAL);
+    if (open_objects != 2)
+      log_warn("closing ", dataset_.path, " with ", open_objects, " HDF5 objects open in it (expected 2: the file and ",
+               dataset_.data_key, ")");
+  }
   std::string engine() const override { return "hdf5"; }
 
  protected:
   void gather(const std::int64_t* indices, std::int64_t count, std::byte* out,
               const std::vector<std::int64_t>& out_offsets) override {
+    owner_.check(dataset_.path);
     plan_.build(indices, count);
     const std::int64_t size = element_size();
     std::int64_t unique_elements = 0;
@@ -113,6 +124,7 @@ class Hdf5Reader final : public ReaderBase {
   std::vector<hsize_t> start_, count_;
   BatchPlan plan_;
   std::vector<std::byte> scratch_;
+  OwnerThread owner_;
 };
 
 }  // namespace
