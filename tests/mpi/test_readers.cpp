@@ -14,11 +14,15 @@
 #include <fstream>
 #include <numeric>
 #include <random>
+#include <set>
+#include <sstream>
+#include <thread>
 
 #include "mpi_test_support.hpp"
 #include "strider/io/batch_reader.hpp"
 #include "strider/io/hdf5_handle.hpp"
 #include "strider/io/synthetic_dataset.hpp"
+#include "strider/sampling/distributed_sampler.hpp"
 #include "strider/train/fingerprint.hpp"
 
 using namespace strider;
@@ -41,14 +45,24 @@ const std::string& test_folder() {
 }
 
 struct Layout {
-  std::string name;        // contiguous | chunked | deflate
+  std::string name;        // contiguous | chunked | deflate | compact
   hsize_t chunk_rows = 0;  // along dimension 0
   bool deflate = false;
 };
 
+/// Every layout the README lists (compact datasets hold at most 64 KiB: the test files are small).
 const std::vector<Layout>& layouts() {
-  static const std::vector<Layout> all = {{"contiguous", 0, false}, {"chunked", 7, false}, {"deflate", 16, true}};
+  static const std::vector<Layout> all = {
+      {"contiguous", 0, false}, {"chunked", 7, false}, {"deflate", 16, true}, {"compact", 0, false}};
   return all;
+}
+
+/// The line direct and mmap refuse a layout with (README: they never convert silently).
+std::string layout_refusal(const Layout& layout) {
+  if (layout.name == "chunked") return "/samples is chunked (use --engine hdf5 or auto)";
+  if (layout.name == "deflate") return "/samples is chunked and compressed (use --engine hdf5 or auto)";
+  if (layout.name == "compact") return "/samples is compact (use --engine hdf5 or auto)";
+  return "";
 }
 
 /// Writes a dataset from native values of type mem_type, stored as file_type.
@@ -56,6 +70,7 @@ void write_dataset(hid_t file, const std::string& key, hid_t file_type, hid_t me
                    const std::vector<hsize_t>& dims, const void* values, const Layout& layout) {
   H5Dataspace space(STRIDER_H5_CHECK(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr), key));
   H5PropertyList create(STRIDER_H5_CHECK(H5Pcreate(H5P_DATASET_CREATE), key));
+  if (layout.name == "compact") STRIDER_H5_CHECK(H5Pset_layout(create.get(), H5D_COMPACT), key);
   if (layout.chunk_rows > 0) {
     std::vector<hsize_t> chunk = dims;
     chunk[0] = std::min<hsize_t>(layout.chunk_rows, std::max<hsize_t>(1, dims[0]));
@@ -317,14 +332,29 @@ bool open_refused(const std::string& path, const ReaderOptions& options) {
   return false;
 }
 
-/// Every engine against the values written to `path`, labels held and per batch. `raw`: direct and
-/// mmap can read the data (else they are refused on every rank, and auto picks hdf5); `labels_raw`:
-/// the labels can be read per batch (else they are held even when asked not to be).
-void check_every_engine(const std::string& path, bool raw, bool labels_raw, const WrittenData& data) {
+/// Collective: the reason open_reader refuses `path` with `options` on every rank, or "(no error)".
+std::string refusal_reason(const std::string& path, const ReaderOptions& options) {
+  try {
+    open_reader(world(), path, options);
+  } catch (const AgreedError& error) {
+    return error.reason();
+  }
+  return "(no error)";
+}
+
+/// Every engine against the values written to `path`, labels held and per batch. `refusal`: empty
+/// when direct and mmap can read the data, else the end of the line they are refused with on every
+/// rank (and auto picks hdf5); `labels_raw`: the labels can be read per batch (else they are held
+/// even when asked not to be).
+void check_every_engine(const std::string& path, const std::string& refusal, bool labels_raw, const WrittenData& data) {
+  const bool raw = refusal.empty();
   for (const std::string engine : {"hdf5", "direct", "mmap", "auto"}) {
     INFO("engine " << engine);
     if (!raw && (engine == std::string("direct") || engine == std::string("mmap"))) {
-      REQUIRE_ON_ALL_RANKS(open_refused(path, ReaderOptions{{}, engine}));
+      const std::string reason = refusal_reason(path, ReaderOptions{{}, engine});
+      const std::string expected = "the " + engine + " engine cannot read " + path + ": " + refusal;
+      INFO(reason);
+      REQUIRE_ON_ALL_RANKS(reason.find(expected) != std::string::npos);
       continue;
     }
     for (const bool labels_in_memory : {true, false}) {
@@ -351,22 +381,33 @@ std::unique_ptr<BatchReader> open_with_labels_per_batch(const std::string& path,
 }  // namespace
 
 TEST_CASE("every engine reads the fixed-size samples the test wrote", "[mpi][io]") {
+  // Every element type the README lists, both byte orders (native is little-endian here).
   const std::vector<FixedCase> cases = {
       {"f32", ElementType::float32, H5T_IEEE_F32LE, {300, 8}},
+      {"f32_big_endian", ElementType::float32, H5T_IEEE_F32BE, {80, 5}},
+      {"f64_big_endian", ElementType::float64, H5T_IEEE_F64BE, {60, 2}},
       {"u8_image", ElementType::uint8, H5T_STD_U8LE, {120, 3, 4, 5}},
+      {"i8", ElementType::int8, H5T_STD_I8LE, {150, 5}},
       {"i16_big_endian", ElementType::int16, H5T_STD_I16BE, {200, 7}},
+      {"u16", ElementType::uint16, H5T_STD_U16LE, {130, 6}},
+      {"i32", ElementType::int32, H5T_STD_I32LE, {110, 4}},
+      {"u32", ElementType::uint32, H5T_STD_U32LE, {90, 3}},
       {"f64_scalar_rows", ElementType::float64, H5T_IEEE_F64LE, {257}},
       {"i64", ElementType::int64, H5T_STD_I64LE, {100, 2}},
-      {"u32", ElementType::uint32, H5T_STD_U32LE, {90, 3}},
+      {"u64", ElementType::uint64, H5T_STD_U64LE, {70, 3}},
   };
   for (const FixedCase& test : cases) {
+    const bool big_endian = H5Tget_order(test.file_type) == H5T_ORDER_BE;
     for (const Layout& layout : layouts()) {
       const std::string path =
           make_file(test.name + "_" + layout.name, [&](const std::string& p) { write_fixed_any(p, test, layout); });
       INFO(test.name << " " << layout.name);
+      std::string refusal = layout_refusal(layout);
+      if (refusal.empty() && big_endian)
+        refusal = std::string("/samples is stored as a non-native ") + element_name(test.element) +
+                  " (other byte order) (use --engine hdf5 or auto)";
       // The labels are int64 little-endian with the data's layout: per batch only when contiguous.
-      check_every_engine(path, layout.name == "contiguous" && test.file_type != H5T_STD_I16BE,
-                         layout.name == "contiguous", fixed_data(test));
+      check_every_engine(path, refusal, layout.name == "contiguous", fixed_data(test));
     }
   }
 }
@@ -377,8 +418,9 @@ TEST_CASE("every engine reads the variable-length sequences the test wrote", "[m
     const std::string path =
         make_file("sequences_" + layout.name, [&](const std::string& p) { write_sequences(p, data, layout); });
     INFO(layout.name);
-    const bool raw = layout.name == "contiguous";
-    check_every_engine(path, raw, raw, data);
+    std::string refusal = layout_refusal(layout);
+    if (!refusal.empty()) refusal.replace(0, std::string("/samples").size(), "/tokens");
+    check_every_engine(path, refusal, layout.name == "contiguous", data);
   }
 }
 
@@ -674,4 +716,232 @@ TEST_CASE("strider-gen's data can be learnt: features by a softmax, sequences by
   INFO("features " << features_accuracy << ", sequences " << sequences_accuracy);
   REQUIRE(world().all_reduce(features_accuracy, ReduceOp::min) >= 0.9);
   REQUIRE(world().all_reduce(sequences_accuracy, ReduceOp::min) >= 0.9);
+}
+
+TEST_CASE("external storage: hdf5 reads it, direct and mmap refuse it with a clear line", "[mpi][io]") {
+  const FixedCase test{"external", ElementType::float32, H5T_IEEE_F32LE, {40, 6}};
+  const std::string external = test_folder() + "/external_samples.bin";
+  const WrittenData data = fixed_data(test);
+  const std::string path = make_file("external", [&](const std::string& p) {
+    H5File file = create_file(p);
+    H5Dataspace space(STRIDER_H5_CHECK(H5Screate_simple(2, test.dims.data(), nullptr), p));
+    H5PropertyList create(STRIDER_H5_CHECK(H5Pcreate(H5P_DATASET_CREATE), p));
+    STRIDER_H5_CHECK(H5Pset_external(create.get(), external.c_str(), 0, 40 * 6 * sizeof(float)), p);
+    H5Dataset dataset(STRIDER_H5_CHECK(
+        H5Dcreate2(file.get(), "/samples", H5T_IEEE_F32LE, space.get(), H5P_DEFAULT, create.get(), H5P_DEFAULT), p));
+    STRIDER_H5_CHECK(H5Dwrite(dataset.get(), data.memory_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data.values.data()), p);
+    std::vector<std::int64_t> labels(40);
+    for (std::size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<std::int64_t>(i % 7);
+    write_dataset(file.get(), "/labels", H5T_STD_I64LE, H5T_NATIVE_INT64, {40}, labels.data(), Layout{"contiguous"});
+  });
+  check_every_engine(path, "/samples is stored in external files (use --engine hdf5 or auto)", true, data);
+}
+
+namespace {
+
+/// What each rank must read of a file of `rows` rows of `row_bytes` for its own batches of `plan`
+/// (this rank's sampler): the rows of its batches, a row read once per batch (`unique`) or once per
+/// position, and the distinct chunks of `chunk_rows` rows its batches touch, summed over batches.
+struct OwnRows {
+  std::int64_t positions = 0, unique_rows = 0, chunks = 0;
+};
+
+OwnRows own_rows(const Sampler& plan, std::int64_t chunk_rows) {
+  OwnRows own;
+  std::vector<std::int64_t> batch;
+  for (std::int64_t step = 0; step < plan.num_steps(); ++step) {
+    plan.batch(step, batch);
+    own.positions += static_cast<std::int64_t>(batch.size());
+    std::set<std::int64_t> rows(batch.begin(), batch.end()), chunks;
+    own.unique_rows += static_cast<std::int64_t>(rows.size());
+    for (std::int64_t row : rows) chunks.insert(row / chunk_rows);
+    own.chunks += static_cast<std::int64_t>(chunks.size());
+  }
+  return own;
+}
+
+/// Bytes this process has read with read()/pread() (/proc/self/io rchar), including this look at
+/// /proc/self/io itself (the kernel counts it once it has answered), or -1.
+std::int64_t process_bytes_read() {
+  std::ifstream io("/proc/self/io");
+  const std::string text((std::istreambuf_iterator<char>(io)), std::istreambuf_iterator<char>());
+  std::istringstream fields(text);
+  std::string key;
+  std::int64_t value = -1;
+  while (fields >> key >> value)
+    if (key == "rchar:") return value + static_cast<std::int64_t>(text.size());
+  return -1;
+}
+
+/// The smallest and largest stored size of the chunks of /samples in `path` (H5Dget_chunk_storage_size).
+std::pair<std::int64_t, std::int64_t> chunk_storage_range(const std::string& path, hsize_t rows, hsize_t chunk_rows,
+                                                          hsize_t columns) {
+  H5File file(STRIDER_H5_CHECK(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), path));
+  H5Dataset dataset(STRIDER_H5_CHECK(H5Dopen2(file.get(), "/samples", H5P_DEFAULT), path));
+  std::int64_t low = -1, high = 0;
+  for (hsize_t first = 0; first < rows; first += chunk_rows) {
+    const hsize_t offset[2] = {first, 0 * columns};
+    hsize_t bytes = 0;
+    STRIDER_H5_CHECK(H5Dget_chunk_storage_size(dataset.get(), offset, &bytes), path);
+    low = low < 0 ? static_cast<std::int64_t>(bytes) : std::min(low, static_cast<std::int64_t>(bytes));
+    high = std::max(high, static_cast<std::int64_t>(bytes));
+  }
+  return {low, high};
+}
+
+}  // namespace
+
+TEST_CASE("each rank reads only its own rows: bytes read against its plan", "[mpi][io][own_rows]") {
+  // 1000 rows of 16 float32 (64 bytes); this rank's batches of 32 from the shuffled distributed plan.
+  const std::int64_t rows = 1000, row_bytes = 64, chunk_rows = 25;
+  const FixedCase test{"own_rows", ElementType::float32, H5T_IEEE_F32LE, {1000, 16}};
+  DistributedSamplerConfig config;
+  config.dataset_size = rows;
+  config.batch_size = 32;
+  config.seed = 11;
+  DistributedSampler plan(config, world().size(), world().rank());
+  plan.set_epoch(1);
+  const OwnRows own = own_rows(plan, chunk_rows);
+  std::int64_t wrong = 0;
+  std::ostringstream report;
+  const auto read_plan = [&](const std::string& path, const std::string& engine) {
+    ReaderOptions options;
+    options.engine = engine;
+    std::unique_ptr<BatchReader> reader = open_reader(world(), path, options);
+    std::vector<std::byte> samples(32 * static_cast<std::size_t>(row_bytes));
+    std::vector<std::int64_t> batch;
+    std::int64_t syscalls = -1;
+    world().collective_try([&] {  // local reads, agreed before the reader's collective close
+      const std::int64_t before = process_bytes_read();
+      for (std::int64_t step = 0; step < plan.num_steps(); ++step) {
+        plan.batch(step, batch);
+        reader->read(batch.data(), static_cast<std::int64_t>(batch.size()),
+                     BatchDestination{samples.data(), static_cast<std::int64_t>(samples.size()), nullptr, nullptr});
+      }
+      // The second look's own bytes are not in its answer yet.
+      std::ifstream io("/proc/self/io");
+      for (std::string key; io >> key;)
+        if (key == "rchar:" && io >> syscalls) syscalls -= before;
+    });
+    return std::make_pair(reader->stats(), syscalls);
+  };
+  const auto expect = [&](const std::string& what, std::int64_t got, std::int64_t low, std::int64_t high) {
+    if (got < low || got > high) {
+      ++wrong;
+      report << what << ": " << got << " bytes, expected " << low << ".." << high << "; ";
+    }
+  };
+
+  const std::string contiguous =
+      make_file("own_rows_contiguous", [&](const std::string& p) { write_fixed_any(p, test, Layout{"contiguous"}); });
+  // direct: one pread per run of adjacent rows, a row once per batch; the kernel counts the same.
+  const auto [direct, direct_syscalls] = read_plan(contiguous, "direct");
+  expect("direct, counted", direct.bytes_read, own.unique_rows * row_bytes, own.unique_rows * row_bytes);
+  expect("direct, read() by this process", direct_syscalls, own.unique_rows * row_bytes, own.unique_rows * row_bytes);
+  // mmap: every position is copied from the mapping.
+  const auto mmap = read_plan(contiguous, "mmap").first;
+  expect("mmap, counted", mmap.bytes_read, own.positions * row_bytes, own.positions * row_bytes);
+  // hdf5, contiguous and chunked without a filter: exactly the selected rows.
+  expect("hdf5 contiguous, counted", read_plan(contiguous, "hdf5").first.bytes_read, own.unique_rows * row_bytes,
+         own.unique_rows * row_bytes);
+  const std::string chunked = make_file("own_rows_chunked", [&](const std::string& p) {
+    write_fixed_any(p, test, Layout{"chunked", static_cast<hsize_t>(chunk_rows)});
+  });
+  expect("hdf5 chunked, counted", read_plan(chunked, "hdf5").first.bytes_read, own.unique_rows * row_bytes,
+         own.unique_rows * row_bytes);
+  // hdf5, chunked and compressed: each chunk a batch touches is read once per batch, so the bytes lie
+  // between the batches' distinct chunks times the smallest and the largest stored chunk.
+  const std::string deflate = make_file("own_rows_deflate", [&](const std::string& p) {
+    write_fixed_any(p, test, Layout{"deflate", static_cast<hsize_t>(chunk_rows), true});
+  });
+  const auto [smallest, largest] = chunk_storage_range(deflate, rows, chunk_rows, 16);
+  expect("hdf5 deflate, counted", read_plan(deflate, "hdf5").first.bytes_read, own.chunks * smallest,
+         own.chunks * largest);
+  INFO(report.str());
+  REQUIRE(agreed_sum(wrong) == 0);
+}
+
+TEST_CASE("the hdf5 engine refuses a read from a second thread; direct does not use HDF5", "[mpi][io][threads]") {
+  const FixedCase test{"threads", ElementType::float32, H5T_IEEE_F32LE, {50, 4}};
+  const std::string path = make_file("threads", [&](const std::string& p) {
+    write_fixed_any(p, test, Layout{"chunked", 10});
+  });
+  const std::int64_t rows[] = {3, 1, 4};
+  std::vector<float> out(12);
+  const BatchDestination destination{reinterpret_cast<std::byte*>(out.data()), 48, nullptr, nullptr};
+  std::int64_t wrong = 0;
+  std::string message;
+  {
+    std::unique_ptr<BatchReader> reader = open_reader(world(), path, ReaderOptions{{}, "hdf5"});
+    // The first read claims the reader for its thread (here a stand-in for the prefetcher's I/O thread).
+    std::thread io_thread([&] {
+      try {
+        reader->read(rows, 3, destination);
+        reader->read(rows, 3, destination);
+      } catch (...) {
+        ++wrong;
+      }
+    });
+    io_thread.join();
+    try {
+      reader->read(rows, 3, destination);
+      ++wrong;
+    } catch (const UsageError& error) {
+      message = error.what();
+      if (message.find("the hdf5 engine reading " + path + " was called from a second thread") == std::string::npos)
+        ++wrong;
+    }
+  }
+  // direct never calls HDF5 after open: any thread may read (one at a time).
+  const std::string plain =
+      make_file("threads_plain", [&](const std::string& p) { write_fixed_any(p, test, Layout{"contiguous"}); });
+  std::unique_ptr<BatchReader> direct = open_reader(world(), plain, ReaderOptions{{}, "direct"});
+  std::thread other([&] {
+    try {
+      direct->read(rows, 3, destination);
+    } catch (...) {
+      ++wrong;
+    }
+  });
+  other.join();
+  try {
+    direct->read(rows, 3, destination);
+  } catch (...) {
+    ++wrong;
+  }
+  INFO(message);
+  REQUIRE(agreed_sum(wrong) == 0);
+}
+
+TEST_CASE("no HDF5 object is left open once the readers are closed", "[mpi][io][hdf5_objects]") {
+  const FixedCase test{"objects", ElementType::float32, H5T_IEEE_F32LE, {60, 3}};
+  std::int64_t wrong = 0;
+  for (const Layout& layout : {Layout{"contiguous"}, Layout{"chunked", 8}}) {
+    const std::string path =
+        make_file("objects_" + layout.name, [&](const std::string& p) { write_fixed_any(p, test, layout); });
+    for (const std::string engine : {"hdf5", "direct", "mmap", "auto"}) {
+      if (layout.name != "contiguous" && engine != "hdf5") continue;
+      for (const bool labels_in_memory : {true, false}) {
+        ReaderOptions options;
+        options.engine = engine;
+        options.labels_in_memory = labels_in_memory;
+        std::unique_ptr<BatchReader> reader = open_reader(world(), path, options);
+        const std::int64_t rows[] = {59, 0, 7};
+        std::vector<float> out(9);
+        std::vector<std::int32_t> labels(3);
+        world().collective_try([&] {
+          reader->read(rows, 3, BatchDestination{reinterpret_cast<std::byte*>(out.data()), 36, labels.data(), nullptr});
+        });
+        reader.reset();  // collective for the hdf5 engine: every rank closes
+        // Counted over every file this process has open (H5F_OBJ_ALL as the file: all files).
+        const ssize_t open_objects = H5Fget_obj_count(H5F_OBJ_ALL, H5F_OBJ_ALL);
+        if (open_objects != 0) {
+          ++wrong;
+          UNSCOPED_INFO(layout.name << " " << engine << " labels_in_memory " << labels_in_memory << ": " << open_objects
+                                    << " HDF5 objects open after close");
+        }
+      }
+    }
+  }
+  REQUIRE(agreed_sum(wrong) == 0);
 }
