@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <map>
+#include <random>
 
 #include "class_test_support.hpp"
 #include "strider/core/error.hpp"
@@ -212,4 +213,69 @@ TEST_CASE("balanced: targets beyond 2^32 keep all 64 bits", "[balanced][int64]")
   }
   // The last global batch still holds every class 8 times (24 / 3), 2 on every rank.
   for (const auto& batch : batches) REQUIRE(class_histogram(*classes, batch) == std::vector<std::int64_t>{2, 2, 2});
+}
+
+TEST_CASE("balanced: every global batch holds every class within one of R*B/K", "[balanced][global_batch]") {
+  // Many configurations, drawn with a fixed seed: rare classes (1 or 2 samples), empty classes, K not
+  // dividing R*B, every target and drop_last. The bound is computed here: with G = R*B and K classes
+  // that have samples, a class's count n in a global batch must satisfy |n - G/K| < 1, i.e.
+  // G - K < n*K < G + K; an empty class never appears.
+  std::mt19937_64 engine(2024);
+  const auto draw = [&](std::int64_t low, std::int64_t high) {
+    return low + static_cast<std::int64_t>(engine() % static_cast<std::uint64_t>(high - low + 1));
+  };
+  int configurations = 0;
+  for (int round = 0; round < 250; ++round) {
+    std::vector<std::int64_t> counts(static_cast<std::size_t>(draw(1, 7)));
+    for (std::int64_t& count : counts) {
+      const std::int64_t kind = draw(0, 5);
+      count = kind == 0 ? 0 : kind == 1 ? draw(1, 2) : draw(3, 300);
+    }
+    if (std::all_of(counts.begin(), counts.end(), [](std::int64_t c) { return c == 0; })) counts[0] = 5;
+    const int world = static_cast<int>(draw(1, 8));
+    const std::int64_t batch = draw(1, 13);
+    const std::string balance = round % 3 == 0 ? "max" : round % 3 == 1 ? "min" : std::to_string(draw(1, 500));
+    const bool drop_last = round % 4 == 3;
+    const std::int64_t classes_with_samples =
+        std::count_if(counts.begin(), counts.end(), [](std::int64_t c) { return c > 0; });
+    const std::int64_t global = world * batch;
+    CAPTURE(counts, world, batch, balance, drop_last);
+    const auto classes = blocks(counts);
+    std::vector<std::unique_ptr<BalancedSampler>> ranks;
+    for (int rank = 0; rank < world; ++rank) {
+      auto config = balanced_config(classes, batch, balance, 7 + round);
+      config.drop_last = drop_last;
+      ranks.push_back(std::make_unique<BalancedSampler>(config, world, rank));
+      ranks.back()->set_epoch(round % 5);
+    }
+    std::vector<std::int64_t> mine, all;
+    for (std::int64_t step = 0; step < ranks[0]->num_steps(); ++step) {
+      all.clear();
+      for (const auto& rank : ranks) {
+        rank->batch(step, mine);
+        all.insert(all.end(), mine.begin(), mine.end());
+      }
+      // Labels are in blocks: index i is of the class whose block holds it.
+      std::vector<std::int64_t> histogram(counts.size(), 0);
+      for (std::int64_t index : all) {
+        std::size_t label = 0;
+        for (std::int64_t end = counts[0]; index >= end; end += counts[++label]) {
+        }
+        ++histogram[label];
+      }
+      CAPTURE(step, histogram);
+      REQUIRE(static_cast<std::int64_t>(all.size()) == global);
+      for (std::size_t label = 0; label < counts.size(); ++label) {
+        CAPTURE(label);
+        if (counts[label] == 0) {
+          REQUIRE(histogram[label] == 0);
+        } else {
+          REQUIRE(histogram[label] * classes_with_samples > global - classes_with_samples);
+          REQUIRE(histogram[label] * classes_with_samples < global + classes_with_samples);
+        }
+      }
+    }
+    ++configurations;
+  }
+  REQUIRE(configurations == 250);
 }
