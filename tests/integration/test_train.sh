@@ -38,61 +38,102 @@ for mode in balanced stratified; do
   done
 done
 
-# 3. Preemption: SIGUSR1 mid-run -> checkpoint, exit 75; --resume finishes with the same sample trace.
-args=(--data "$work/imbalanced.h5" --epochs 2 --batch-size 16 --seed 5 --sampler balanced)
-mpirun_n 2 "$train" "${args[@]}" --trace-samples "$work/full" >/dev/null
-# The launcher itself runs in the background (not a shell function), so that the signal reaches mpirun.
-STRIDER_TEST_STEP_DELAY_US=3000 "$STRIDER_MPIEXEC" --bind-to none -np 2 "$train" "${args[@]}" --trace-samples "$work/cut" --checkpoint "$work/ckpt" \
-  >"$work/cut.out" 2>"$work/cut.err" &
-launcher=$!
-for _ in $(seq 1 300); do  # wait until some steps ran
-  [[ -f $work/cut.rank0 ]] && (($(wc -l <"$work/cut.rank0") >= 20)) && break
-  sleep 0.1
-done
-kill -USR1 $launcher
-wait $launcher
-status=$?
-expect_equal "SIGUSR1: exit status 75" "$status" 75
-[[ -f $work/ckpt ]] && pass "checkpoint written on preemption" || fail "no checkpoint after preemption"
-stopped_at=$(wc -l <"$work/cut.rank0")
-mpirun_n 2 "$train" "${args[@]}" --trace-samples "$work/cut" --checkpoint "$work/ckpt" --resume >"$work/resume.out"
-for rank in 0 1; do
-  if cmp -s "$work/full.rank$rank" "$work/cut.rank$rank"; then
-    pass "rank $rank: resumed trace equals the uninterrupted one (stopped after $stopped_at steps)"
+# Preemption helpers. preempted_run NAME SIGNAL WHO STEPS RANKS ARGS...: runs strider-train at RANKS
+# ranks with --trace-samples $work/NAME and --checkpoint $work/NAME.ckpt, slowed down, and once STEPS
+# steps ran sends SIGNAL to mpirun (WHO=launcher: mpirun forwards USR1) or to every rank itself
+# (WHO=ranks: as Slurm does; mpirun does not forward TERM). Sets preempted_status and stopped_at.
+preempted_run() {
+  local name=$1 signal=$2 who=$3 steps=$4 ranks=$5
+  shift 5
+  # The launcher itself runs in the background (not a shell function), so that a signal reaches mpirun.
+  STRIDER_TEST_STEP_DELAY_US=3000 "$STRIDER_MPIEXEC" --bind-to none -np "$ranks" "$train" "$@" \
+    --trace-samples "$work/$name" --checkpoint "$work/$name.ckpt" >"$work/$name.out" 2>"$work/$name.err" &
+  local launcher=$!
+  for _ in $(seq 1 600); do  # wait until some steps ran
+    [[ -f $work/$name.rank0 ]] && (($(wc -l <"$work/$name.rank0") >= steps)) && break
+    sleep 0.1
+  done
+  if [[ $who == ranks ]]; then
+    local pids
+    pids=$(pgrep -P $launcher -x strider-train | tr '\n' ' ')
+    expect_equal "$name: $ranks rank processes found to signal" "$(wc -w <<<"$pids" | tr -d ' ')" "$ranks"
+    kill -"$signal" $pids
   else
-    fail "rank $rank: resumed trace differs"; diff "$work/full.rank$rank" "$work/cut.rank$rank" | head -5
+    kill -"$signal" $launcher
   fi
-done
-[[ $stopped_at -lt $(wc -l <"$work/full.rank0") ]] && pass "the stop was mid-run" || fail "the signal came after the run ended"
+  wait $launcher
+  preempted_status=$?
+  stopped_at=$(wc -l <"$work/$name.rank0")
+}
 
-# 4. Resume at another world size with the same global batch (2 x 16 = 4 x 8).
-STRIDER_TEST_STEP_DELAY_US=3000 "$STRIDER_MPIEXEC" --bind-to none -np 2 "$train" "${args[@]}" --trace-samples "$work/w2" --checkpoint "$work/ckpt2" \
-  >/dev/null 2>&1 &
-launcher=$!
-for _ in $(seq 1 300); do
-  [[ -f $work/w2.rank0 ]] && (($(wc -l <"$work/w2.rank0") >= 30)) && break
-  sleep 0.1
-done
-kill -USR1 $launcher
-wait $launcher
-expect_equal "preempted at 2 ranks" "$?" 75
-elastic=(--data "$work/imbalanced.h5" --epochs 2 --batch-size 8 --seed 5 --sampler balanced)
-mpirun_n 4 "$train" "${elastic[@]}" --trace-samples "$work/w4" --checkpoint "$work/ckpt2" --resume >/dev/null
-# Global step sets: every (epoch, step) of the resumed 4-rank run holds the same samples as the
-# uninterrupted 2-rank run (the padded last step of an epoch may differ).
+# global_steps TRACE...: one line "epoch step id" per sample of the global batches in the traces.
 global_steps() { cat "$@" | awk '{ key = $1 " " $2; $1 = $2 = ""; n = split($0, ids, " "); for (i = 1; i <= n; i++) print key, ids[i] }' | sort -k1,1n -k2,2n -k3,3n; }
-global_steps "$work"/full.rank* >"$work/full.global"
-global_steps "$work"/w4.rank* >"$work/w4.global"
-last_steps=$(awk '{ if ($2 > max[$1]) max[$1] = $2 } END { for (e in max) print e, max[e] }' "$work/full.global")
-resumed_from=$(head -n 1 "$work/w4.global" | cut -d' ' -f1,2)
-compare() { grep -v -F -f <(echo "$last_steps" | sed 's/$/ /') "$1" | awk -v from="$resumed_from" 'BEGIN { split(from, f, " ") } ($1 > f[1]) || ($1 == f[1] && $2 >= f[2])'; }
-if [[ $resumed_from == "0 0" ]]; then
-  fail "elastic resume started from the beginning, not from the checkpoint"
-elif [[ -s $work/w4.global ]] && diff <(compare "$work/full.global") <(compare "$work/w4.global") >/dev/null; then
-  pass "resumed at 4 ranks from a 2-rank checkpoint: same global batches from epoch/step $resumed_from"
-else
-  fail "elastic resume: global batches differ"
-fi
+
+# expect_same_global_batches NAME FULL RESUMED: from the resumed run's first step on, every global
+# batch (epoch, step) of the traces $work/RESUMED.rank* holds the same samples as in $work/FULL.rank*
+# (the padded last step of an epoch may differ).
+expect_same_global_batches() {
+  local name=$1 full=$2 resumed=$3
+  global_steps "$work/$full".rank* >"$work/$full.global"
+  global_steps "$work/$resumed".rank* >"$work/$resumed.global"
+  local last_steps resumed_from
+  last_steps=$(awk '{ if ($2 > max[$1]) max[$1] = $2 } END { for (e in max) print e, max[e] }' "$work/$full.global")
+  resumed_from=$(head -n 1 "$work/$resumed.global" | cut -d' ' -f1,2)
+  tail_from() { grep -v -F -f <(echo "$last_steps" | sed 's/$/ /') "$1" | awk -v from="$resumed_from" 'BEGIN { split(from, f, " ") } ($1 > f[1]) || ($1 == f[1] && $2 >= f[2])'; }
+  if [[ $resumed_from == "0 0" ]]; then
+    fail "$name: the resumed run started from the beginning, not from the checkpoint"
+  elif [[ -s $work/$resumed.global ]] && diff <(tail_from "$work/$full.global") <(tail_from "$work/$resumed.global") >/dev/null; then
+    pass "$name: same global batches from epoch/step $resumed_from"
+  else
+    fail "$name: global batches differ"
+  fi
+}
+
+# expect_resume_equal NAME FULL CUT ARGS...: resumes run CUT (same ranks) and compares its traces
+# with the uninterrupted run FULL, rank by rank.
+expect_resume_equal() {
+  local name=$1 full=$2 cut=$3
+  shift 3
+  mpirun_n 2 "$train" "$@" --trace-samples "$work/$cut" --checkpoint "$work/$cut.ckpt" --resume >"$work/$cut.resume.out"
+  for rank in 0 1; do
+    if cmp -s "$work/$full.rank$rank" "$work/$cut.rank$rank"; then
+      pass "$name: rank $rank: resumed trace equals the uninterrupted one (stopped after $stopped_at steps)"
+    else
+      fail "$name: rank $rank: resumed trace differs"; diff "$work/$full.rank$rank" "$work/$cut.rank$rank" | head -5
+    fi
+  done
+  [[ $stopped_at -lt $(wc -l <"$work/$full.rank0") ]] && pass "$name: the stop was mid-run" || fail "$name: the signal came after the run ended"
+}
+
+# 3. Preemption: SIGUSR1 to mpirun, or SIGTERM to the ranks themselves (Slurm signals every task;
+#    mpirun does not forward TERM) mid-run -> checkpoint at an agreed step, exit 75; --resume
+#    finishes with the same sample trace.
+args=(--data "$work/imbalanced.h5" --epochs 2 --batch-size 16 --seed 5 --sampler balanced)
+args_at_4=(--data "$work/imbalanced.h5" --epochs 2 --batch-size 8 --seed 5 --sampler balanced)
+mpirun_n 2 "$train" "${args[@]}" --trace-samples "$work/full" >/dev/null
+preempted_run cut USR1 launcher 20 2 "${args[@]}"
+expect_equal "SIGUSR1: exit status 75" "$preempted_status" 75
+[[ -f $work/cut.ckpt ]] && pass "checkpoint written on preemption" || fail "no checkpoint after preemption"
+expect_resume_equal "SIGUSR1" full cut "${args[@]}"
+preempted_run term TERM ranks 20 2 "${args[@]}"
+expect_equal "SIGTERM to every rank: exit status 75" "$preempted_status" 75
+grep -q "stopped by a signal; checkpoint written" "$work/term.out" && pass "SIGTERM: checkpoint written" ||
+  fail "SIGTERM: no checkpoint line"
+expect_resume_equal "SIGTERM" full term "${args[@]}"
+
+# 4. Resume at another world size with the same global batch (2 x 16 = 4 x 8), for a sampler that
+#    holds the epoch's order (balanced) and for streaming (a keyed bijection, O(1) memory).
+preempted_run w2 USR1 launcher 30 2 "${args[@]}"
+expect_equal "preempted at 2 ranks" "$preempted_status" 75
+mpirun_n 4 "$train" "${args_at_4[@]}" --trace-samples "$work/w4" --checkpoint "$work/w2.ckpt" --resume >/dev/null
+expect_same_global_batches "balanced: resumed at 4 ranks from a 2-rank checkpoint" full w4
+streaming=(--data "$work/imbalanced.h5" --epochs 2 --batch-size 16 --seed 5 --sampler streaming)
+streaming_at_4=(--data "$work/imbalanced.h5" --epochs 2 --batch-size 8 --seed 5 --sampler streaming)
+mpirun_n 2 "$train" "${streaming[@]}" --trace-samples "$work/sfull" >/dev/null
+preempted_run s2 USR1 launcher 30 2 "${streaming[@]}"
+expect_equal "streaming: preempted at 2 ranks" "$preempted_status" 75
+mpirun_n 4 "$train" "${streaming_at_4[@]}" --trace-samples "$work/s4" --checkpoint "$work/s2.ckpt" --resume >/dev/null
+expect_same_global_batches "streaming: resumed at 4 ranks from a 2-rank checkpoint" sfull s4
 
 # 5. Sequences: token-budget batches waste little on padding where fixed-size batches waste most.
 mpirun_n 2 "$gen" --kind sequences --classes 4 --samples 3000 --min-len 8 --max-len 2048 --median-len 128 --seed 1 \
@@ -113,27 +154,18 @@ mpirun_n 2 "$train" "${weighted[@]}" --stats-json "$work/weighted.json" --trace-
 weights=$(grep -o '"class_weights":\[[^]]*\]' "$work/weighted.json" | sort -u | wc -l | tr -d ' ')
 expect_at_least "class weights changed between epochs (distinct weight vectors)" "$weights" 2
 grep -q "class weights now" "$work/weighted.out" && pass "re-weighting announced" || fail "no re-weighting line"
-STRIDER_TEST_STEP_DELAY_US=3000 "$STRIDER_MPIEXEC" --bind-to none -np 2 "$train" "${weighted[@]}" --trace-samples "$work/wcut" \
-  --checkpoint "$work/wckpt" >/dev/null 2>&1 &
-launcher=$!
 steps_per_epoch=$(awk '$1 == 0' "$work/wfull.rank0" | wc -l)
-for _ in $(seq 1 600); do  # stop in the second epoch, after a re-weighting
-  [[ -f $work/wcut.rank0 ]] && (($(wc -l <"$work/wcut.rank0") >= steps_per_epoch + 10)) && break
-  sleep 0.1
-done
-kill -USR1 $launcher
-wait $launcher
-expect_equal "weighted run preempted after a re-weighting" "$?" 75
-mpirun_n 2 "$train" "${weighted[@]}" --trace-samples "$work/wcut" --checkpoint "$work/wckpt" --resume >/dev/null
-cmp -s "$work/wfull.rank1" "$work/wcut.rank1" && pass "re-weighted run resumes trace-identical" || fail "re-weighted resume differs"
+preempted_run wcut USR1 launcher $((steps_per_epoch + 10)) 2 "${weighted[@]}"  # in the second epoch, after a re-weighting
+expect_equal "weighted run preempted after a re-weighting" "$preempted_status" 75
+expect_resume_equal "re-weighted run" wfull wcut "${weighted[@]}"
 
 # 7. Bad input ends every rank with one line.
 expect_error "missing data file" "no-such.h5" 30 mpirun_n 2 "$train" --data "$work/no-such.h5"
 expect_error "resume with a checkpoint of another dataset" "another dataset" 30 \
-  mpirun_n 2 "$train" --data "$work/balanced.h5" --epochs 1 --batch-size 16 --seed 5 --checkpoint "$work/ckpt" --resume
+  mpirun_n 2 "$train" --data "$work/balanced.h5" --epochs 1 --batch-size 16 --seed 5 --checkpoint "$work/cut.ckpt" --resume
 expect_error "resume with another sampler" "sampler" 30 \
   mpirun_n 2 "$train" --data "$work/imbalanced.h5" --epochs 2 --batch-size 16 --seed 5 --sampler distributed \
-  --checkpoint "$work/ckpt" --resume
+  --checkpoint "$work/cut.ckpt" --resume
 expect_error "no epochs" "--epochs must be >= 1, got 0" 30 mpirun_n 2 "$train" --data "$work/balanced.h5" --epochs 0
 expect_error "resume without a checkpoint path" "--resume and --checkpoint-every need --checkpoint PATH" 30 \
   mpirun_n 2 "$train" --data "$work/balanced.h5" --resume
