@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Reliability of strider-train and strider-bench: a bad-input matrix, one failing rank, a killed rank,
-# a hung step (watchdog), a file changed during training, corrupted and truncated checkpoints.
+# a hung step (watchdog), a file changed during training (appended, truncated, rewritten), a rank
+# killed while writing a checkpoint, corrupted and truncated checkpoints.
 # Every case: non-zero exit on every rank, the first stderr line 'strider: error: ...' once, in seconds.
 source "$(dirname "$0")/common.sh"
 gen=$STRIDER_BIN/strider-gen
@@ -77,21 +78,69 @@ kill $guard 2>/dev/null
 if ((status != 0 && SECONDS - start < 25)); then pass "SIGKILL of one rank ended the job in $((SECONDS - start)) s (exit $status)"
 else fail "SIGKILL of one rank: exit $status after $((SECONDS - start)) s"; fi
 
-# The training file changes between epochs: detected and refused.
-cp "$work/f.h5" "$work/changing.h5"
-STRIDER_TEST_STEP_DELAY_US=2000 "${mpi2[@]}" "$train" --data "$work/changing.h5" --batch-size 16 --seed 1 --epochs 50 \
-  --trace-samples "$work/changing" >/dev/null 2>"$work/change.err" &
-launcher=$!
-for _ in $(seq 1 300); do  # change the file once the first epoch is under way
-  [[ -f $work/changing.rank0 ]] && (($(wc -l <"$work/changing.rank0") >= 10)) && break
-  sleep 0.05
-done
-touch "$work/changing.h5"
-wait $launcher
+# The training file changes during an epoch: refused at the next epoch, on size alone and on
+# modification time alone. change_during_training NAME CHANGE: trains on $work/NAME.h5 (a copy of
+# f.h5 with 4096 bytes appended, which HDF5 ignores, so that truncating them leaves a readable file)
+# and runs CHANGE FILE once the first epoch has been traced.
+change_during_training() {
+  local name=$1 change=$2
+  cp "$work/f.h5" "$work/$name.h5"
+  head -c 4096 /dev/zero >>"$work/$name.h5"
+  STRIDER_TEST_STEP_DELAY_US=2000 "${mpi2[@]}" "$train" --data "$work/$name.h5" --batch-size 16 --seed 1 --epochs 50 \
+    --trace-samples "$work/$name" >/dev/null 2>"$work/$name.err" &
+  local launcher=$!
+  for _ in $(seq 1 300); do  # change the file once the first epoch is under way
+    [[ -f $work/$name.rank0 ]] && (($(wc -l <"$work/$name.rank0") >= 10)) && break
+    sleep 0.05
+  done
+  local before_size before_mtime
+  before_size=$(stat -c %s "$work/$name.h5")
+  before_mtime=$(stat -c %y "$work/$name.h5")
+  "$change" "$work/$name.h5"
+  local after_size after_mtime
+  after_size=$(stat -c %s "$work/$name.h5")
+  after_mtime=$(stat -c %y "$work/$name.h5")
+  wait $launcher
+  local status=$? first epochs
+  first=$(head -n 1 "$work/$name.err")
+  epochs=$(awk '{ print $1 }' "$work/$name.rank0" | sort -un | wc -l)
+  if ((status != 0)) && [[ $first == "strider: error: "*"changed during training"* ]] && ((epochs < 50)); then
+    pass "$name (size $before_size -> $after_size, mtime $before_mtime -> $after_mtime): refused after $epochs epochs: $first"
+  else
+    fail "$name (size $before_size -> $after_size, mtime $before_mtime -> $after_mtime): exit $status after $epochs epochs, '$first'"
+  fi
+}
+# Appended to or truncated with the modification time put back: only the size differs.
+append_same_mtime() { touch -r "$1" "$1.stamp" && head -c 512 /dev/zero >>"$1" && touch -r "$1.stamp" "$1"; }
+truncate_same_mtime() { touch -r "$1" "$1.stamp" && truncate -s -4096 "$1" && touch -r "$1.stamp" "$1"; }
+# Rewritten in place with the same bytes: only the modification time differs.
+rewrite_same_size() { sleep 0.01 && dd if="$1" of="$1" bs=4096 count=1 conv=notrunc status=none; }
+change_during_training appended append_same_mtime
+change_during_training truncated truncate_same_mtime
+change_during_training rewritten rewrite_same_size
+
+# A rank killed while it writes a checkpoint (rank 0 writes them): the previous checkpoint stays
+# usable, and resuming from it gives the uninterrupted run's samples. Checkpoints every 50 steps
+# (63 steps per epoch), the second one (epoch 1, step 37) killed halfway through its temporary file.
+checkpointed=(--data "$work/f.h5" --batch-size 16 --seed 1 --epochs 3 --checkpoint-every 50)
+mpirun_n 2 "$train" "${checkpointed[@]}" --checkpoint "$work/uncut.ckpt" --trace-samples "$work/uncut" >/dev/null
+STRIDER_TEST_KILL_IN_CHECKPOINT=2 timeout -k 5 60 "${mpi2[@]}" "$train" "${checkpointed[@]}" --checkpoint "$work/killed.ckpt" \
+  --trace-samples "$work/killed" >/dev/null 2>&1
 status=$?
-first=$(head -n 1 "$work/change.err")
-if ((status != 0)) && [[ $first == "strider: error: "*"changed during training"* ]]; then pass "file changed between epochs: $first"
-else fail "file changed between epochs: exit $status, '$first'"; fi
+partial=$(ls "$work"/killed.ckpt.tmp.* 2>/dev/null | head -n 1)
+if ((status != 0 && status != 75 && status != 124)) && [[ -f $work/killed.ckpt && -n $partial ]] &&
+  (($(stat -c %s "$partial") < $(stat -c %s "$work/killed.ckpt"))); then
+  pass "rank 0 killed mid-checkpoint (exit $status): $(stat -c %s "$partial") of $(stat -c %s "$work/killed.ckpt") bytes written"
+else
+  fail "killed mid-checkpoint: exit $status, checkpoint $(ls "$work"/killed.ckpt* 2>/dev/null | tr '\n' ' ')"
+fi
+STRIDER_LOG_LEVEL=info mpirun_n 2 "$train" "${checkpointed[@]}" --checkpoint "$work/killed.ckpt" --resume \
+  --trace-samples "$work/killed" >"$work/killed.out" 2>&1
+expect_equal "resumed from the previous checkpoint" "$(grep -o 'resumed from .* at epoch [0-9]* step [0-9]*' "$work/killed.out" | grep -o 'epoch.*')" "epoch 0 step 50"
+for rank in 0 1; do
+  cmp -s "$work/uncut.rank$rank" "$work/killed.rank$rank" && pass "rank $rank: resumed trace equals the uninterrupted one" ||
+    fail "rank $rank: trace after the resume differs from the uninterrupted run"
+done
 
 # Checkpoints: a corrupted or truncated one is refused with one line, the good one still resumes.
 mpirun_n 2 "$train" --data "$work/f.h5" --batch-size 16 --seed 1 --epochs 1 --checkpoint "$work/good.ckpt" >/dev/null
