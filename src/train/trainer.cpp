@@ -71,7 +71,9 @@ class TrainingRun {
   void open_loader();
   void build_model();
   bool try_resume();
-  void save_checkpoint();
+  /// at_next_epoch: the epoch just ended and its end-of-epoch work (re-weighting) is done, so the
+  /// checkpoint resumes at the next epoch's first step rather than after this epoch's last one.
+  void save_checkpoint(bool at_next_epoch = false);
   bool train_epoch(LoaderEpoch& epoch);  // false: stopped by a signal
   void evaluate();
   void reweight_classes();
@@ -178,12 +180,16 @@ bool TrainingRun::try_resume() {
   return true;
 }
 
-void TrainingRun::save_checkpoint() {
+void TrainingRun::save_checkpoint(bool at_next_epoch) {
   if (config_.checkpoint_path.empty()) return;
   if (watchdog_) watchdog_->pause();
   detail::RunCheckpoint run;
   comm_.collective_try([&] {
     run.sampler_state = loader_->state_after(steps_done_);
+    if (at_next_epoch) {  // the same configuration, nothing consumed yet of the next epoch
+      ++run.sampler_state.epoch;
+      run.sampler_state.consumed = 0;
+    }
     run.class_weights = class_weights_;
     run.fingerprint = fingerprint_;
     run.global_step = global_step_;
@@ -192,7 +198,7 @@ void TrainingRun::save_checkpoint() {
     if (comm_.is_root()) detail::write_run_checkpoint(config_.checkpoint_path, run, *backend_);
   });
   if (comm_.is_root())
-    log_info("checkpoint written: epoch ", run.sampler_state.epoch, " step ", steps_done_, " -> ",
+    log_info("checkpoint written: epoch ", run.sampler_state.epoch, " step ", at_next_epoch ? 0 : steps_done_, " -> ",
              config_.checkpoint_path);
 }
 
@@ -301,8 +307,9 @@ TrainSummary TrainingRun::run() {
       reweight_classes();
     }
     if (epoch_ + 1 < config_.epochs) {
-      // The epoch is complete: a checkpoint now resumes at the start of the next one.
-      if (!config_.checkpoint_path.empty() && config_.checkpoint_every == 0) save_checkpoint();
+      // The epoch is complete, re-weighting included: a checkpoint now resumes at the start of the
+      // next one (resuming at this epoch's end would re-weight a second time).
+      if (!config_.checkpoint_path.empty() && config_.checkpoint_every == 0) save_checkpoint(/*at_next_epoch=*/true);
     }
   }
   save_checkpoint();

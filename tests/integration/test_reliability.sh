@@ -142,6 +142,22 @@ for rank in 0 1; do
     fail "rank $rank: trace after the resume differs from the uninterrupted run"
 done
 
+# Re-weighting, then a crash after the epoch-end checkpoint: that checkpoint holds the new class
+# weights and resumes at the next epoch's first step, so the resumed run re-weights once, exactly as
+# the uninterrupted run did (resuming at the epoch's end would evaluate and re-weight a second time).
+reweighted=(--data "$work/f.h5" --batch-size 16 --seed 1 --epochs 3 --sampler weighted --reweight-every 1)
+mpirun_n 2 "$train" "${reweighted[@]}" --checkpoint "$work/rw-uncut.ckpt" --trace-samples "$work/rw-uncut" >/dev/null
+STRIDER_TEST_KILL_IN_CHECKPOINT=2 timeout -k 5 60 "${mpi2[@]}" "$train" "${reweighted[@]}" --checkpoint "$work/rw.ckpt" \
+  --trace-samples "$work/rw" >/dev/null 2>&1
+STRIDER_LOG_LEVEL=info mpirun_n 2 "$train" "${reweighted[@]}" --checkpoint "$work/rw.ckpt" --resume \
+  --trace-samples "$work/rw" >"$work/rw.out" 2>&1
+expect_equal "re-weighted run resumed at the next epoch's start" \
+  "$(grep -o 'resumed from .* at epoch [0-9]* step [0-9]*' "$work/rw.out" | grep -o 'epoch.*')" "epoch 1 step 0"
+for rank in 0 1; do
+  cmp -s "$work/rw-uncut.rank$rank" "$work/rw.rank$rank" && pass "rank $rank: re-weighted resumed trace equals the uninterrupted one" ||
+    fail "rank $rank: re-weighted trace after the resume differs from the uninterrupted run"
+done
+
 # Checkpoints: a corrupted or truncated one is refused with one line, the good one still resumes.
 mpirun_n 2 "$train" --data "$work/f.h5" --batch-size 16 --seed 1 --epochs 1 --checkpoint "$work/good.ckpt" >/dev/null
 size=$(stat -c %s "$work/good.ckpt")
