@@ -27,12 +27,28 @@ double seconds_since(Clock::time_point start) {
 
 }  // namespace
 
-/// One buffer of the ring.
+/// `count` values of T in memory from the ring's HostAllocator.
+template <typename T>
+class HostArray {
+ public:
+  void allocate(const std::shared_ptr<HostAllocator>& allocator, std::int64_t count) {
+    buffer_ = HostBuffer();  // free first: keep the peak at one ring
+    buffer_ = HostBuffer(allocator, static_cast<std::size_t>(std::max<std::int64_t>(count, 1)) * sizeof(T));
+  }
+  T* data() const noexcept { return reinterpret_cast<T*>(buffer_.data()); }
+
+ private:
+  HostBuffer buffer_;
+};
+
+/// One buffer of the ring. Everything a batch hands to a device copy (samples, labels, offsets)
+/// comes from the ring's allocator, pinned with the CUDA backend, so that no copy reads pageable
+/// memory (an asynchronous copy from pageable memory may wait for the copy to end).
 struct Slot {
   HostBuffer samples;
   std::vector<std::int64_t> indices;
-  std::vector<std::int32_t> labels;
-  std::vector<std::int64_t> offsets;
+  HostArray<std::int32_t> labels;
+  HostArray<std::int64_t> offsets;
   std::int64_t samples_bytes = 0;
   std::int64_t epoch = 0;
   std::int64_t step = 0;
@@ -123,10 +139,13 @@ struct Prefetcher::State {
   std::thread thread;          // not started without an I/O thread
 };
 
-int prefetch_depth(int requested, const DatasetInfo& info, std::int64_t batch_size, std::int64_t max_tokens) noexcept {
-  if (requested > 0) return requested;
+int prefetch_depth(int requested, const DatasetInfo& info, std::int64_t batch_size, std::int64_t max_tokens,
+                   int batches_held) noexcept {
+  // One held batch: a ring of 1 is a valid (if slow) choice and an explicit one is kept.
+  const int least = batches_held > 1 ? std::min(batches_held + 1, kMaxPrefetchDepth) : 1;
+  if (requested > 0) return std::max(requested, least);
   constexpr double ring_bytes = 16.0 * 1024 * 1024;
-  constexpr int min_depth = 4;
+  const int min_depth = std::max(4, least);
   const double rows = batch_size > 0 ? static_cast<double>(batch_size) : static_cast<double>(info.num_samples);
   double batch_bytes = rows * static_cast<double>(info.sample_bytes);
   if (info.variable_length) {
@@ -261,8 +280,8 @@ void Prefetcher::start_epoch(const Sampler& sampler, std::int64_t first_step, st
         slot.samples = HostBuffer();  // free before allocating: keep the peak at one ring
         slot.samples = HostBuffer(s.allocator, std::max<std::size_t>(bytes, 1));
         slot.indices.reserve(static_cast<std::size_t>(samples));
-        slot.labels.assign(static_cast<std::size_t>(samples), 0);
-        slot.offsets.assign(static_cast<std::size_t>(samples + 1), 0);
+        if (info_.has_labels) slot.labels.allocate(s.allocator, samples);
+        if (info_.variable_length) slot.offsets.allocate(s.allocator, samples + 1);
       }
       s.buffer_bytes = bytes;
       s.buffer_samples = samples;

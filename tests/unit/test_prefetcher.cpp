@@ -1,7 +1,10 @@
 // The prefetcher against direct reads of the same plan: order, content, determinism across depths,
 // error propagation, stop and restart, destruction while filling. Also run under ThreadSanitizer.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstring>
+#include <mutex>
+#include <optional>
 
 #include "batch_hashes.hpp"
 #include "fake_reader.hpp"
@@ -196,6 +199,46 @@ TEST_CASE("the auto ring depth holds 16 MiB of batches, within 4..64; an explici
   REQUIRE(prefetch_depth(3, fixed, 256, 0) == 3);  // an explicit --prefetch is kept
 }
 
+TEST_CASE("prefetch_depth leaves the I/O thread a buffer when the consumer holds two batches", "[prefetcher]") {
+  // A trainer that stages batch k+1 on a device while it computes on batch k holds two buffers: a
+  // ring of two would leave the I/O thread nothing to read into, so the least depth is three.
+  DatasetInfo fixed;
+  fixed.num_samples = 1000000;
+  fixed.sample_bytes = 256;
+  REQUIRE(prefetch_depth(1, fixed, 256, 0, 2) == 3);
+  REQUIRE(prefetch_depth(2, fixed, 256, 0, 2) == 3);
+  REQUIRE(prefetch_depth(3, fixed, 256, 0, 2) == 3);
+  REQUIRE(prefetch_depth(7, fixed, 256, 0, 2) == 7);    // deeper requests are kept
+  REQUIRE(prefetch_depth(0, fixed, 65536, 0, 2) == 4);  // auto: the floor of 4 is already enough
+  REQUIRE(prefetch_depth(0, fixed, 65536, 0, 5) == 6);  // auto with five held: six
+  REQUIRE(prefetch_depth(1, fixed, 256, 0, 1) == 1);    // one held: a single buffer is allowed
+  REQUIRE(prefetch_depth(2, fixed, 256, 0) == 2);       // the default holds one
+  REQUIRE(prefetch_depth(0, fixed, 256, 0, 2) == 64);   // auto above the floor is unchanged
+}
+
+TEST_CASE("a ring of three keeps the next batch read while the consumer holds two", "[prefetcher]") {
+  // The consumer holds batch k and k+1 (the staged one); the third buffer receives k+2 without any
+  // release, so taking it never finds the ring exhausted.
+  FakeReaderOptions options;
+  options.samples = 64;
+  DistributedSampler sampler = make_sampler(options.samples, 4);  // 16 steps
+  const auto expected = direct_hashes(options, sampler);
+  const int depth = prefetch_depth(2, FakeReader(options).info(), 4, 0, 2);
+  REQUIRE(depth == 3);
+  Prefetcher prefetcher(std::make_unique<FakeReader>(options), PrefetcherOptions{depth, nullptr});
+  prefetcher.start_epoch(sampler);
+  std::vector<std::uint64_t> seen;
+  std::optional<Batch> current = prefetcher.next();
+  std::optional<Batch> staged = prefetcher.next();
+  while (current) {
+    seen.push_back(strider::testing::batch_hash(*current));
+    std::optional<Batch> after = prefetcher.next();  // a third buffer while two are held
+    current = std::move(staged);
+    staged = std::move(after);
+  }
+  REQUIRE(seen == expected);
+}
+
 TEST_CASE("a deep ring delivers whether the consumer releases batches at once or holds them", "[prefetcher]") {
   // release_slot wakes the I/O thread only once a quarter of the ring is free (or little is ready);
   // a consumer that then holds the rest must still get the freed buffers refilled, not hang.
@@ -223,4 +266,78 @@ TEST_CASE("a deep ring delivers whether the consumer releases batches at once or
   }
   while (auto batch = prefetcher.next()) seen.push_back(strider::testing::batch_hash(*batch));
   REQUIRE(seen == expected);
+}
+
+namespace {
+
+/// Page-aligned memory that remembers every block it handed out, so that a test can ask whether a
+/// pointer lies in memory from this allocator.
+class CountingAllocator final : public HostAllocator {
+ public:
+  void* allocate(std::size_t bytes) override {
+    void* pointer = inner_->allocate(bytes);
+    std::lock_guard<std::mutex> lock(mutex_);
+    blocks_.push_back({static_cast<const std::byte*>(pointer), bytes});
+    return pointer;
+  }
+  void deallocate(void* pointer, std::size_t bytes) noexcept override {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      blocks_.erase(std::remove_if(blocks_.begin(), blocks_.end(), [&](const auto& b) { return b.first == pointer; }),
+                    blocks_.end());
+    }
+    inner_->deallocate(pointer, bytes);
+  }
+  std::string name() const override { return "counting"; }
+  /// True when [pointer, pointer + bytes) lies inside one live block.
+  bool holds(const void* pointer, std::size_t bytes) const {
+    const auto* begin = static_cast<const std::byte*>(pointer);
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& block : blocks_)
+      if (begin >= block.first && begin + bytes <= block.first + block.second) return true;
+    return false;
+  }
+  std::size_t live_blocks() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return blocks_.size();
+  }
+
+ private:
+  std::shared_ptr<HostAllocator> inner_ = make_page_aligned_allocator();
+  mutable std::mutex mutex_;
+  std::vector<std::pair<const std::byte*, std::size_t>> blocks_;
+};
+
+}  // namespace
+
+TEST_CASE("a batch's samples, labels and offsets all come from the ring's allocator", "[prefetcher]") {
+  // With the CUDA backend the allocator pins memory: anything a batch copies to the device from
+  // elsewhere (a std::vector) would be pageable, and its asynchronous copy could block.
+  for (bool variable_length : {false, true}) {
+    CAPTURE(variable_length);
+    FakeReaderOptions options;
+    options.samples = 200;
+    options.variable_length = variable_length;
+    DistributedSampler sampler = make_sampler(options.samples, 8);
+    const auto allocator = std::make_shared<CountingAllocator>();
+    Prefetcher prefetcher(std::make_unique<FakeReader>(options), PrefetcherOptions{3, allocator});
+    prefetcher.start_epoch(sampler);
+    std::int64_t batches = 0;
+    while (auto batch = prefetcher.next()) {
+      const auto count = static_cast<std::size_t>(batch->size());
+      REQUIRE(allocator->holds(batch->samples(), static_cast<std::size_t>(batch->samples_bytes())));
+      REQUIRE(batch->labels() != nullptr);
+      REQUIRE(allocator->holds(batch->labels(), count * sizeof(std::int32_t)));
+      if (variable_length) {
+        REQUIRE(batch->offsets() != nullptr);
+        REQUIRE(allocator->holds(batch->offsets(), (count + 1) * sizeof(std::int64_t)));
+      } else {
+        REQUIRE(batch->offsets() == nullptr);
+      }
+      ++batches;
+    }
+    REQUIRE(batches == sampler.num_steps());
+    // Samples and labels per buffer, offsets too for sequences.
+    REQUIRE(allocator->live_blocks() == static_cast<std::size_t>(3 * (variable_length ? 3 : 2)));
+  }
 }

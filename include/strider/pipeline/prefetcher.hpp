@@ -51,7 +51,14 @@ struct PrefetcherOptions {
 /// threads outnumber cores (ranks x (consumer + I/O thread)), a runnable I/O thread can wait that long and the consumer
 /// stalls; a deeper ring rides that out. `batch_size` rows per batch (0: the whole dataset); sequences use `max_tokens`
 /// tokens per batch when set, else batch_size rows of average length.
-int prefetch_depth(int requested, const DatasetInfo& info, std::int64_t batch_size, std::int64_t max_tokens) noexcept;
+///
+/// `batches_held` is how many batches the consumer holds at once: 2 for a trainer that keeps the next batch staged
+/// on a device while it computes on the current one (Backend::overlaps_copies), 1 otherwise. When it is more than
+/// 1, the depth is at least batches_held + 1, an explicit request included, so that the I/O thread always has a
+/// buffer to read the following batch into; with fewer it could only read once the consumer released one, and every
+/// step would wait for a whole read.
+int prefetch_depth(int requested, const DatasetInfo& info, std::int64_t batch_size, std::int64_t max_tokens,
+                   int batches_held = 1) noexcept;
 
 /// Counters of one rank's prefetcher, cumulative since construction (or reset_stats()).
 struct PrefetchStats {
