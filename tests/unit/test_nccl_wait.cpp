@@ -114,3 +114,80 @@ TEST_CASE("nccl wait: a poll that throws (a CUDA error) aborts and passes the er
   }
   REQUIRE(operation.aborts == 1);
 }
+
+namespace {
+
+/// FakeOperation with the MPI side stood in too: `peer_after_polls` polls in, a peer's failure
+/// arrives; every tell_peers and abort is recorded in order.
+struct FakeGroup {
+  FakeOperation operation;
+  int peer_after_polls = -1;  // -1: no peer fails
+  std::vector<std::string> events;
+
+  NcclWaitHooks hooks() {
+    NcclWaitHooks hooks = operation.hooks();
+    hooks.abort = [this] {
+      ++operation.aborts;
+      events.push_back("abort");
+    };
+    hooks.peer_failure = [this]() -> std::string {
+      if (peer_after_polls >= 0 && operation.polls >= peer_after_polls)
+        return "rank 1: NCCL error: unhandled cuda error";
+      return "";
+    };
+    hooks.tell_peers = [this](const std::string& reason) { events.push_back("tell: " + reason); };
+    return hooks;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("nccl wait: a peer's failure over MPI ends the wait at once, aborts, and names the peer", "[nccl_wait]") {
+  // The operation never finishes here (its peer is gone) and the timeout is 10 minutes: only the
+  // peer's notice can end the wait, after the third poll.
+  FakeGroup group{FakeOperation{{State::running}}, 3, {}};
+  try {
+    wait_for_nccl_operation(group.hooks(), 600.0, "creating the NCCL communicator");
+    FAIL("no error");
+  } catch (const NcclError& error) {
+    REQUIRE_THAT(error.reason(), Catch::Contains("creating the NCCL communicator") &&
+                                     Catch::Contains("rank 1: NCCL error: unhandled cuda error") &&
+                                     Catch::Contains("aborted"));
+    REQUIRE_THAT(error.reason(), !Catch::Contains("no progress"));
+  }
+  REQUIRE(group.operation.polls == 3);
+  REQUIRE(group.operation.clock_s == 102.0);  // two pauses of 1 s, far from the 600 s timeout
+  // The peer already knows: nothing is told back, the communicator is aborted once.
+  REQUIRE(group.events == std::vector<std::string>{"abort"});
+}
+
+TEST_CASE("nccl wait: a local failure tells the peers first, then aborts", "[nccl_wait]") {
+  SECTION("an asynchronous NCCL error") {
+    FakeGroup group{FakeOperation{{State::running, State::failed}}, -1, {}};
+    REQUIRE_THROWS_AS(wait_for_nccl_operation(group.hooks(), 600.0, "the gradient all-reduce"), NcclError);
+    REQUIRE(group.events.size() == 2);
+    REQUIRE_THAT(group.events[0], Catch::StartsWith("tell: the gradient all-reduce: remote process exited"));
+    REQUIRE(group.events[1] == "abort");
+  }
+  SECTION("a timeout") {
+    FakeGroup group{FakeOperation{{State::running}}, -1, {}};
+    REQUIRE_THROWS_AS(wait_for_nccl_operation(group.hooks(), 5.0, "the gradient all-reduce"), NcclError);
+    REQUIRE(group.events.size() == 2);
+    REQUIRE_THAT(group.events[0], Catch::StartsWith("tell: the gradient all-reduce made no progress for 6 s"));
+    REQUIRE(group.events[1] == "abort");
+  }
+  SECTION("a poll that throws") {
+    FakeGroup group{FakeOperation{{State::running, State::running}}, -1, {}};
+    group.operation.poll_throws_at_end = true;
+    REQUIRE_THROWS_AS(wait_for_nccl_operation(group.hooks(), 5.0, "the gradient all-reduce"), strider::Error);
+    REQUIRE(group.events.size() == 2);
+    REQUIRE_THAT(group.events[0],
+                 Catch::StartsWith("tell: the gradient all-reduce: ") && Catch::Contains("cudaStreamQuery: illegal"));
+    REQUIRE(group.events[1] == "abort");
+  }
+  SECTION("success tells nobody") {
+    FakeGroup group{FakeOperation{{State::running, State::done}}, -1, {}};
+    wait_for_nccl_operation(group.hooks(), 5.0, "the gradient all-reduce");
+    REQUIRE(group.events.empty());
+  }
+}
