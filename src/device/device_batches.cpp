@@ -8,6 +8,7 @@
 
 #include "device/device_batch_engine.hpp"
 #include "device/device_choice.hpp"
+#include "strider/core/log.hpp"
 
 namespace strider {
 namespace {
@@ -225,6 +226,7 @@ std::unique_ptr<DeviceBatches> make_device_batches(const std::string& choice, co
                   "float16");
   const detail::DeviceChoice chosen =
       detail::choose_device_kind(choice, comm, "device batches", "make_device_batches choice");
+  if (!chosen.warning.empty()) log_warn(chosen.warning);
   if (why != nullptr) *why = chosen.why;
   std::unique_ptr<detail::DeviceBatchEngine> engine;
 #if STRIDER_HAS_CUDA

@@ -1,5 +1,7 @@
 #include "device/cuda/cuda_check.hpp"
 
+#include <cstdlib>
+
 #include "device/cuda/cuda_handles.hpp"
 #include "strider/core/log.hpp"
 #include "strider/device/gpu_probe.hpp"
@@ -60,14 +62,36 @@ PinnedMemory allocate_pinned(std::size_t bytes) {
 
 }  // namespace detail
 
+static_assert(cudaSuccess == cuda_codes::success);
+static_assert(cudaErrorInsufficientDriver == cuda_codes::insufficient_driver);
+static_assert(cudaErrorDevicesUnavailable == cuda_codes::devices_unavailable);
+static_assert(cudaErrorNoDevice == cuda_codes::no_device);
+static_assert(cudaErrorSystemDriverMismatch == cuda_codes::system_driver_mismatch);
+static_assert(cudaErrorCompatNotSupportedOnDevice == cuda_codes::compat_not_supported);
+
 GpuProbe probe_gpus() noexcept {
-  int count = 0;
-  const cudaError_t code = cudaGetDeviceCount(&count);
-  if (code == cudaErrorInsufficientDriver) return GpuProbe{0, "no CUDA driver on this machine"};
-  if (code == cudaErrorNoDevice) return GpuProbe{0, "no CUDA device visible"};
-  if (code != cudaSuccess) return GpuProbe{0, std::string("CUDA unavailable: ") + cudaGetErrorName(code)};
-  if (count == 0) return GpuProbe{0, "no CUDA device visible"};
-  return GpuProbe{count, ""};
+  try {
+    GpuProbeFacts facts;
+    facts.built_with_cuda = true;
+    int count = 0;
+    const cudaError_t code = cudaGetDeviceCount(&count);
+    facts.count_result = static_cast<int>(code);
+    facts.count_result_name = cudaGetErrorName(code);
+    facts.device_count = code == cudaSuccess ? count : 0;
+    int driver = 0;
+    if (cudaDriverGetVersion(&driver) != cudaSuccess) driver = 0;  // 0 also means "no driver loaded"
+    facts.driver_version = driver;
+    facts.runtime_version = CUDART_VERSION;
+    facts.device_nodes = count_nvidia_device_nodes();
+    facts.visible_devices_set = std::getenv("CUDA_VISIBLE_DEVICES") != nullptr;
+    (void)cudaGetLastError();  // a failed probe must not linger as the runtime's last error
+    return classify_gpu_probe(facts);
+  } catch (...) {
+    GpuProbe probe;
+    probe.status = GpuStatus::cuda_error;
+    probe.reason = "probing the CUDA runtime failed";
+    return probe;
+  }
 }
 
 }  // namespace strider
