@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "device/activation.hpp"
 #include "strider/core/error.hpp"
 #include "strider/device/backend.hpp"
 #include "strider/device/cpu_backend.hpp"
@@ -468,4 +469,31 @@ TEST_CASE("momentum accumulates over steps: v = m*v + g, p -= lr*v", "[train][mo
     }
     REQUIRE(largest_gap > 0.1);  // momentum made a difference the check can see
   }
+}
+
+TEST_CASE("ReLU keeps NaN: a NaN sample makes the mlp's loss NaN instead of clamping it away", "[train][model]") {
+  // relu(NaN) must be NaN: were it 0 (as fmaxf(NaN, 0) is), every hidden unit fed by the NaN feature
+  // would read as "off", the logits would be the output bias alone and the loss finite.
+  CHECK(std::isnan(detail::relu(std::nanf(""))));
+  CHECK(detail::relu(-2.5f) == 0.0f);
+  CHECK(detail::relu(3.0f) == 3.0f);
+  CHECK(detail::relu_passes_gradient(std::nanf("")));
+  CHECK_FALSE(detail::relu_passes_gradient(0.0f));
+  CHECK_FALSE(detail::relu_passes_gradient(-1.0f));
+  CHECK(detail::relu_passes_gradient(0.5f));
+
+  CpuBackend backend;
+  backend.initialize(feature_config("mlp", 4, 3));
+  FeatureData data = make_features(6, 4, 3, 17);
+  const StepResult clean = backend.forward_backward(data.all());
+  REQUIRE(std::isfinite(clean.loss_sum));
+  backend.zero_gradients();
+  data.samples[2 * 4 + 1] = std::nanf("");  // row 2, feature 1
+  const StepResult poisoned = backend.forward_backward(data.all());
+  CHECK(std::isnan(poisoned.loss_sum));
+  const std::vector<float> gradients = backend.gradients();
+  CHECK(std::any_of(gradients.begin(), gradients.end(), [](float g) { return std::isnan(g); }));
+  // Without the NaN row the rest of the batch is finite again.
+  backend.zero_gradients();
+  CHECK(std::isfinite(backend.forward_backward(data.input(3, 3)).loss_sum));
 }

@@ -7,6 +7,7 @@
 #include <optional>
 #include <vector>
 
+#include "device/activation.hpp"
 #include "device/batch_checks.hpp"
 #include "device/element_values.hpp"
 #include "strider/core/error.hpp"
@@ -187,7 +188,7 @@ class MlpModel final : public FeatureModel {
   void forward(const float* parameters, const BatchInput& input, std::int64_t i) override {
     load_row(input, i);
     affine(row_.data(), features_, parameters + w1(), parameters + b1(), hidden_, activations_.data());
-    for (float& value : activations_) value = std::max(value, 0.0f);
+    for (float& value : activations_) value = relu(value);
     affine(activations_.data(), hidden_, parameters + w2(), parameters + b2(), classes_, logits_.data());
   }
   void backward(const float* parameters, float* gradients, const BatchInput&, std::int64_t) override {
@@ -195,7 +196,8 @@ class MlpModel final : public FeatureModel {
                     gradients + w2(), gradients + b2(), hidden_gradients_.data());
     // ReLU: no gradient where the unit was off (activation 0, i.e. pre-activation <= 0).
     for (std::int64_t j = 0; j < hidden_; ++j) {
-      if (activations_[static_cast<std::size_t>(j)] <= 0.0f) hidden_gradients_[static_cast<std::size_t>(j)] = 0.0f;
+      if (!relu_passes_gradient(activations_[static_cast<std::size_t>(j)]))
+        hidden_gradients_[static_cast<std::size_t>(j)] = 0.0f;
     }
     affine_backward(row_.data(), features_, parameters + w1(), hidden_gradients_.data(), hidden_, gradients + w1(),
                     gradients + b1(), nullptr);
