@@ -81,8 +81,16 @@ class Backend {
 
   /// Optional: starts copying `next` to the device while the current step runs (the CUDA backend's
   /// copy stream); the forward_backward or predict call that gets the same `next` uses the staged
-  /// copy. `next`'s memory must stay valid until that call returns. The CPU backend ignores it.
+  /// copy. A staged batch is known by its pointers alone, so `next`'s memory must hold that batch
+  /// until a forward_backward or predict call with it has returned, or until unstage(next): call
+  /// unstage before its memory is reused or freed otherwise (StepBatches does). After a failed call
+  /// the backend forgets every staged batch. The CPU backend ignores it.
   virtual void stage(const BatchInput& next) { (void)next; }
+
+  /// Forgets the staged copy of `batch` (a batch given to stage() that no step consumed) and waits
+  /// until that copy has stopped reading host memory, so that the memory can be reused. Does nothing
+  /// when `batch` is not staged (consumed, or never staged). Never throws.
+  virtual void unstage(const BatchInput& batch) noexcept { (void)batch; }
 
   /// Forward and backward pass over the batch: adds the gradients of the summed cross-entropy of its
   /// samples to the gradient buffer (they accumulate until zero_gradients or apply_sgd; divide by the
