@@ -1,11 +1,16 @@
 // The CUDA backend: binding, two streams, double-buffered batch slots, the models' kernels, the
 // gradient all-reduce (NCCL, or MPI through host memory when ranks share a device) and statistics.
 //
-// Streams and events, per step k (the trainer calls stage(batch k+1) before forward_backward(k)):
+// Streams and events, per step k (a trainer calls stage(batch k+1) before forward_backward(k)):
 //   copy stream:    [wait slot.released] copy_start  H2D samples, labels, offsets  copy_done
-//   compute stream: [wait slot.copy_done] compute_start  kernels  compute_end  slot.released  D2H sums
-// forward_backward returns the batch's sums, so it synchronizes the compute stream at its end; the
-// copy of batch k+1 (already on the copy stream) runs while step k computes.
+//   compute stream: [wait slot.copy_done] step_start  kernels  step_end  slot.released  D2H sums
+//                   reduce_start  all-reduce, scale  reduce_end  sgd_start  SGD  sgd_end
+// The host waits for the compute stream once per step: forward_backward returns the batch's sums, so
+// it waits at its end. all_reduce_gradients (NCCL and single-rank) and apply_sgd only enqueue, so step
+// k's all-reduce and update and step k+1's kernels run back to back, while the copy of batch k+1,
+// staged on the copy stream, runs during step k. Scratch buffers are sized before a step enqueues
+// anything (a growth waits for the queued work first). Every host wait polls NCCL while NCCL is in
+// use, so that a failed peer ends in an error (and ncclCommAbort) instead of a hang.
 #include "strider/device/cuda_backend.hpp"
 
 #include <unistd.h>
@@ -16,11 +21,13 @@
 #include <functional>
 #include <thread>
 
+#include "comm/failure_notices.hpp"
 #include "device/batch_checks.hpp"
 #include "device/cuda/cuda_check.hpp"
 #include "device/cuda/cuda_handles.hpp"
 #include "device/cuda/cuda_kernels.cuh"
 #include "device/nccl_wait.hpp"
+#include "device/staging_slots.hpp"
 #include "strider/core/log.hpp"
 #include "strider/device/gpu_binding.hpp"
 #include "strider/device/gpu_probe.hpp"
@@ -32,74 +39,39 @@ namespace {
 
 constexpr std::size_t slot_alignment = 256;
 constexpr std::size_t interval_history = 256;
+constexpr int batch_slots = 2;
 
 std::size_t align_up(std::size_t bytes) {
   return (bytes + slot_alignment - 1) / slot_alignment * slot_alignment;
 }
 
-/// Device memory that grows on demand (contents are not kept across growth).
-class DeviceScratch {
+/// Memory that grows on demand (contents are not kept across growth). A step reserves every buffer
+/// it uses before it enqueues work, so that growth never frees memory a queued kernel still uses.
+template <typename Memory, Memory (*allocate)(std::size_t)>
+class Scratch {
  public:
+  /// True when `bytes` do not fit: the caller lets queued work finish, then calls grow().
+  bool needs_growth(std::size_t bytes) const noexcept { return bytes > bytes_; }
+  void grow(std::size_t bytes) {
+    memory_.reset();
+    bytes_ = 0;
+    memory_ = allocate(bytes + bytes / 4);
+    bytes_ = bytes + bytes / 4;
+  }
+  /// The memory as `count` values of T; count * sizeof(T) must have been reserved.
   template <typename T>
-  T* get(std::int64_t count, const char* what) {
-    const std::size_t bytes = static_cast<std::size_t>(std::max<std::int64_t>(count, 1)) * sizeof(T);
-    if (bytes > bytes_) {
-      memory_.reset();
-      bytes_ = 0;
-      memory_ = allocate_device(bytes + bytes / 4);
-      bytes_ = bytes + bytes / 4;
-      (void)what;
-    }
+  T* get(std::int64_t count) const {
+    STRIDER_REQUIRE(static_cast<std::size_t>(std::max<std::int64_t>(count, 0)) * sizeof(T) <= bytes_,
+                    "cuda backend: a scratch buffer was used beyond what was reserved");
     return static_cast<T*>(memory_.get());
   }
 
  private:
-  DeviceMemory memory_;
+  Memory memory_;
   std::size_t bytes_ = 0;
 };
-
-/// Pinned host memory that grows on demand.
-class PinnedScratch {
- public:
-  template <typename T>
-  T* get(std::int64_t count) {
-    const std::size_t bytes = static_cast<std::size_t>(std::max<std::int64_t>(count, 1)) * sizeof(T);
-    if (bytes > bytes_) {
-      memory_.reset();
-      bytes_ = 0;
-      memory_ = allocate_pinned(bytes + bytes / 4);
-      bytes_ = bytes + bytes / 4;
-    }
-    return static_cast<T*>(memory_.get());
-  }
-
- private:
-  PinnedMemory memory_;
-  std::size_t bytes_ = 0;
-};
-
-/// What identifies a batch handed to stage() and later to forward_backward()/predict().
-struct BatchKey {
-  const std::byte* samples = nullptr;
-  ElementType type = ElementType::float32;
-  std::int64_t count = 0;
-  std::int64_t features = 0;
-  const std::int32_t* labels = nullptr;
-  const std::int64_t* offsets = nullptr;
-
-  explicit BatchKey(const BatchInput& input)
-      : samples(input.samples),
-        type(input.type),
-        count(input.count),
-        features(input.features),
-        labels(input.labels),
-        offsets(input.offsets) {}
-  BatchKey() = default;
-  bool operator==(const BatchKey& other) const {
-    return samples == other.samples && type == other.type && count == other.count && features == other.features &&
-           labels == other.labels && offsets == other.offsets;
-  }
-};
+using DeviceScratch = Scratch<DeviceMemory, allocate_device>;
+using PinnedScratch = Scratch<PinnedMemory, allocate_pinned>;
 
 /// The bytes of a checked batch.
 struct BatchBytes {
@@ -110,22 +82,28 @@ struct BatchBytes {
   std::size_t total() const { return align_up(samples) + align_up(labels) + align_up(offsets); }
 };
 
-/// One device buffer for a batch, filled on the copy stream.
+/// One device buffer for a batch, filled on the copy stream. Which batch it holds, and whether that
+/// batch is staged, is StagingSlots' business.
 struct Slot {
   DeviceMemory memory;
   std::size_t bytes = 0;
   std::byte* samples = nullptr;
   std::int32_t* labels = nullptr;
   std::int64_t* offsets = nullptr;
+  ElementType type = ElementType::float32;
   CudaEvent copy_start;
   CudaEvent copy_done;
   CudaEvent released;  ///< recorded on the compute stream after the last kernel that read it
   bool released_recorded = false;
-  bool staged = false;  ///< holds a batch that no step has consumed yet
-  BatchKey key;
   std::int64_t serial = -1;  ///< the backend's serial number of the batch in it
-  std::int64_t stage_order = 0;
   std::size_t copied_bytes = 0;
+};
+
+/// Device time between two events on the compute stream, added to a total once both completed.
+struct TimedSpan {
+  CudaEvent start;
+  CudaEvent end;
+  bool pending = false;  ///< recorded, not yet added
 };
 
 enum class ReduceMode { none, local, nccl, mpi_host };
@@ -171,6 +149,7 @@ class CudaBackend final : public Backend {
   std::vector<float> gradients() const override { return download(gradients_.get(), "gradients"); }
   void zero_gradients() override;
   void stage(const BatchInput& next) override;
+  void unstage(const BatchInput& batch) noexcept override;
   StepResult forward_backward(const BatchInput& input) override;
   /// Collective over comm: every rank must call.
   void all_reduce_gradients(const Communicator& comm, std::int64_t global_count) override;
@@ -201,18 +180,25 @@ class CudaBackend final : public Backend {
   std::vector<float> download(const void* device, const char* what) const;
   void upload(const std::vector<float>& values, void* device, const char* what);
   BatchBytes check_batch(const BatchInput& input, bool need_labels) const;
-  Slot& slot_for_copy();
-  void copy_to_slot(Slot& slot, const BatchInput& input, const BatchBytes& bytes);
-  Slot& acquire(const BatchInput& input, const BatchBytes& bytes);
+  void reserve_scratch(std::int64_t count, std::int64_t elements);
+  void warn_if_pageable(const BatchInput& input, const BatchBytes& bytes);
+  void copy_to_slot(int slot, const BatchInput& input, const BatchBytes& bytes, bool staged);
+  int acquire(const BatchInput& input, const BatchBytes& bytes);
+  void abandon_batches() noexcept;
   const float* forward(const Slot& slot, std::int64_t count, std::int64_t elements);
   void backward(const Slot& slot, std::int64_t count, std::int64_t elements, const float* logits);
-  void finish_step(Slot& slot);
-  void synchronize_compute(const char* what) const;
-  void collect_timings() const;
+  int begin_step(const BatchInput& input, const BatchBytes& bytes);
+  void finish_step(int slot);
+  void wait_compute(const char* what) const;
+  void begin_span(TimedSpan& span, const char* what);
+  void end_span(TimedSpan& span, const char* what);
+  void collect_spans() const;
   void build_reduction(const Communicator& comm);
   void wait_for_nccl(const char* what);
   NcclPoll poll_async_error(const char* what);
-  NcclWaitHooks nccl_hooks(std::function<NcclPoll()> poll, int pause_us);
+  NcclPoll poll_compute_stream(const char* what) const;
+  NcclWaitHooks nccl_hooks(std::function<NcclPoll()> poll) const;
+  void tell_peers_unless_told(const std::string& reason) noexcept;
   void abort_nccl() noexcept;
   void close_nccl(double timeout_s) noexcept;
   float* gradient_pointer() { return static_cast<float*>(gradients_.get()); }
@@ -228,12 +214,10 @@ class CudaBackend final : public Backend {
   CudaStream copy_stream_;
   CudaStream compute_stream_;
   CudaEvent origin_;
-  CudaEvent compute_start_;
-  CudaEvent compute_end_;
-  mutable CudaEvent update_start_;  // SGD / all-reduce timings, collected at the next synchronization
-  mutable CudaEvent update_end_;
-  mutable bool update_pending_ = false;
-  mutable bool update_is_reduce_ = false;
+  CudaEvent step_start_;
+  CudaEvent step_end_;
+  mutable TimedSpan reduce_span_;  // all-reduce and scaling, collected after the next host wait
+  mutable TimedSpan sgd_span_;     // the SGD update, likewise
 
   ModelConfig config_;
   bool initialized_ = false;
@@ -243,19 +227,19 @@ class CudaBackend final : public Backend {
   DeviceMemory gradients_;
   DeviceMemory velocity_;
 
-  Slot slots_[2];
-  std::int64_t next_serial_ = 0;
-  std::int64_t next_stage_order_ = 0;
-  bool warned_pageable_ = false;
+  Slot slots_[batch_slots];
+  StagingSlots staging_{batch_slots};
+  bool checked_pinned_ = false;
 
   DeviceScratch inputs_, hidden_, hidden_gradients_, logits_, logit_gradients_, losses_, correct_, buckets_,
-      predictions_;
+      predictions_, partials_;
   PinnedScratch host_losses_, host_correct_, host_predictions_, host_gradients_;
 
   ReduceMode reduce_mode_ = ReduceMode::none;
   MPI_Comm connected_comm_ = MPI_COMM_NULL;
   int connected_size_ = 0;
-  NcclComm nccl_;  // closed by the destructor before streams and memory go
+  std::unique_ptr<FailureNotices> notices_;  // with NCCL: peers' failures, and ours to them
+  NcclComm nccl_;                            // closed by the destructor before streams and memory go
 
   mutable CudaBackendStats stats_;
 };
@@ -276,10 +260,12 @@ CudaBackend::CudaBackend(const Communicator& comm, bool allow_shared_device, dou
   copy_stream_ = make_stream();
   compute_stream_ = make_stream();
   origin_ = make_event(true);
-  compute_start_ = make_event(true);
-  compute_end_ = make_event(true);
-  update_start_ = make_event(true);
-  update_end_ = make_event(true);
+  step_start_ = make_event(true);
+  step_end_ = make_event(true);
+  for (TimedSpan* span : {&reduce_span_, &sgd_span_}) {
+    span->start = make_event(true);
+    span->end = make_event(true);
+  }
   for (Slot& slot : slots_) {
     slot.copy_start = make_event(true);
     slot.copy_done = make_event(true);
@@ -295,6 +281,7 @@ CudaBackend::CudaBackend(const Communicator& comm, bool allow_shared_device, dou
 CudaBackend::~CudaBackend() {
   // Never throws: errors are logged (and CUDA's unloading at exit tolerated) by the handles.
   close_nccl(std::min(nccl_timeout_s_ > 0 ? nccl_timeout_s_ : 10.0, 10.0));
+  notices_.reset();
   if (cudaSetDevice(device_) == cudaSuccess) {
     if (compute_stream_) log_release_failure("cudaStreamSynchronize", cudaStreamSynchronize(compute_stream_.get()));
     if (copy_stream_) log_release_failure("cudaStreamSynchronize", cudaStreamSynchronize(copy_stream_.get()));
@@ -310,15 +297,47 @@ void CudaBackend::require_initialized(const char* what) const {
   activate();
 }
 
-void CudaBackend::synchronize_compute(const char* what) const {
-  STRIDER_CUDA_CHECK(cudaStreamSynchronize(compute_stream_.get()), what);
-  collect_timings();
+// The one way the host waits for the compute stream. With NCCL it polls the stream and NCCL's
+// asynchronous errors (and the peers' failure notices) instead of blocking in cudaStreamSynchronize,
+// which would never return if a peer's failure left an all-reduce waiting.
+void CudaBackend::wait_compute(const char* what) const {
+  if (reduce_mode_ == ReduceMode::nccl && nccl_) {
+    auto* self = const_cast<CudaBackend*>(this);  // an abort on failure changes the reduction state
+    wait_for_nccl_operation(self->nccl_hooks([self, what] { return self->poll_compute_stream(what); }), nccl_timeout_s_,
+                            what);
+  } else {
+    STRIDER_CUDA_CHECK(cudaStreamSynchronize(compute_stream_.get()), what);
+  }
+  collect_spans();
+}
+
+void CudaBackend::begin_span(TimedSpan& span, const char* what) {
+  if (span.pending) wait_compute("timing the previous update");  // its events are about to be reused
+  STRIDER_CUDA_CHECK(cudaEventRecord(span.start.get(), compute_stream_.get()), what);
+}
+
+void CudaBackend::end_span(TimedSpan& span, const char* what) {
+  STRIDER_CUDA_CHECK(cudaEventRecord(span.end.get(), compute_stream_.get()), what);
+  span.pending = true;
+}
+
+// Called after a host wait for the compute stream: the pending spans' events have completed.
+void CudaBackend::collect_spans() const {
+  auto collect = [](TimedSpan& span, double& total_ms) {
+    if (!span.pending) return;
+    float ms = 0.0f;
+    STRIDER_CUDA_CHECK(cudaEventElapsedTime(&ms, span.start.get(), span.end.get()), "timing an update");
+    total_ms += ms;
+    span.pending = false;
+  };
+  collect(reduce_span_, stats_.all_reduce_ms);
+  collect(sgd_span_, stats_.kernel_ms);
 }
 
 void CudaBackend::initialize(const ModelConfig& config) {
   validate_model_config(config);
   activate();
-  if (initialized_) synchronize_compute("finishing the previous model's work");
+  if (initialized_) wait_compute("finishing the previous model's work");
   STRIDER_CUDA_CHECK(cudaStreamSynchronize(copy_stream_.get()), "finishing pending batch copies");
   layout_ = parameter_layout(config);
   parameter_count_ = strider::parameter_count(config);
@@ -331,13 +350,12 @@ void CudaBackend::initialize(const ModelConfig& config) {
   upload(initial_parameters(config), parameters_.get(), "parameters");
   STRIDER_CUDA_CHECK(cudaMemsetAsync(gradients_.get(), 0, bytes, compute_stream_.get()), "zeroing the gradients");
   STRIDER_CUDA_CHECK(cudaMemsetAsync(velocity_.get(), 0, bytes, compute_stream_.get()), "zeroing the momentum");
-  for (Slot& slot : slots_) {
-    slot.staged = false;
-    slot.released_recorded = false;
-  }
-  update_pending_ = false;
+  staging_.forget_all();
+  for (Slot& slot : slots_) slot.released_recorded = false;
+  reduce_span_.pending = false;
+  sgd_span_.pending = false;
   STRIDER_CUDA_CHECK(cudaEventRecord(origin_.get(), compute_stream_.get()), "recording the timing origin");
-  synchronize_compute("initializing the model on the device");
+  wait_compute("initializing the model on the device");
   reset_stats();
 }
 
@@ -347,7 +365,7 @@ std::vector<float> CudaBackend::download(const void* device, const char* what) c
   STRIDER_CUDA_CHECK(cudaMemcpyAsync(values.data(), device, values.size() * sizeof(float), cudaMemcpyDeviceToHost,
                                      compute_stream_.get()),
                      std::string("copying the ") + what + " to the host");
-  synchronize_compute("waiting for the copy to the host");
+  wait_compute("waiting for the copy to the host");
   return values;
 }
 
@@ -359,7 +377,7 @@ void CudaBackend::upload(const std::vector<float>& values, void* device, const c
   STRIDER_CUDA_CHECK(cudaMemcpyAsync(device, values.data(), values.size() * sizeof(float), cudaMemcpyHostToDevice,
                                      compute_stream_.get()),
                      std::string("copying the ") + what + " to the device");
-  synchronize_compute("waiting for the copy to the device");  // `values` is pageable and may go away
+  wait_compute("waiting for the copy to the device");  // `values` is pageable and may go away
 }
 
 void CudaBackend::zero_gradients() {
@@ -399,23 +417,76 @@ BatchBytes CudaBackend::check_batch(const BatchInput& input, bool need_labels) c
   return bytes;
 }
 
-Slot& CudaBackend::slot_for_copy() {
-  // A slot that holds no unconsumed batch; otherwise the one staged first (its batch will be copied
-  // again when a step asks for it).
-  Slot* best = nullptr;
-  for (Slot& slot : slots_) {
-    if (!slot.staged && (best == nullptr || slot.serial < best->serial)) best = &slot;
+// Every buffer a step or prediction of `count` rows (`elements` sample elements) uses, sized before
+// anything is enqueued. Growth frees memory that queued kernels may still use: wait for them first.
+void CudaBackend::reserve_scratch(std::int64_t count, std::int64_t elements) {
+  const std::int64_t classes = config_.num_classes;
+  const auto floats = [](std::int64_t n) { return static_cast<std::size_t>(std::max<std::int64_t>(n, 1)) * 4; };
+  std::int64_t width = 0;     // the hidden layer (mlp) or mean embedding (bag)
+  std::int64_t partials = 0;  // the parameter gradients' chunk sums, the largest layer's
+  if (config_.kind == "softmax") {
+    partials = kernels::parameter_gradient_partials(count, config_.features, classes);
+  } else if (config_.kind == "mlp") {
+    width = config_.hidden;
+    partials = std::max(kernels::parameter_gradient_partials(count, width, classes),
+                        kernels::parameter_gradient_partials(count, config_.features, width));
+  } else {
+    width = config_.embed_dim;
+    partials = kernels::parameter_gradient_partials(count, width, classes);
   }
-  if (best != nullptr) return *best;
-  best = &slots_[0];
-  for (Slot& slot : slots_) {
-    if (slot.stage_order < best->stage_order) best = &slot;
-  }
-  log_debug("cuda backend: both device slots held staged batches; dropping the older one");
-  return *best;
+  const bool features = config_.kind != "bag";
+  const std::pair<DeviceScratch*, std::size_t> device[] = {
+      {&inputs_, floats(features ? count * config_.features : 0)},
+      {&hidden_, floats(count * width)},
+      {&hidden_gradients_, floats(count * width)},
+      {&logits_, floats(count * classes)},
+      {&logit_gradients_, floats(count * classes)},
+      {&losses_, static_cast<std::size_t>(count) * sizeof(double)},
+      {&correct_, floats(count)},
+      {&buckets_, static_cast<std::size_t>(features ? 1 : std::max<std::int64_t>(elements, 1)) * 8},
+      {&predictions_, floats(count)},
+      {&partials_, floats(partials)},
+  };
+  const std::pair<PinnedScratch*, std::size_t> host[] = {
+      {&host_losses_, static_cast<std::size_t>(count) * sizeof(double)},
+      {&host_correct_, floats(count)},
+      {&host_predictions_, floats(count)},
+  };
+  bool grow = false;
+  for (const auto& [scratch, bytes] : device) grow = grow || scratch->needs_growth(bytes);
+  for (const auto& [scratch, bytes] : host) grow = grow || scratch->needs_growth(bytes);
+  if (!grow) return;
+  wait_compute("finishing queued work before growing the scratch buffers");
+  for (const auto& [scratch, bytes] : device)
+    if (scratch->needs_growth(bytes)) scratch->grow(bytes);
+  for (const auto& [scratch, bytes] : host)
+    if (scratch->needs_growth(bytes)) scratch->grow(bytes);
 }
 
-void CudaBackend::copy_to_slot(Slot& slot, const BatchInput& input, const BatchBytes& bytes) {
+// Once per backend: a batch in pageable memory cannot be copied asynchronously (the copy may wait
+// until it ends), so staging cannot overlap the step. Says which of the batch's arrays are pageable.
+void CudaBackend::warn_if_pageable(const BatchInput& input, const BatchBytes& bytes) {
+  if (checked_pinned_) return;
+  checked_pinned_ = true;
+  std::string pageable;
+  const std::pair<const void*, const char*> arrays[] = {{bytes.samples > 0 ? input.samples : nullptr, "samples"},
+                                                        {bytes.labels > 0 ? input.labels : nullptr, "labels"},
+                                                        {bytes.offsets > 0 ? input.offsets : nullptr, "offsets"}};
+  for (const auto& [pointer, name] : arrays) {
+    if (pointer == nullptr) continue;
+    cudaPointerAttributes attributes{};
+    STRIDER_CUDA_CHECK(cudaPointerGetAttributes(&attributes, pointer), "asking whether a batch is pinned");
+    if (attributes.type != cudaMemoryTypeHost) pageable += std::string(pageable.empty() ? "" : ", ") + name;
+  }
+  if (!pageable.empty()) {
+    log_warn("cuda backend: the batches' ", pageable,
+             " are in pageable host memory, so their copies cannot overlap the kernels; allocate batches with "
+             "the backend's host_allocator() (the prefetcher's ring does when given it)");
+  }
+}
+
+void CudaBackend::copy_to_slot(int slot_index, const BatchInput& input, const BatchBytes& bytes, bool staged) {
+  Slot& slot = slots_[slot_index];
   cudaStream_t copy = copy_stream_.get();
   if (bytes.total() > slot.bytes) {
     // The slot grows: nothing may still read or write it.
@@ -432,17 +503,7 @@ void CudaBackend::copy_to_slot(Slot& slot, const BatchInput& input, const BatchB
   slot.samples = base;
   slot.labels = reinterpret_cast<std::int32_t*>(base + align_up(bytes.samples));
   slot.offsets = reinterpret_cast<std::int64_t*>(base + align_up(bytes.samples) + align_up(bytes.labels));
-
-  if (!warned_pageable_ && bytes.samples > 0) {
-    cudaPointerAttributes attributes{};
-    STRIDER_CUDA_CHECK(cudaPointerGetAttributes(&attributes, input.samples), "asking whether a batch is pinned");
-    if (attributes.type != cudaMemoryTypeHost) {
-      log_info(
-          "cuda backend: batches are in pageable host memory, so their copies cannot overlap the kernels; "
-          "allocate them with make_pinned_allocator()");
-    }
-    warned_pageable_ = true;
-  }
+  warn_if_pageable(input, bytes);
 
   if (slot.released_recorded) {
     STRIDER_CUDA_CHECK(cudaStreamWaitEvent(copy, slot.released.get(), 0), "ordering a copy after the slot's last step");
@@ -462,33 +523,53 @@ void CudaBackend::copy_to_slot(Slot& slot, const BatchInput& input, const BatchB
                        "copying the token offsets" + hint);
   }
   STRIDER_CUDA_CHECK(cudaEventRecord(slot.copy_done.get(), copy), "recording a copy's end");
-  slot.key = BatchKey(input);
-  slot.serial = next_serial_++;
+  slot.type = input.type;
   slot.copied_bytes = bytes.samples + bytes.labels + bytes.offsets;
+  slot.serial = staging_.filled(slot_index, StagingKey(input), staged);
 }
 
 void CudaBackend::stage(const BatchInput& next) {
   require_initialized("stage");
-  if (next.count <= 0) return;
-  for (const Slot& slot : slots_) {
-    if (slot.staged && slot.key == BatchKey(next)) return;
+  if (next.count <= 0 || staging_.find_staged(StagingKey(next)) >= 0) return;
+  try {
+    const BatchBytes bytes = check_batch(next, false);
+    bool dropped = false;
+    const int slot = staging_.choose_for_copy(&dropped);
+    if (dropped) log_debug("cuda backend: both device slots held staged batches; dropping the older one");
+    copy_to_slot(slot, next, bytes, true);
+  } catch (...) {
+    abandon_batches();
+    throw;
   }
-  const BatchBytes bytes = check_batch(next, false);
-  Slot& slot = slot_for_copy();
-  copy_to_slot(slot, next, bytes);
-  slot.staged = true;
-  slot.stage_order = next_stage_order_++;
 }
 
-Slot& CudaBackend::acquire(const BatchInput& input, const BatchBytes& bytes) {
-  for (Slot& slot : slots_) {
-    if (slot.staged && slot.key == BatchKey(input)) {
-      ++stats_.staged_hits;
-      return slot;
-    }
+void CudaBackend::unstage(const BatchInput& batch) noexcept {
+  const int slot = staging_.forget(StagingKey(batch));
+  if (slot < 0) return;
+  // Its copy may still read the host memory the caller is about to reuse.
+  if (cudaSetDevice(device_) == cudaSuccess)
+    log_release_failure("cudaEventSynchronize", cudaEventSynchronize(slots_[slot].copy_done.get()));
+}
+
+// After a failed step, prediction or copy: no staged batch can be trusted (its host memory may be
+// reused by the caller's unwinding), and no copy may still read host memory. Never throws.
+void CudaBackend::abandon_batches() noexcept {
+  staging_.forget_all();
+  if (cudaSetDevice(device_) == cudaSuccess && copy_stream_)
+    log_release_failure("cudaStreamSynchronize", cudaStreamSynchronize(copy_stream_.get()));
+}
+
+// The slot that holds `input`'s batch: its staged copy, or a new copy (not staged).
+int CudaBackend::acquire(const BatchInput& input, const BatchBytes& bytes) {
+  const int staged = staging_.find_staged(StagingKey(input));
+  if (staged >= 0) {
+    ++stats_.staged_hits;
+    return staged;
   }
-  Slot& slot = slot_for_copy();
-  copy_to_slot(slot, input, bytes);
+  bool dropped = false;
+  const int slot = staging_.choose_for_copy(&dropped);
+  if (dropped) log_debug("cuda backend: both device slots held staged batches; dropping the older one");
+  copy_to_slot(slot, input, bytes, false);
   return slot;
 }
 
@@ -496,24 +577,24 @@ const float* CudaBackend::forward(const Slot& slot, std::int64_t count, std::int
   cudaStream_t stream = compute_stream_.get();
   const float* p = parameter_pointer();
   const std::int64_t classes = config_.num_classes;
-  float* logits = logits_.get<float>(count * classes, "logits");
+  float* logits = logits_.get<float>(count * classes);
   if (config_.kind == "bag") {
     const std::int64_t width = config_.embed_dim;
-    auto* buckets = buckets_.get<std::int64_t>(elements, "token buckets");
-    float* means = hidden_.get<float>(count * width, "mean embeddings");
-    kernels::tokens_to_buckets(stream, slot.samples, slot.key.type, elements, config_.vocab, buckets);
+    auto* buckets = buckets_.get<std::int64_t>(elements);
+    float* means = hidden_.get<float>(count * width);
+    kernels::tokens_to_buckets(stream, slot.samples, slot.type, elements, config_.vocab, buckets);
     kernels::bag_mean(stream, p + layout_[0].offset, width, buckets, slot.offsets, count, means);
     kernels::affine_forward(stream, means, count, width, p + layout_[1].offset, p + layout_[2].offset, classes, false,
                             logits);
     return logits;
   }
-  float* x = inputs_.get<float>(count * config_.features, "float samples");
-  kernels::convert_to_float(stream, slot.samples, slot.key.type, count * config_.features, x);
+  float* x = inputs_.get<float>(count * config_.features);
+  kernels::convert_to_float(stream, slot.samples, slot.type, count * config_.features, x);
   if (config_.kind == "softmax") {
     kernels::affine_forward(stream, x, count, config_.features, p + layout_[0].offset, p + layout_[1].offset, classes,
                             false, logits);
   } else {  // mlp
-    float* hidden = hidden_.get<float>(count * config_.hidden, "hidden activations");
+    float* hidden = hidden_.get<float>(count * config_.hidden);
     kernels::affine_forward(stream, x, count, config_.features, p + layout_[0].offset, p + layout_[1].offset,
                             config_.hidden, true, hidden);
     kernels::affine_forward(stream, hidden, count, config_.hidden, p + layout_[2].offset, p + layout_[3].offset,
@@ -527,43 +608,56 @@ void CudaBackend::backward(const Slot& slot, std::int64_t count, std::int64_t el
   const float* p = parameter_pointer();
   float* g = gradient_pointer();
   const int classes = config_.num_classes;
-  float* logit_gradients = logit_gradients_.get<float>(count * classes, "logit gradients");
-  kernels::cross_entropy(stream, logits, count, classes, slot.labels, losses_.get<double>(count, "losses"),
-                         correct_.get<std::int32_t>(count, "correct flags"), logit_gradients);
+  float* logit_gradients = logit_gradients_.get<float>(count * classes);
+  float* partials = partials_.get<float>(0);
+  kernels::cross_entropy(stream, logits, count, classes, slot.labels, losses_.get<double>(count),
+                         correct_.get<std::int32_t>(count), logit_gradients);
   if (config_.kind == "softmax") {
-    kernels::affine_parameter_gradients(stream, inputs_.get<float>(count * config_.features, "float samples"), count,
-                                        config_.features, logit_gradients, classes, g + layout_[0].offset,
-                                        g + layout_[1].offset);
+    kernels::affine_parameter_gradients(stream, inputs_.get<float>(count * config_.features), count, config_.features,
+                                        logit_gradients, classes, g + layout_[0].offset, g + layout_[1].offset,
+                                        partials);
   } else if (config_.kind == "mlp") {
-    float* hidden = hidden_.get<float>(count * config_.hidden, "hidden activations");
-    float* hidden_gradients = hidden_gradients_.get<float>(count * config_.hidden, "hidden gradients");
+    float* hidden = hidden_.get<float>(count * config_.hidden);
+    float* hidden_gradients = hidden_gradients_.get<float>(count * config_.hidden);
     kernels::affine_parameter_gradients(stream, hidden, count, config_.hidden, logit_gradients, classes,
-                                        g + layout_[2].offset, g + layout_[3].offset);
+                                        g + layout_[2].offset, g + layout_[3].offset, partials);
     kernels::affine_input_gradients(stream, p + layout_[2].offset, count, config_.hidden, logit_gradients, classes,
                                     hidden, hidden_gradients);
-    kernels::affine_parameter_gradients(stream, inputs_.get<float>(count * config_.features, "float samples"), count,
-                                        config_.features, hidden_gradients, config_.hidden, g + layout_[0].offset,
-                                        g + layout_[1].offset);
+    kernels::affine_parameter_gradients(stream, inputs_.get<float>(count * config_.features), count, config_.features,
+                                        hidden_gradients, config_.hidden, g + layout_[0].offset, g + layout_[1].offset,
+                                        partials);
   } else {  // bag
     const std::int64_t width = config_.embed_dim;
-    float* means = hidden_.get<float>(count * width, "mean embeddings");
-    float* mean_gradients = hidden_gradients_.get<float>(count * width, "mean embedding gradients");
+    float* means = hidden_.get<float>(count * width);
+    float* mean_gradients = hidden_gradients_.get<float>(count * width);
     kernels::affine_parameter_gradients(stream, means, count, width, logit_gradients, classes, g + layout_[1].offset,
-                                        g + layout_[2].offset);
+                                        g + layout_[2].offset, partials);
     kernels::affine_input_gradients(stream, p + layout_[1].offset, count, width, logit_gradients, classes, nullptr,
                                     mean_gradients);
-    kernels::bag_embedding_gradients(stream, mean_gradients, width,
-                                     buckets_.get<std::int64_t>(elements, "token buckets"), slot.offsets, count,
-                                     g + layout_[0].offset);
+    kernels::bag_embedding_gradients(stream, mean_gradients, width, buckets_.get<std::int64_t>(elements), slot.offsets,
+                                     count, g + layout_[0].offset);
   }
 }
 
-void CudaBackend::finish_step(Slot& slot) {
+// The start of a step or prediction on `input`: its scratch reserved, its batch in a slot (staged, or
+// copied now), the compute stream ordered after that copy, the start recorded. Returns the slot.
+int CudaBackend::begin_step(const BatchInput& input, const BatchBytes& bytes) {
+  reserve_scratch(input.count, bytes.elements);
+  const int slot_index = acquire(input, bytes);
   cudaStream_t stream = compute_stream_.get();
-  STRIDER_CUDA_CHECK(cudaEventRecord(compute_end_.get(), stream), "recording a step's end");
+  STRIDER_CUDA_CHECK(cudaStreamWaitEvent(stream, slots_[slot_index].copy_done.get(), 0),
+                     "ordering a step after its batch's copy");
+  STRIDER_CUDA_CHECK(cudaEventRecord(step_start_.get(), stream), "recording a step's start");
+  return slot_index;
+}
+
+void CudaBackend::finish_step(int slot_index) {
+  Slot& slot = slots_[slot_index];
+  cudaStream_t stream = compute_stream_.get();
+  STRIDER_CUDA_CHECK(cudaEventRecord(step_end_.get(), stream), "recording a step's end");
   STRIDER_CUDA_CHECK(cudaEventRecord(slot.released.get(), stream), "releasing a batch slot");
   slot.released_recorded = true;
-  slot.staged = false;
+  staging_.consumed(slot_index);
 }
 
 StepResult CudaBackend::forward_backward(const BatchInput& input) {
@@ -572,49 +666,52 @@ StepResult CudaBackend::forward_backward(const BatchInput& input) {
   StepResult result;
   if (input.count == 0) return result;
   const std::int64_t count = input.count;
-  // Grow the scratch buffers while the compute stream is idle (growth frees device memory).
-  synchronize_compute("finishing the previous update");
-  Slot& slot = acquire(input, bytes);
-  cudaStream_t stream = compute_stream_.get();
-  STRIDER_CUDA_CHECK(cudaStreamWaitEvent(stream, slot.copy_done.get(), 0), "ordering a step after its batch's copy");
-  STRIDER_CUDA_CHECK(cudaEventRecord(compute_start_.get(), stream), "recording a step's start");
-  const float* logits = forward(slot, count, bytes.elements);
-  backward(slot, count, bytes.elements, logits);
-  finish_step(slot);
+  try {
+    const int slot_index = begin_step(input, bytes);
+    const Slot& slot = slots_[slot_index];
+    cudaStream_t stream = compute_stream_.get();
+    const float* logits = forward(slot, count, bytes.elements);
+    backward(slot, count, bytes.elements, logits);
+    finish_step(slot_index);
 
-  auto* host_losses = host_losses_.get<double>(count);
-  auto* host_correct = host_correct_.get<std::int32_t>(count);
-  STRIDER_CUDA_CHECK(cudaMemcpyAsync(host_losses, losses_.get<double>(count, "losses"),
-                                     static_cast<std::size_t>(count) * sizeof(double), cudaMemcpyDeviceToHost, stream),
-                     "copying the losses to the host");
-  STRIDER_CUDA_CHECK(
-      cudaMemcpyAsync(host_correct, correct_.get<std::int32_t>(count, "correct flags"),
-                      static_cast<std::size_t>(count) * sizeof(std::int32_t), cudaMemcpyDeviceToHost, stream),
-      "copying the correct flags to the host");
-  STRIDER_CUDA_CHECK(cudaStreamSynchronize(stream), "running a training step on the device");
+    auto* host_losses = host_losses_.get<double>(count);
+    auto* host_correct = host_correct_.get<std::int32_t>(count);
+    STRIDER_CUDA_CHECK(
+        cudaMemcpyAsync(host_losses, losses_.get<double>(count), static_cast<std::size_t>(count) * sizeof(double),
+                        cudaMemcpyDeviceToHost, stream),
+        "copying the losses to the host");
+    STRIDER_CUDA_CHECK(
+        cudaMemcpyAsync(host_correct, correct_.get<std::int32_t>(count),
+                        static_cast<std::size_t>(count) * sizeof(std::int32_t), cudaMemcpyDeviceToHost, stream),
+        "copying the correct flags to the host");
+    wait_compute("running a training step on the device");
 
-  // Sums in row order, like the CPU backend.
-  for (std::int64_t i = 0; i < count; ++i) {
-    result.loss_sum += host_losses[i];
-    result.correct += host_correct[i];
+    // Sums in row order, like the CPU backend.
+    for (std::int64_t i = 0; i < count; ++i) {
+      result.loss_sum += host_losses[i];
+      result.correct += host_correct[i];
+    }
+    result.count = count;
+
+    float copy_ms = 0.0f, step_ms = 0.0f, copy_start_ms = 0.0f, step_start_ms = 0.0f;
+    STRIDER_CUDA_CHECK(cudaEventElapsedTime(&copy_start_ms, origin_.get(), slot.copy_start.get()), "timing a copy");
+    STRIDER_CUDA_CHECK(cudaEventElapsedTime(&copy_ms, slot.copy_start.get(), slot.copy_done.get()), "timing a copy");
+    STRIDER_CUDA_CHECK(cudaEventElapsedTime(&step_start_ms, origin_.get(), step_start_.get()), "timing a step");
+    STRIDER_CUDA_CHECK(cudaEventElapsedTime(&step_ms, step_start_.get(), step_end_.get()), "timing a step");
+    auto remember = [](std::vector<TimedInterval>& intervals, TimedInterval interval) {
+      if (intervals.size() == interval_history) intervals.erase(intervals.begin());
+      intervals.push_back(interval);
+    };
+    remember(stats_.copy_intervals, TimedInterval{copy_start_ms, copy_start_ms + copy_ms, slot.serial});
+    remember(stats_.compute_intervals, TimedInterval{step_start_ms, step_start_ms + step_ms, slot.serial});
+    stats_.h2d_bytes += static_cast<std::int64_t>(slot.copied_bytes);
+    stats_.h2d_ms += copy_ms;
+    stats_.kernel_ms += step_ms;
+    ++stats_.steps;
+  } catch (...) {
+    abandon_batches();
+    throw;
   }
-  result.count = count;
-
-  float copy_ms = 0.0f, step_ms = 0.0f, copy_start_ms = 0.0f, step_start_ms = 0.0f;
-  STRIDER_CUDA_CHECK(cudaEventElapsedTime(&copy_start_ms, origin_.get(), slot.copy_start.get()), "timing a copy");
-  STRIDER_CUDA_CHECK(cudaEventElapsedTime(&copy_ms, slot.copy_start.get(), slot.copy_done.get()), "timing a copy");
-  STRIDER_CUDA_CHECK(cudaEventElapsedTime(&step_start_ms, origin_.get(), compute_start_.get()), "timing a step");
-  STRIDER_CUDA_CHECK(cudaEventElapsedTime(&step_ms, compute_start_.get(), compute_end_.get()), "timing a step");
-  auto remember = [](std::vector<TimedInterval>& intervals, TimedInterval interval) {
-    if (intervals.size() == interval_history) intervals.erase(intervals.begin());
-    intervals.push_back(interval);
-  };
-  remember(stats_.copy_intervals, TimedInterval{copy_start_ms, copy_start_ms + copy_ms, slot.serial});
-  remember(stats_.compute_intervals, TimedInterval{step_start_ms, step_start_ms + step_ms, slot.serial});
-  stats_.h2d_bytes += static_cast<std::int64_t>(slot.copied_bytes);
-  stats_.h2d_ms += copy_ms;
-  stats_.kernel_ms += step_ms;
-  ++stats_.steps;
   return result;
 }
 
@@ -623,25 +720,28 @@ void CudaBackend::predict(const BatchInput& input, std::int32_t* predictions) {
   const BatchBytes bytes = check_batch(input, false);
   if (input.count == 0) return;
   const std::int64_t count = input.count;
-  synchronize_compute("finishing the previous update");
-  Slot& slot = acquire(input, bytes);
-  cudaStream_t stream = compute_stream_.get();
-  STRIDER_CUDA_CHECK(cudaStreamWaitEvent(stream, slot.copy_done.get(), 0), "ordering a prediction after its copy");
-  STRIDER_CUDA_CHECK(cudaEventRecord(compute_start_.get(), stream), "recording a prediction's start");
-  const float* logits = forward(slot, count, bytes.elements);
-  auto* device_predictions = predictions_.get<std::int32_t>(count, "predictions");
-  kernels::argmax_rows(stream, logits, count, config_.num_classes, device_predictions);
-  finish_step(slot);
-  auto* host_predictions = host_predictions_.get<std::int32_t>(count);
-  STRIDER_CUDA_CHECK(
-      cudaMemcpyAsync(host_predictions, device_predictions, static_cast<std::size_t>(count) * sizeof(std::int32_t),
-                      cudaMemcpyDeviceToHost, stream),
-      "copying the predictions to the host");
-  STRIDER_CUDA_CHECK(cudaStreamSynchronize(stream), "predicting on the device");
-  std::memcpy(predictions, host_predictions, static_cast<std::size_t>(count) * sizeof(std::int32_t));
-  float step_ms = 0.0f;
-  STRIDER_CUDA_CHECK(cudaEventElapsedTime(&step_ms, compute_start_.get(), compute_end_.get()), "timing a prediction");
-  stats_.kernel_ms += step_ms;
+  try {
+    const int slot_index = begin_step(input, bytes);
+    const Slot& slot = slots_[slot_index];
+    cudaStream_t stream = compute_stream_.get();
+    const float* logits = forward(slot, count, bytes.elements);
+    auto* device_predictions = predictions_.get<std::int32_t>(count);
+    kernels::argmax_rows(stream, logits, count, config_.num_classes, device_predictions);
+    finish_step(slot_index);
+    auto* host_predictions = host_predictions_.get<std::int32_t>(count);
+    STRIDER_CUDA_CHECK(
+        cudaMemcpyAsync(host_predictions, device_predictions, static_cast<std::size_t>(count) * sizeof(std::int32_t),
+                        cudaMemcpyDeviceToHost, stream),
+        "copying the predictions to the host");
+    wait_compute("predicting on the device");
+    std::memcpy(predictions, host_predictions, static_cast<std::size_t>(count) * sizeof(std::int32_t));
+    float step_ms = 0.0f;
+    STRIDER_CUDA_CHECK(cudaEventElapsedTime(&step_ms, step_start_.get(), step_end_.get()), "timing a prediction");
+    stats_.kernel_ms += step_ms;
+  } catch (...) {
+    abandon_batches();
+    throw;
+  }
 }
 
 void CudaBackend::scale_gradients(std::int64_t count) {
@@ -653,26 +753,10 @@ void CudaBackend::scale_gradients(std::int64_t count) {
 
 void CudaBackend::apply_sgd(float learning_rate, float momentum) {
   require_initialized("apply_sgd");
-  synchronize_compute("finishing the gradients");  // collects the previous update's timing
-  cudaStream_t stream = compute_stream_.get();
-  STRIDER_CUDA_CHECK(cudaEventRecord(update_start_.get(), stream), "recording an update's start");
-  kernels::sgd_momentum(stream, static_cast<float*>(parameters_.get()), gradient_pointer(),
+  begin_span(sgd_span_, "recording an update's start");
+  kernels::sgd_momentum(compute_stream_.get(), static_cast<float*>(parameters_.get()), gradient_pointer(),
                         static_cast<float*>(velocity_.get()), parameter_count_, learning_rate, momentum);
-  STRIDER_CUDA_CHECK(cudaEventRecord(update_end_.get(), stream), "recording an update's end");
-  update_pending_ = true;
-  update_is_reduce_ = false;
-}
-
-// Called after the compute stream was synchronized: the pending update's events have completed.
-void CudaBackend::collect_timings() const {
-  if (!update_pending_) return;
-  float ms = 0.0f;
-  STRIDER_CUDA_CHECK(cudaEventElapsedTime(&ms, update_start_.get(), update_end_.get()), "timing an update");
-  if (update_is_reduce_)
-    stats_.all_reduce_ms += ms;
-  else
-    stats_.kernel_ms += ms;
-  update_pending_ = false;
+  end_span(sgd_span_, "recording an update's end");
 }
 
 void CudaBackend::abort_nccl() noexcept {
@@ -687,13 +771,15 @@ void CudaBackend::abort_nccl() noexcept {
 }
 
 // Finalizes and destroys the NCCL communicator; if that fails or takes longer than timeout_s,
-// aborts it instead. Never throws.
+// aborts it instead. Never throws. Peers are not told: every rank closes on its own.
 void CudaBackend::close_nccl(double timeout_s) noexcept {
   if (!nccl_) return;
   try {
     STRIDER_NCCL_CHECK(ncclCommFinalize(nccl_.get()), "finalizing the NCCL communicator");
-    wait_for_nccl_operation(nccl_hooks([this] { return poll_async_error("finalizing the NCCL communicator"); }, 100),
-                            timeout_s, "finalizing the NCCL communicator");
+    NcclWaitHooks hooks = nccl_hooks([this] { return poll_async_error("finalizing the NCCL communicator"); });
+    hooks.peer_failure = nullptr;
+    hooks.tell_peers = nullptr;
+    wait_for_nccl_operation(hooks, timeout_s, "finalizing the NCCL communicator");
   } catch (const std::exception& error) {
     log_warn("cuda backend: ", error_message(error), "; aborting it");
     abort_nccl();
@@ -715,36 +801,70 @@ NcclPoll CudaBackend::poll_async_error(const char* what) {
   return NcclPoll{NcclPoll::State::failed, static_cast<std::int64_t>(state), error};
 }
 
-// The steady clock, a sleep of pause_us between polls, and abort_nccl for a wait on this backend's
-// communicator.
-NcclWaitHooks CudaBackend::nccl_hooks(std::function<NcclPoll()> poll, int pause_us) {
+// One poll of the compute stream with NCCL in use: done when the stream is idle, failed when NCCL
+// reports an asynchronous error, running otherwise. A CUDA error throws.
+NcclPoll CudaBackend::poll_compute_stream(const char* what) const {
+  const cudaError_t state = cudaStreamQuery(compute_stream_.get());
+  if (state == cudaSuccess) return NcclPoll{NcclPoll::State::done, 0, ""};
+  if (state != cudaErrorNotReady) STRIDER_CUDA_CHECK(state, what);
+  NcclPoll poll = const_cast<CudaBackend*>(this)->poll_async_error(what);
+  if (poll.state == NcclPoll::State::done) poll.state = NcclPoll::State::running;  // NCCL is fine; the stream runs
+  return poll;
+}
+
+// The steady clock; between polls a yield at first (a step's wait is often short), then 50 us
+// sleeps; abort_nccl; and the peers' failure notices both ways.
+NcclWaitHooks CudaBackend::nccl_hooks(std::function<NcclPoll()> poll) const {
+  auto* self = const_cast<CudaBackend*>(this);
   NcclWaitHooks hooks;
   hooks.poll = std::move(poll);
   hooks.now_s = [] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
   };
-  hooks.pause = [pause_us] { std::this_thread::sleep_for(std::chrono::microseconds(pause_us)); };
-  hooks.abort = [this] { abort_nccl(); };
+  hooks.pause = [polls = 0]() mutable {
+    if (++polls <= 1000)
+      std::this_thread::yield();
+    else
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+  };
+  hooks.abort = [self] { self->abort_nccl(); };
+  if (notices_) {
+    FailureNotices* notices = notices_.get();
+    hooks.peer_failure = [notices]() -> std::string {
+      const auto notice = notices->poll();
+      return notice ? "rank " + std::to_string(notice->rank) + " failed: " + notice->reason : "";
+    };
+    hooks.tell_peers = [notices](const std::string& reason) { notices->notify(reason); };
+  }
   return hooks;
 }
 
+// A failure of this rank reaches the peers once; not when it is a peer's failure that arrived here.
+void CudaBackend::tell_peers_unless_told(const std::string& reason) noexcept {
+  if (!notices_) return;
+  try {
+    if (!notices_->poll()) notices_->notify(reason);
+  } catch (const std::exception& error) {
+    log_warn("cuda backend: could not tell the other ranks: ", error_message(error));
+  }
+}
+
 // Waits until a non-blocking NCCL call has finished enqueuing (or the communicator is ready); on an
-// error or after the timeout aborts the communicator and throws NcclError.
+// error, a peer's failure or after the timeout aborts the communicator and throws NcclError.
 void CudaBackend::wait_for_nccl(const char* what) {
-  wait_for_nccl_operation(nccl_hooks([this, what] { return poll_async_error(what); }, 100), nccl_timeout_s_, what);
+  wait_for_nccl_operation(nccl_hooks([this, what] { return poll_async_error(what); }), nccl_timeout_s_, what);
 }
 
 // Collective over comm: compares devices, then picks how gradients are reduced and builds NCCL.
 void CudaBackend::build_reduction(const Communicator& comm) {
   if (nccl_) {
-    log_release_failure("cudaStreamSynchronize", cudaStreamSynchronize(compute_stream_.get()));
+    if (initialized_) wait_compute("finishing the work on the old NCCL communicator");
     close_nccl(nccl_timeout_s_ > 0 ? nccl_timeout_s_ : 600.0);
   }
+  notices_.reset();
   reduce_mode_ = ReduceMode::none;
   const std::vector<DeviceIdentity> identities = comm.all_gather(identity_);
   check_device_sharing(identities, allow_shared_device_);  // the same decision on every rank
-  connected_comm_ = comm.native();
-  connected_size_ = comm.size();
   if (comm.size() == 1) {
     reduce_mode_ = ReduceMode::local;
   } else if (!ranks_sharing_devices(identities).empty()) {
@@ -755,6 +875,7 @@ void CudaBackend::build_reduction(const Communicator& comm) {
                "host memory");
     }
   } else {
+    notices_ = std::make_unique<FailureNotices>(comm);
     ncclUniqueId id{};
     comm.collective_try([&] {
       if (comm.is_root()) STRIDER_NCCL_CHECK(ncclGetUniqueId(&id), "creating the NCCL unique id");
@@ -772,7 +893,9 @@ void CudaBackend::build_reduction(const Communicator& comm) {
                          "creating the NCCL communicator of " + std::to_string(comm.size()) + " ranks");
       }
       wait_for_nccl("creating the NCCL communicator");
-    } catch (...) {
+    } catch (const std::exception& error) {
+      // Tell the peers first (a wait that failed here already did), so that none waits for this rank.
+      tell_peers_unless_told("creating the NCCL communicator: " + error_message(error));
       failure = std::current_exception();
     }
     try {
@@ -784,6 +907,8 @@ void CudaBackend::build_reduction(const Communicator& comm) {
     reduce_mode_ = ReduceMode::nccl;
     if (comm.is_root()) log_info("cuda backend: gradients all-reduced with NCCL over ", comm.size(), " ranks");
   }
+  connected_comm_ = comm.native();
+  connected_size_ = comm.size();
   stats_.all_reduce = reduce_mode_name(reduce_mode_);
 }
 
@@ -791,60 +916,42 @@ void CudaBackend::all_reduce_gradients(const Communicator& comm, std::int64_t gl
   require_initialized("all_reduce_gradients");
   STRIDER_REQUIRE(global_count >= 0, "all_reduce_gradients: negative sample count " + std::to_string(global_count));
   connect(comm);
-  synchronize_compute("finishing the gradients");
   cudaStream_t stream = compute_stream_.get();
   const auto count = static_cast<std::size_t>(parameter_count_);
-  STRIDER_CUDA_CHECK(cudaEventRecord(update_start_.get(), stream), "recording an all-reduce's start");
+  if (reduce_mode_ == ReduceMode::mpi_host && host_gradients_.needs_growth(count * sizeof(float))) {
+    wait_compute("finishing the previous copy of the gradients");  // an H2D copy may still read the old buffer
+    host_gradients_.grow(count * sizeof(float));
+  }
+  begin_span(reduce_span_, "recording an all-reduce's start");
   if (reduce_mode_ == ReduceMode::nccl) {
+    // Only enqueued: the next host wait (the next step's end) polls it, with NCCL's errors.
     try {
       STRIDER_NCCL_CHECK(
           ncclAllReduce(gradient_pointer(), gradient_pointer(), count, ncclFloat, ncclSum, nccl_.get(), stream),
           "all-reducing " + std::to_string(count * sizeof(float)) + " bytes of gradients");
       wait_for_nccl("enqueuing the gradient all-reduce");
-      if (global_count > 0) scale_gradients(global_count);
-      STRIDER_CUDA_CHECK(cudaEventRecord(update_end_.get(), stream), "recording an all-reduce's end");
-      // Poll NCCL's asynchronous errors while the all-reduce runs, so that a failed peer ends in
-      // an error (and ncclCommAbort) instead of a hang.
-      wait_for_nccl_operation(nccl_hooks(
-                                  [&] {
-                                    const cudaError_t state = cudaStreamQuery(stream);
-                                    if (state == cudaSuccess) return NcclPoll{NcclPoll::State::done, 0, ""};
-                                    if (state != cudaErrorNotReady)
-                                      STRIDER_CUDA_CHECK(state, "running the gradient all-reduce");
-                                    NcclPoll poll = poll_async_error("polling the gradient all-reduce");
-                                    if (poll.state == NcclPoll::State::done) poll.state = NcclPoll::State::running;
-                                    return poll;
-                                  },
-                                  50),
-                              nccl_timeout_s_, "the gradient all-reduce");
-    } catch (...) {
+    } catch (const std::exception& error) {
+      tell_peers_unless_told("the gradient all-reduce: " + error_message(error));
       abort_nccl();  // no rank may hang on this communicator again
       throw;
     }
-  } else {
-    if (reduce_mode_ == ReduceMode::mpi_host) {
-      auto* host = host_gradients_.get<float>(parameter_count_);
-      STRIDER_CUDA_CHECK(
-          cudaMemcpyAsync(host, gradient_pointer(), count * sizeof(float), cudaMemcpyDeviceToHost, stream),
-          "copying the gradients to the host for MPI");
-      STRIDER_CUDA_CHECK(cudaStreamSynchronize(stream), "copying the gradients to the host for MPI");
-      comm.all_reduce(host, parameter_count_, ReduceOp::sum);
-      STRIDER_CUDA_CHECK(
-          cudaMemcpyAsync(gradient_pointer(), host, count * sizeof(float), cudaMemcpyHostToDevice, stream),
-          "copying the all-reduced gradients to the device");
-    }
-    if (global_count > 0) scale_gradients(global_count);
-    STRIDER_CUDA_CHECK(cudaEventRecord(update_end_.get(), stream), "recording an all-reduce's end");
+  } else if (reduce_mode_ == ReduceMode::mpi_host) {
+    auto* host = host_gradients_.get<float>(parameter_count_);
+    STRIDER_CUDA_CHECK(cudaMemcpyAsync(host, gradient_pointer(), count * sizeof(float), cudaMemcpyDeviceToHost, stream),
+                       "copying the gradients to the host for MPI");
+    wait_compute("copying the gradients to the host for MPI");
+    comm.all_reduce(host, parameter_count_, ReduceOp::sum);
+    STRIDER_CUDA_CHECK(cudaMemcpyAsync(gradient_pointer(), host, count * sizeof(float), cudaMemcpyHostToDevice, stream),
+                       "copying the all-reduced gradients to the device");
   }
-  update_pending_ = true;
-  update_is_reduce_ = true;
-  synchronize_compute("finishing the gradient all-reduce");
+  if (global_count > 0) scale_gradients(global_count);
+  end_span(reduce_span_, "recording an all-reduce's end");
 }
 
 CudaBackendStats CudaBackend::stats() const {
   if (initialized_) {
     activate();
-    synchronize_compute("collecting the CUDA backend's timings");
+    wait_compute("collecting the CUDA backend's timings");
   }
   return stats_;
 }
@@ -856,7 +963,8 @@ void CudaBackend::reset_stats() {
   fresh.device_uuid = stats_.device_uuid;
   fresh.all_reduce = stats_.all_reduce;
   stats_ = std::move(fresh);
-  update_pending_ = false;
+  reduce_span_.pending = false;
+  sgd_span_.pending = false;
 }
 
 namespace {

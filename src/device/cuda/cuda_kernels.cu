@@ -1,9 +1,15 @@
-// The CUDA backend's fp32 kernels: plain grid-stride loops, one thread per output element, sums in
-// index order like the CPU models (so results agree within float rounding). Deterministic except
-// the bag model's embedding gradients (atomicAdd: summation order varies between runs).
+// The CUDA backend's fp32 kernels: grid-stride loops, one thread per output element, sums in index
+// order like the CPU models (so results agree within float rounding), with the CPU models' IEEE
+// behaviour: zero inputs are skipped in products (0 * inf adds nothing on either backend) and the
+// ReLU keeps NaN (device/activation.hpp). Parameter gradients of narrow layers split the batch
+// into chunks summed in a second pass, in chunk order, so that they use enough threads and stay
+// deterministic. Deterministic except the bag model's embedding gradients (atomicAdd: summation
+// order varies between runs).
+#include <algorithm>
 #include <cstdint>
 #include <type_traits>
 
+#include "device/activation.hpp"
 #include "device/cuda/cuda_check.hpp"
 #include "device/cuda/cuda_kernels.cuh"
 #include "device/cuda/element_conversion.cuh"
@@ -13,11 +19,24 @@ namespace strider::detail::kernels {
 namespace {
 
 constexpr int threads_per_block = 256;
+constexpr std::int64_t default_block_limit = 1 << 20;
+std::int64_t block_limit = default_block_limit;
 
-// Enough blocks for `elements` threads, at most 2^20 blocks (the loops stride over the rest).
+// Enough blocks for `elements` threads, at most block_limit (the loops stride over the rest).
 unsigned int blocks_for(std::int64_t elements) {
   const std::int64_t blocks = (elements + threads_per_block - 1) / threads_per_block;
-  return static_cast<unsigned int>(blocks < 1 ? 1 : (blocks > (1 << 20) ? (1 << 20) : blocks));
+  return static_cast<unsigned int>(std::clamp<std::int64_t>(blocks, 1, block_limit));
+}
+
+// Parameter gradients: a layer with fewer outputs than this many threads splits the batch into
+// chunks of at least min_chunk_rows rows (one thread per output and chunk).
+constexpr std::int64_t gradient_thread_target = 1 << 16;
+constexpr std::int64_t min_chunk_rows = 32;
+
+std::int64_t gradient_chunks(std::int64_t n, std::int64_t outputs) {
+  const std::int64_t by_threads = gradient_thread_target / std::max<std::int64_t>(outputs, 1);
+  const std::int64_t by_rows = (n + min_chunk_rows - 1) / min_chunk_rows;
+  return std::max<std::int64_t>(1, std::min(by_threads, by_rows));
 }
 
 __device__ inline std::int64_t first_index() {
@@ -50,28 +69,73 @@ __global__ void affine_forward_kernel(const float* in, std::int64_t n, std::int6
     const std::int64_t c = index % cols;
     const float* row = in + i * rows;
     float sum = bias[c];
-    for (std::int64_t r = 0; r < rows; ++r) sum += row[r] * weights[r * cols + c];
-    out[index] = relu ? fmaxf(sum, 0.0f) : sum;
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const float value = row[r];
+      if (value != 0.0f) sum += value * weights[r * cols + c];
+    }
+    out[index] = relu ? strider::detail::relu(sum) : sum;
   }
 }
 
-// Threads [0, rows*cols) compute weight gradients, [rows*cols, rows*cols + cols) bias gradients.
+// Outputs [0, rows*cols) are weight gradients, [rows*cols, rows*cols + cols) bias gradients. Each
+// thread sums rows [first, end) of the batch for one output.
+__device__ inline float parameter_gradient_sum(const float* in, std::int64_t first, std::int64_t end, std::int64_t rows,
+                                               const float* out_gradients, std::int64_t cols, std::int64_t output) {
+  float sum = 0.0f;
+  if (output < rows * cols) {
+    const std::int64_t r = output / cols;
+    const std::int64_t c = output % cols;
+    for (std::int64_t i = first; i < end; ++i) {
+      const float value = in[i * rows + r];
+      if (value != 0.0f) sum += value * out_gradients[i * cols + c];
+    }
+  } else {
+    const std::int64_t c = output - rows * cols;
+    for (std::int64_t i = first; i < end; ++i) sum += out_gradients[i * cols + c];
+  }
+  return sum;
+}
+
+// One pass: every output sums the whole batch and adds to the gradient buffers.
 __global__ void affine_parameter_gradients_kernel(const float* in, std::int64_t n, std::int64_t rows,
                                                   const float* out_gradients, std::int64_t cols,
                                                   float* weight_gradients, float* bias_gradients) {
   const std::int64_t weights = rows * cols;
-  for (std::int64_t index = first_index(); index < weights + cols; index += index_stride()) {
+  for (std::int64_t output = first_index(); output < weights + cols; output += index_stride()) {
+    const float sum = parameter_gradient_sum(in, 0, n, rows, out_gradients, cols, output);
+    if (output < weights)
+      weight_gradients[output] += sum;
+    else
+      bias_gradients[output - weights] += sum;
+  }
+}
+
+// First of two passes: partials[chunk * outputs + output] = the sum over the chunk's rows.
+__global__ void affine_parameter_partials_kernel(const float* in, std::int64_t n, std::int64_t rows,
+                                                 const float* out_gradients, std::int64_t cols, std::int64_t chunks,
+                                                 float* partials) {
+  const std::int64_t outputs = rows * cols + cols;
+  const std::int64_t chunk_rows = (n + chunks - 1) / chunks;
+  for (std::int64_t index = first_index(); index < chunks * outputs; index += index_stride()) {
+    const std::int64_t chunk = index / outputs;
+    const std::int64_t first = chunk * chunk_rows;
+    const std::int64_t end = first + chunk_rows < n ? first + chunk_rows : n;
+    partials[index] = parameter_gradient_sum(in, first, end, rows, out_gradients, cols, index % outputs);
+  }
+}
+
+// Second pass: each output adds its chunks' partial sums, in chunk order.
+__global__ void affine_parameter_chunks_kernel(const float* partials, std::int64_t chunks, std::int64_t rows,
+                                               std::int64_t cols, float* weight_gradients, float* bias_gradients) {
+  const std::int64_t weights = rows * cols;
+  const std::int64_t outputs = weights + cols;
+  for (std::int64_t output = first_index(); output < outputs; output += index_stride()) {
     float sum = 0.0f;
-    if (index < weights) {
-      const std::int64_t r = index / cols;
-      const std::int64_t c = index % cols;
-      for (std::int64_t i = 0; i < n; ++i) sum += in[i * rows + r] * out_gradients[i * cols + c];
-      weight_gradients[index] += sum;
-    } else {
-      const std::int64_t c = index - weights;
-      for (std::int64_t i = 0; i < n; ++i) sum += out_gradients[i * cols + c];
-      bias_gradients[c] += sum;
-    }
+    for (std::int64_t chunk = 0; chunk < chunks; ++chunk) sum += partials[chunk * outputs + output];
+    if (output < weights)
+      weight_gradients[output] += sum;
+    else
+      bias_gradients[output - weights] += sum;
   }
 }
 
@@ -82,7 +146,7 @@ __global__ void affine_input_gradients_kernel(const float* weights, std::int64_t
     const std::int64_t i = index / rows;
     const std::int64_t r = index % rows;
     float sum = 0.0f;
-    if (mask == nullptr || mask[index] > 0.0f) {
+    if (mask == nullptr || strider::detail::relu_passes_gradient(mask[index])) {
       const float* gradient_row = out_gradients + i * cols;
       const float* weight_row = weights + r * cols;
       for (std::int64_t c = 0; c < cols; ++c) sum += weight_row[c] * gradient_row[c];
@@ -203,13 +267,30 @@ void affine_forward(cudaStream_t stream, const float* in, std::int64_t n, std::i
   check_launch("launching an affine layer");
 }
 
+std::int64_t parameter_gradient_partials(std::int64_t n, std::int64_t rows, std::int64_t cols) {
+  const std::int64_t outputs = rows * cols + cols;
+  const std::int64_t chunks = gradient_chunks(n, outputs);
+  return chunks > 1 ? chunks * outputs : 0;
+}
+
 void affine_parameter_gradients(cudaStream_t stream, const float* in, std::int64_t n, std::int64_t rows,
                                 const float* out_gradients, std::int64_t cols, float* weight_gradients,
-                                float* bias_gradients) {
+                                float* bias_gradients, float* partials) {
   if (n == 0) return;
-  affine_parameter_gradients_kernel<<<blocks_for(rows * cols + cols), threads_per_block, 0, stream>>>(
-      in, n, rows, out_gradients, cols, weight_gradients, bias_gradients);
-  check_launch("launching the weight gradients of an affine layer");
+  const std::int64_t outputs = rows * cols + cols;
+  const std::int64_t chunks = gradient_chunks(n, outputs);
+  if (chunks == 1) {
+    affine_parameter_gradients_kernel<<<blocks_for(outputs), threads_per_block, 0, stream>>>(
+        in, n, rows, out_gradients, cols, weight_gradients, bias_gradients);
+    check_launch("launching the weight gradients of an affine layer");
+    return;
+  }
+  affine_parameter_partials_kernel<<<blocks_for(chunks * outputs), threads_per_block, 0, stream>>>(
+      in, n, rows, out_gradients, cols, chunks, partials);
+  check_launch("launching the partial weight gradients of an affine layer");
+  affine_parameter_chunks_kernel<<<blocks_for(outputs), threads_per_block, 0, stream>>>(
+      partials, chunks, rows, cols, weight_gradients, bias_gradients);
+  check_launch("launching the sum of partial weight gradients");
 }
 
 void affine_input_gradients(cudaStream_t stream, const float* weights, std::int64_t n, std::int64_t rows,
@@ -263,6 +344,10 @@ void sgd_momentum(cudaStream_t stream, float* parameters, float* gradients, floa
   sgd_kernel<<<blocks_for(count), threads_per_block, 0, stream>>>(parameters, gradients, velocity, count, learning_rate,
                                                                   momentum);
   check_launch("launching the SGD update");
+}
+
+void limit_blocks_for_testing(std::int64_t blocks) {
+  block_limit = blocks > 0 ? blocks : default_block_limit;
 }
 
 }  // namespace strider::detail::kernels

@@ -17,21 +17,31 @@ namespace strider::detail::kernels {
 /// (launch_element_conversion; float32 is copied). `in` is aligned to its element size.
 void convert_to_float(cudaStream_t stream, const std::byte* in, ElementType type, std::int64_t count, float* out);
 
+/// Launches at most `blocks` blocks per kernel (0: the default, 2^20), so that a test with small
+/// batches runs every grid-stride loop more than once. Tests only; not thread-safe.
+void limit_blocks_for_testing(std::int64_t blocks);
+
 /// Integer token ids -> embedding rows (id mod vocab, non-negative): the hashing trick.
 void tokens_to_buckets(cudaStream_t stream, const std::byte* in, ElementType type, std::int64_t count,
                        std::int64_t vocab, std::int64_t* buckets);
 
-/// out[n, cols] = in[n, rows] * weights[rows, cols] + bias[cols]; relu clamps at 0.
+/// out[n, cols] = in[n, rows] * weights[rows, cols] + bias[cols]; relu clamps at 0 (NaN stays NaN).
 void affine_forward(cudaStream_t stream, const float* in, std::int64_t n, std::int64_t rows, const float* weights,
                     const float* bias, std::int64_t cols, bool relu, float* out);
 
-/// weight_gradients[rows, cols] += in^T * out_gradients; bias_gradients[cols] += column sums.
+/// Floats of scratch that affine_parameter_gradients needs for its partial sums (0 when the layer
+/// has enough outputs to use one pass). Reserve it before enqueueing.
+std::int64_t parameter_gradient_partials(std::int64_t n, std::int64_t rows, std::int64_t cols);
+
+/// weight_gradients[rows, cols] += in^T * out_gradients; bias_gradients[cols] += column sums. A
+/// layer with few outputs (rows * cols + cols) splits the batch into chunks: `partials` holds
+/// parameter_gradient_partials(n, rows, cols) floats (may be null when that is 0).
 void affine_parameter_gradients(cudaStream_t stream, const float* in, std::int64_t n, std::int64_t rows,
                                 const float* out_gradients, std::int64_t cols, float* weight_gradients,
-                                float* bias_gradients);
+                                float* bias_gradients, float* partials);
 
 /// in_gradients[n, rows] = out_gradients[n, cols] * weights^T; where `mask` (the ReLU output) is
-/// not null, entries whose mask value is <= 0 become 0.
+/// not null, entries whose mask value is <= 0 become 0 (a NaN mask value passes).
 void affine_input_gradients(cudaStream_t stream, const float* weights, std::int64_t n, std::int64_t rows,
                             const float* out_gradients, std::int64_t cols, const float* mask, float* in_gradients);
 
