@@ -153,9 +153,8 @@ void TrainingRun::build_model() {
   comm_.collective_try([&] { backend_->initialize(resolve_model_config(model, loader_->dataset())); });
   // Surface a shared GPU or an NCCL failure now, agreed, rather than in the first all-reduce.
   comm_.collective_try([&] { backend_->connect(comm_); });
-  // With at least two buffers in the ring and a backend that overlaps copies, the next batch's
-  // copy is staged while a step runs.
-  stage_next_ = backend_->overlaps_copies() && loader_->prefetch_depth() >= 2;
+  // With a backend that overlaps copies, the next batch's copy is staged while a step runs.
+  stage_next_ = backend_->overlaps_copies();
 }
 
 bool TrainingRun::try_resume() {
@@ -209,6 +208,7 @@ bool TrainingRun::train_epoch(LoaderEpoch& epoch) {
   settings.learning_rate = config_.learning_rate;
   settings.momentum = config_.momentum;
   settings.stage_next = stage_next_;
+  settings.learning_rate_name = config_.setting_name("learning_rate");
   detail::TrainingLoop loop(comm_, *backend_, loader_->dataset(), settings, trace_, *watchdog_, hooks_);
   const detail::EpochTotals totals = loop.run(epoch, [&](std::int64_t steps_done, bool stopping) {
     steps_done_ = steps_done;

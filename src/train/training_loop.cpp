@@ -2,24 +2,15 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <thread>
 
 #include "strider/core/error.hpp"
+#include "strider/device/step_batches.hpp"
 #include "strider/train/batch_input.hpp"
 #include "strider/train/stop_signal.hpp"
 
 namespace strider::detail {
-
-Batch TrainingLoop::take_batch(LoaderEpoch& epoch, std::int64_t step, std::optional<Batch>& upcoming) {
-  std::optional<Batch> batch = upcoming ? std::move(upcoming) : epoch.next();
-  upcoming.reset();
-  if (!batch) STRIDER_THROW(Error, "the prefetcher ended before step " + std::to_string(step));
-  if (settings_.stage_next && step + 1 < epoch.end_step()) {  // the copy of batch k+1 overlaps step k
-    upcoming = epoch.next();
-    if (upcoming) backend_.stage(batch_input(*upcoming, dataset_));
-  }
-  return std::move(*batch);
-}
 
 StepResult TrainingLoop::compute(const Batch& batch, EpochTotals& totals) {
   if (batch.offsets() != nullptr) {
@@ -35,20 +26,26 @@ StepResult TrainingLoop::compute(const Batch& batch, EpochTotals& totals) {
 EpochTotals TrainingLoop::run(LoaderEpoch& epoch, const AfterStep& after_step) {
   EpochTotals totals;
   totals.steps_done = epoch.first_step();
-  std::optional<Batch> upcoming;  // the next step's batch, already staged on the device
+  // The current batch and, with staging, the next one, whose copy overlaps the step; a staged batch
+  // is unstaged before it goes back to the ring, however the loop ends.
+  StepBatches<Batch> batches(backend_, settings_.stage_next);
+  const auto input_of = [this](const Batch& held) { return batch_input(held, dataset_); };
   for (std::int64_t step = epoch.first_step(); step < epoch.end_step(); ++step) {
     watchdog_.step_started(epoch.epoch(), step);
     StepResult local;
     comm_.collective_try([&] {
-      const Batch batch = take_batch(epoch, step, upcoming);
-      trace_.write(epoch.epoch(), step, batch.indices());
-      local = compute(batch, totals);
+      const Batch* batch = batches.advance([&] { return epoch.next(); }, input_of, step + 1 < epoch.end_step());
+      if (batch == nullptr) STRIDER_THROW(Error, "the prefetcher ended before step " + std::to_string(step));
+      trace_.write(epoch.epoch(), step, batch->indices());
+      local = compute(*batch, totals);
       if (step == hooks_.hang_step)  // test-only: this rank never finishes the step (a stuck read or peer)
         for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
       if (hooks_.step_delay_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(hooks_.step_delay_us));
     });
-    std::int64_t shared[2] = {local.count, stop_signal_received() ? 1 : 0};
-    comm_.all_reduce(shared, 2, ReduceOp::sum);
+    // Samples, stop signals and ranks whose loss is not finite, summed in one all-reduce.
+    std::int64_t shared[3] = {local.count, stop_signal_received() ? 1 : 0, std::isfinite(local.loss_sum) ? 0 : 1};
+    comm_.all_reduce(shared, 3, ReduceOp::sum);
+    if (shared[2] > 0) throw_diverged(epoch.epoch(), step, std::isfinite(local.loss_sum), shared[2]);
     backend_.all_reduce_gradients(comm_, shared[0]);
     backend_.apply_sgd(settings_.learning_rate, settings_.momentum);
     totals.loss_sum += local.loss_sum;
@@ -62,6 +59,16 @@ EpochTotals TrainingLoop::run(LoaderEpoch& epoch, const AfterStep& after_step) {
   watchdog_.pause();
   trace_.flush();
   return totals;
+}
+
+void TrainingLoop::throw_diverged(std::int64_t epoch, std::int64_t step, bool finite_here, std::int64_t ranks) const {
+  // The lowest rank whose loss is not finite speaks for all, as in Communicator::agree.
+  const int first = comm_.all_reduce(finite_here ? comm_.size() : comm_.rank(), ReduceOp::min);
+  throw AgreedError("[rank " + std::to_string(first) + "] the training loss is NaN or infinite at epoch " +
+                        std::to_string(epoch) + " step " + std::to_string(step) + " (on " + std::to_string(ranks) +
+                        " of " + std::to_string(comm_.size()) + " ranks): training diverged (try a lower " +
+                        settings_.learning_rate_name + ") or the data holds NaN or infinite values",
+                    first, 1);
 }
 
 EpochSummary summarize_epoch(const Communicator& comm, std::int64_t epoch, std::int64_t first_step,

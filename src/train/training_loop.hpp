@@ -1,12 +1,13 @@
 #pragma once
 // One epoch of training steps: take the step's batch (staging the next one on the device where the
-// backend overlaps copies), forward and backward on the backend, agree on the sample count and on
-// a stop signal, all-reduce the gradients, apply SGD. The run around it (src/train/trainer.cpp)
+// backend overlaps copies), forward and backward on the backend, agree on the sample count, on a
+// stop signal and on a finite loss, all-reduce the gradients, apply SGD. The run around it (src/train/trainer.cpp)
 // starts epochs, checkpoints, evaluates and reports.
 
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "core/test_hooks.hpp"
@@ -35,8 +36,10 @@ struct StepSettings {
   float learning_rate = 0.1f;
   float momentum = 0.9f;
   /// Copy batch k+1 to the device while step k runs (Backend::stage): a backend that overlaps
-  /// copies, with a ring of at least two buffers (the loop then holds two batches).
+  /// copies. The loop then holds two batches: give the Loader batches_held = 2.
   bool stage_next = false;
+  /// How the caller names the learning rate in messages ("--lr").
+  std::string learning_rate_name = "the learning rate";
 };
 
 /// Runs the steps of a Loader's epochs on a backend. Holds references: everything given must
@@ -60,15 +63,16 @@ class TrainingLoop {
   /// Collective over comm: every rank must call with its LoaderEpoch of the same epoch. Trains steps
   /// [epoch.first_step(), epoch.end_step()), writing each step's samples to the trace; stops after a
   /// step in which any rank received a stop signal. A failure on one rank (a read, the step) is
-  /// agreed: every rank throws the same AgreedError. Pauses the watchdog when it returns.
+  /// agreed: every rank throws the same AgreedError; so is a NaN or infinite loss on any rank, before
+  /// that step's gradients are all-reduced. Pauses the watchdog when it returns.
   EpochTotals run(LoaderEpoch& epoch, const AfterStep& after_step);
 
  private:
-  /// The batch of `step`: the one staged during the previous step, or the next from the epoch; with
-  /// staging, also takes batch step+1 into `upcoming` and stages it. Throws when the epoch has none.
-  Batch take_batch(LoaderEpoch& epoch, std::int64_t step, std::optional<Batch>& upcoming);
   /// Forward and backward on this rank's batch (adds the sequences' token counts to totals).
   StepResult compute(const Batch& batch, EpochTotals& totals);
+  /// Collective: every rank calls it after the step's all-reduce counted `ranks` ranks whose loss is
+  /// not finite; throws the same AgreedError on every rank.
+  [[noreturn]] void throw_diverged(std::int64_t epoch, std::int64_t step, bool finite_here, std::int64_t ranks) const;
 
   const Communicator& comm_;
   Backend& backend_;
