@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <ostream>
 #include <type_traits>
 
 #include "device/element_values.hpp"
@@ -98,6 +99,46 @@ PinnedBatch make_token_batch(std::int64_t count, ElementType type, int classes, 
   return batch;
 }
 
+ElementwiseComparison compare_per_element(const std::vector<float>& cuda, const std::vector<float>& cpu,
+                                          double relative, double absolute) {
+  ElementwiseComparison result;
+  if (cuda.size() != cpu.size()) {
+    result.outside = static_cast<std::int64_t>(std::max(cuda.size(), cpu.size()));
+    return result;
+  }
+  double worst_excess = -1.0;
+  for (std::size_t i = 0; i < cpu.size(); ++i) {
+    const double a = cuda[i], b = cpu[i];
+    const double bound = relative * std::fabs(b) + absolute;
+    double excess = 0.0;
+    if (std::isnan(a) || std::isnan(b)) {
+      excess = std::isnan(a) && std::isnan(b) ? 0.0 : std::numeric_limits<double>::infinity();
+    } else if (std::fabs(a - b) > bound) {
+      excess = std::fabs(a - b) - bound;
+    } else {
+      continue;
+    }
+    if (excess == 0.0) continue;
+    ++result.outside;
+    if (excess > worst_excess) {
+      worst_excess = excess;
+      result.worst = static_cast<std::int64_t>(i);
+      result.cuda = a;
+      result.cpu = b;
+      result.bound = bound;
+    }
+  }
+  return result;
+}
+
+std::ostream& operator<<(std::ostream& out, const ElementwiseComparison& comparison) {
+  out << comparison.outside << " element(s) outside the bound";
+  if (comparison.worst >= 0)
+    out << "; worst at " << comparison.worst << ": cuda " << comparison.cuda << ", cpu " << comparison.cpu
+        << ", allowed difference " << comparison.bound;
+  return out;
+}
+
 double max_abs_difference(const std::vector<float>& a, const std::vector<float>& b) {
   if (a.size() != b.size()) return std::numeric_limits<double>::infinity();
   double largest = 0.0;
@@ -107,7 +148,8 @@ double max_abs_difference(const std::vector<float>& a, const std::vector<float>&
 
 double max_abs(const std::vector<float>& a) {
   double largest = 0.0;
-  for (float value : a) largest = std::max(largest, std::fabs(static_cast<double>(value)));
+  for (float value : a)
+    if (!std::isnan(value)) largest = std::max(largest, std::fabs(static_cast<double>(value)));
   return largest;
 }
 

@@ -3,6 +3,7 @@
 // fixed-size samples or token sequences) and comparisons of float vectors.
 
 #include <cstdint>
+#include <iosfwd>
 #include <vector>
 
 #include "strider/comm/communicator.hpp"
@@ -31,9 +32,23 @@ PinnedBatch make_feature_batch(std::int64_t count, std::int64_t features, Elemen
 PinnedBatch make_token_batch(std::int64_t count, ElementType type, int classes, std::int64_t vocab,
                              std::int64_t max_tokens, std::int64_t first_offset, std::uint64_t seed);
 
+/// How far a CUDA result is from the CPU's, element by element.
+struct ElementwiseComparison {
+  std::int64_t outside = 0;  ///< elements with |cuda - cpu| > relative * |cpu| + absolute (all, when sizes differ)
+  std::int64_t worst = -1;   ///< the element farthest outside its bound (-1: none)
+  double cuda = 0.0, cpu = 0.0, bound = 0.0;  ///< that element's values and bound
+};
+
+/// Compares per element: each value must lie within relative * |cpu[i]| + absolute of the CPU's,
+/// so that a small entry cannot drift under a bound set by the largest one. NaN must meet NaN.
+ElementwiseComparison compare_per_element(const std::vector<float>& cuda, const std::vector<float>& cpu,
+                                          double relative, double absolute);
+
 /// Largest |a[i] - b[i]| (infinity when the sizes differ).
 double max_abs_difference(const std::vector<float>& a, const std::vector<float>& b);
-/// Largest |a[i]|.
+/// Largest |a[i]| (NaN ignored).
 double max_abs(const std::vector<float>& a);
+
+std::ostream& operator<<(std::ostream& out, const ElementwiseComparison& comparison);
 
 }  // namespace strider::gpu_testing

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdlib>
+#include <iostream>
 #include <string>
 
 #include "gpu_test_support.hpp"
@@ -84,6 +85,9 @@ TEST_CASE("gradients all-reduced on the GPUs equal the CPU backend's MPI all-red
   comm.broadcast(root_parameters);
   CHECK(all_ranks(parameters == root_parameters));
   const CudaBackendStats stats = cuda_backend_stats(*cuda);
+  // scripts/gpu-check.sh reads this line to say whether NCCL ran.
+  if (comm.is_root())
+    std::cout << "gpu all-reduce mode at " << comm.size() << " ranks: " << stats.all_reduce << std::endl;
   CHECK(stats.all_reduce == (comm.size() == 1 ? "local" : (shared ? "mpi-host" : "nccl")));
   CHECK(stats.all_reduce_ms >= 0.0);
 }

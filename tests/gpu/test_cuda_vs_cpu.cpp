@@ -1,11 +1,17 @@
 // The CUDA backend against the CPU backend (the reference math) on the same batches: losses,
 // correct counts, gradients, parameters and momentum after SGD steps, predictions, for softmax, mlp
-// and bag with several element types; bad batches are refused before the gradients change.
+// and bag with several element types, batches small and large (a narrow layer's gradients then run
+// in chunks), and every grid-stride loop run more than once; NaN reaches the loss on both; bad
+// batches are refused before the gradients change; a staged copy is never used once its memory may
+// hold another batch.
 #include <catch2/catch.hpp>
+#include <cfloat>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
+#include "device/cuda/kernel_limits.hpp"
 #include "gpu_test_support.hpp"
 #include "strider/core/error.hpp"
 #include "strider/device/cpu_backend.hpp"
@@ -16,13 +22,25 @@ using namespace strider::gpu_testing;
 
 namespace {
 
-// fp32 sums in another order: differences of a few ulps per term, relative to the values' size.
-constexpr double relative_tolerance = 2e-4;
-
-void check_close(const std::vector<float>& cuda, const std::vector<float>& cpu, const std::string& what) {
-  INFO(what << ": max |cuda - cpu| = " << max_abs_difference(cuda, cpu) << ", max |cpu| = " << max_abs(cpu));
-  CHECK(max_abs_difference(cuda, cpu) <= relative_tolerance * (1.0 + max_abs(cpu)));
+// Per element: fp32 sums in another order (and fused multiply-adds on the GPU) differ by a few ulps
+// per term, relative to the value: 2e-4 relative. Where terms cancel, the value can be small while
+// the rounding is that of the terms: an absolute floor of 4 ulps per summed term, at the scale of
+// the largest entry (a bound on the terms' size); `terms` is the longest sum (the batch's rows).
+void check_close(const std::vector<float>& cuda, const std::vector<float>& cpu, std::int64_t terms,
+                 const std::string& what) {
+  const double absolute = 4.0 * static_cast<double>(terms) * FLT_EPSILON * max_abs(cpu);
+  const ElementwiseComparison comparison = compare_per_element(cuda, cpu, 2e-4, absolute);
+  INFO(what << ": " << comparison);
+  CHECK(comparison.outside == 0);
 }
+
+/// Launches at most `blocks` blocks per kernel while it lives.
+struct BlockLimit {
+  explicit BlockLimit(std::int64_t blocks) { detail::kernels::limit_blocks_for_testing(blocks); }
+  ~BlockLimit() { detail::kernels::limit_blocks_for_testing(0); }
+  BlockLimit(const BlockLimit&) = delete;
+  BlockLimit& operator=(const BlockLimit&) = delete;
+};
 
 struct Case {
   std::string name;
@@ -44,6 +62,18 @@ std::vector<Case> cases() {
     all.push_back(std::move(c));
   };
   features_case("softmax", ElementType::float32, 37, 5);
+  {
+    // 3000 rows through a narrow softmax layer (4 x 3 + 3 outputs): its gradients run in chunks.
+    Case c;
+    c.name = "softmax on 3000 rows of 4 float32 features";
+    c.config.kind = "softmax";
+    c.config.features = 4;
+    c.config.num_classes = 3;
+    c.config.seed = 13;
+    for (int b = 0; b < 3; ++b)
+      c.batches.push_back(make_feature_batch(3000 - 101 * b, 4, ElementType::float32, 3, 50 + b));
+    all.push_back(std::move(c));
+  }
   features_case("softmax", ElementType::uint8, 16, 3);
   features_case("mlp", ElementType::float32, 37, 5);
   features_case("mlp", ElementType::int16, 20, 4);
@@ -66,54 +96,141 @@ std::vector<Case> cases() {
   return all;
 }
 
+/// Trains both backends on the case's batches and compares everything they expose.
+void compare_on(Case& c) {
+  CpuBackend cpu;
+  const auto cuda = make_cuda_backend(world(), true);
+  cpu.initialize(c.config);
+  cuda->initialize(c.config);
+  CHECK(cuda->name() == "cuda");
+  CHECK(cuda->parameter_count() == cpu.parameter_count());
+  CHECK(cuda->parameters() == initial_parameters(c.config));  // exact: the same initial vector
+
+  for (std::size_t k = 0; k < c.batches.size(); ++k) {
+    const BatchInput& input = c.batches[k].input;
+    if (k + 1 < c.batches.size()) cuda->stage(c.batches[k + 1].input);
+    const StepResult on_gpu = cuda->forward_backward(input);
+    const StepResult on_cpu = cpu.forward_backward(input);
+    INFO(c.name << ", batch " << k);
+    CHECK(on_gpu.count == on_cpu.count);
+    CHECK(on_gpu.loss_sum == Approx(on_cpu.loss_sum).epsilon(1e-5).margin(1e-4));
+    CHECK(std::llabs(on_gpu.correct - on_cpu.correct) <= 1);  // a near-tie may round either way
+    check_close(cuda->gradients(), cpu.gradients(), input.count, "summed gradients");
+    cuda->scale_gradients(input.count);
+    cpu.scale_gradients(input.count);
+    check_close(cuda->gradients(), cpu.gradients(), input.count, "mean gradients");
+    cuda->apply_sgd(0.1f, 0.9f);
+    cpu.apply_sgd(0.1f, 0.9f);
+    CHECK(max_abs(cuda->gradients()) == 0.0);  // apply_sgd leaves them zero
+  }
+  const std::int64_t rows = c.batches.front().input.count;
+  check_close(cuda->parameters(), cpu.parameters(), rows, "parameters after SGD");
+  check_close(cuda->optimizer_state(), cpu.optimizer_state(), rows, "momentum after SGD");
+
+  const BatchInput& last = c.batches.back().input;
+  std::vector<std::int32_t> gpu_predictions(static_cast<std::size_t>(last.count));
+  std::vector<std::int32_t> cpu_predictions(static_cast<std::size_t>(last.count));
+  cuda->predict(last, gpu_predictions.data());
+  cpu.predict(last, cpu_predictions.data());
+  std::int64_t differ = 0;
+  for (std::size_t i = 0; i < gpu_predictions.size(); ++i) differ += gpu_predictions[i] != cpu_predictions[i];
+  CHECK(differ <= 1);
+
+  // Parameters and momentum move between backends (checkpoints).
+  cuda->set_parameters(cpu.parameters());
+  cuda->set_optimizer_state(cpu.optimizer_state());
+  CHECK(cuda->parameters() == cpu.parameters());
+  CHECK(cuda->optimizer_state() == cpu.optimizer_state());
+}
+
 }  // namespace
 
 TEST_CASE("the CUDA backend computes what the CPU backend computes", "[cuda-vs-cpu]") {
   for (Case& c : cases()) {
     SECTION(c.name) {
-      CpuBackend cpu;
-      const auto cuda = make_cuda_backend(world(), true);
-      cpu.initialize(c.config);
-      cuda->initialize(c.config);
-      CHECK(cuda->name() == "cuda");
-      CHECK(cuda->parameter_count() == cpu.parameter_count());
-      CHECK(cuda->parameters() == initial_parameters(c.config));  // exact: the same initial vector
-
-      for (std::size_t k = 0; k < c.batches.size(); ++k) {
-        const BatchInput& input = c.batches[k].input;
-        if (k + 1 < c.batches.size()) cuda->stage(c.batches[k + 1].input);
-        const StepResult on_gpu = cuda->forward_backward(input);
-        const StepResult on_cpu = cpu.forward_backward(input);
-        INFO(c.name << ", batch " << k);
-        CHECK(on_gpu.count == on_cpu.count);
-        CHECK(on_gpu.loss_sum == Approx(on_cpu.loss_sum).epsilon(1e-5).margin(1e-4));
-        CHECK(std::llabs(on_gpu.correct - on_cpu.correct) <= 1);  // a near-tie may round either way
-        check_close(cuda->gradients(), cpu.gradients(), "summed gradients");
-        cuda->scale_gradients(input.count);
-        cpu.scale_gradients(input.count);
-        check_close(cuda->gradients(), cpu.gradients(), "mean gradients");
-        cuda->apply_sgd(0.1f, 0.9f);
-        cpu.apply_sgd(0.1f, 0.9f);
-        CHECK(max_abs(cuda->gradients()) == 0.0);  // apply_sgd leaves them zero
-      }
-      check_close(cuda->parameters(), cpu.parameters(), "parameters after SGD");
-      check_close(cuda->optimizer_state(), cpu.optimizer_state(), "momentum after SGD");
-
-      const BatchInput& last = c.batches.back().input;
-      std::vector<std::int32_t> gpu_predictions(static_cast<std::size_t>(last.count));
-      std::vector<std::int32_t> cpu_predictions(static_cast<std::size_t>(last.count));
-      cuda->predict(last, gpu_predictions.data());
-      cpu.predict(last, cpu_predictions.data());
-      std::int64_t differ = 0;
-      for (std::size_t i = 0; i < gpu_predictions.size(); ++i) differ += gpu_predictions[i] != cpu_predictions[i];
-      CHECK(differ <= 1);
-
-      // Parameters and momentum move between backends (checkpoints).
-      cuda->set_parameters(cpu.parameters());
-      cuda->set_optimizer_state(cpu.optimizer_state());
-      CHECK(cuda->parameters() == cpu.parameters());
-      CHECK(cuda->optimizer_state() == cpu.optimizer_state());
+      compare_on(c);
     }
+  }
+}
+
+TEST_CASE("every grid-stride loop runs more than once and still computes the same", "[cuda-vs-cpu]") {
+  // With one block of 256 threads per launch, every kernel whose work exceeds 256 elements strides.
+  const BlockLimit one_block(1);
+  for (Case& c : cases()) {
+    if (c.name != "mlp on float32 features" && c.name != "bag on int32 tokens" &&
+        c.name != "softmax on 3000 rows of 4 float32 features")
+      continue;
+    SECTION(c.name) {
+      compare_on(c);
+    }
+  }
+}
+
+TEST_CASE("a NaN sample makes the loss NaN on the GPU as on the CPU", "[cuda-vs-cpu]") {
+  ModelConfig config;
+  config.kind = "mlp";
+  config.features = 6;
+  config.hidden = 16;
+  config.num_classes = 3;
+  config.seed = 4;
+  CpuBackend cpu;
+  const auto cuda = make_cuda_backend(world(), true);
+  cpu.initialize(config);
+  cuda->initialize(config);
+  PinnedBatch batch = make_feature_batch(40, 6, ElementType::float32, 3, 77);
+  reinterpret_cast<float*>(batch.samples.data())[7 * 6 + 2] = std::nanf("");
+  const StepResult on_gpu = cuda->forward_backward(batch.input);
+  const StepResult on_cpu = cpu.forward_backward(batch.input);
+  CHECK(std::isnan(on_cpu.loss_sum));
+  CHECK(std::isnan(on_gpu.loss_sum));  // fmaxf(NaN, 0) would have hidden it
+  // NaN in the same gradient entries, the rest within rounding.
+  check_close(cuda->gradients(), cpu.gradients(), batch.input.count, "gradients with a NaN sample");
+}
+
+TEST_CASE("a staged copy is dropped once its memory may hold another batch", "[cuda-vs-cpu]") {
+  ModelConfig config;
+  config.kind = "softmax";
+  config.features = 8;
+  config.num_classes = 3;
+  const auto cuda = make_cuda_backend(world(), true);
+  cuda->initialize(config);
+  CpuBackend cpu;
+  cpu.initialize(config);
+  PinnedBatch ring = make_feature_batch(32, 8, ElementType::float32, 3, 1);  // a reused ring buffer
+  const PinnedBatch other = make_feature_batch(32, 8, ElementType::float32, 3, 2);
+  auto refill = [&] {  // the prefetcher reads the next batch into the same buffer
+    std::memcpy(ring.samples.data(), other.samples.data(), 32 * 8 * sizeof(float));
+    std::memcpy(ring.labels.data(), other.labels.data(), 32 * sizeof(std::int32_t));
+  };
+  auto same_step = [&](const std::string& what) {
+    cuda->zero_gradients();
+    cpu.zero_gradients();
+    const StepResult on_gpu = cuda->forward_backward(ring.input);
+    const StepResult on_cpu = cpu.forward_backward(ring.input);
+    INFO(what);
+    CHECK(on_gpu.loss_sum == Approx(on_cpu.loss_sum).epsilon(1e-5));
+    check_close(cuda->gradients(), cpu.gradients(), 32, what);
+  };
+
+  SECTION("unstaged by its holder before the refill") {
+    cuda->stage(ring.input);
+    cuda->unstage(ring.input);
+    refill();
+    same_step("after unstage and refill");
+  }
+  SECTION("forgotten after a failed call") {
+    cuda->stage(ring.input);
+    BatchInput wrong = ring.input;
+    wrong.features = 9;
+    CHECK_THROWS_AS(cuda->stage(wrong), UsageError);
+    refill();
+    same_step("after a failed stage and refill");
+  }
+  SECTION("used while the memory still holds it") {
+    reset_cuda_backend_stats(*cuda);
+    cuda->stage(ring.input);
+    same_step("staged and unchanged");
+    CHECK(cuda_backend_stats(*cuda).staged_hits == 1);
   }
 }
 

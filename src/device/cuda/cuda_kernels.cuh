@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "device/cuda/kernel_limits.hpp"
 #include "strider/core/element_type.hpp"
 
 namespace strider::detail::kernels {
@@ -16,10 +17,6 @@ namespace strider::detail::kernels {
 /// out[i] = float(element i of `type` at `in`), i < count: the element conversion to float32
 /// (launch_element_conversion; float32 is copied). `in` is aligned to its element size.
 void convert_to_float(cudaStream_t stream, const std::byte* in, ElementType type, std::int64_t count, float* out);
-
-/// Launches at most `blocks` blocks per kernel (0: the default, 2^20), so that a test with small
-/// batches runs every grid-stride loop more than once. Tests only; not thread-safe.
-void limit_blocks_for_testing(std::int64_t blocks);
 
 /// Integer token ids -> embedding rows (id mod vocab, non-negative): the hashing trick.
 void tokens_to_buckets(cudaStream_t stream, const std::byte* in, ElementType type, std::int64_t count,
