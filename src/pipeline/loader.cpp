@@ -54,6 +54,9 @@ void check_options(const LoaderOptions& options) {
   detail::check_option_at_least("batch-size", options.sampler.batch_size, 0);
   detail::check_option_at_least("num-samples", options.sampler.num_samples, 0);
   detail::check_option_at_least("copy-threads", options.reader.copy_threads, 1);
+  if (options.batches_held < 1 || options.batches_held >= kMaxPrefetchDepth)
+    STRIDER_THROW(UsageError, "LoaderOptions::batches_held must be in 1.." + std::to_string(kMaxPrefetchDepth - 1) +
+                                  ", got " + std::to_string(options.batches_held));
   if (options.max_steps_per_epoch < 0)
     STRIDER_THROW(UsageError, "LoaderOptions::max_steps_per_epoch must be >= 0, got " +
                                   std::to_string(options.max_steps_per_epoch));
@@ -240,7 +243,8 @@ Loader::Loader(const Communicator& comm, LoaderOptions options) : state_(std::ma
   options.sampler.dataset_size = s.info.num_samples;
   options.sampler.labels = borrow(reader->labels());
   if (s.info.variable_length) options.sampler.lengths = borrow(reader->lengths());
-  s.depth = strider::prefetch_depth(options.prefetch, s.info, options.sampler.batch_size, options.sampler.max_tokens);
+  s.depth = strider::prefetch_depth(options.prefetch, s.info, options.sampler.batch_size, options.sampler.max_tokens,
+                                    options.batches_held);
   s.options = std::move(options);
   // An agreed failure here destroys the reader on every rank (a collective close for hdf5).
   comm.collective_try([&] {

@@ -120,7 +120,13 @@ void TrainingRun::open_loader() {
   options.reader.require_labels = true;            // training needs labels whatever the sampling mode
   options.allocator = backend_->host_allocator();  // pinned where the backend copies to a GPU
   options.epochs = config_.epochs;                 // nothing planned ahead past the last epoch
+  // A backend that overlaps copies gets batch k+1 staged during step k: two batches held, so the
+  // ring needs a third for the I/O thread to read ahead into.
+  options.batches_held = backend_->overlaps_copies() ? 2 : 1;
   loader_ = std::make_unique<Loader>(comm_, std::move(options));
+  if (config_.loader.prefetch > 0 && loader_->prefetch_depth() != config_.loader.prefetch && comm_.is_root())
+    log_info("--prefetch ", config_.loader.prefetch, " raised to ", loader_->prefetch_depth(), ": the ",
+             backend_->name(), " backend holds the next batch staged while a step runs");
   const DatasetInfo& info = loader_->dataset();
   comm_.collective_try([&] {
     if (info.num_samples < comm_.size())

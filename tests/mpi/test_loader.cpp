@@ -363,6 +363,32 @@ TEST_CASE("loader: a trainer holds batch k+1 while it uses batch k", "[mpi][load
   REQUIRE(everywhere(comm, ok));
 }
 
+TEST_CASE("loader: a caller that holds two batches gets a ring of three and takes a third", "[mpi][loader]") {
+  // A trainer that stages batch k+1 on a device holds k and k+1 while it asks for k+2 (after
+  // releasing k). With batches_held = 2 the ring is at least three deep, --prefetch 2 included.
+  const Communicator& comm = world();
+  const TestFile features(comm, "features", 203);
+  LoaderOptions options = options_for(features.path(), "distributed", 8);
+  const std::vector<std::uint64_t> expected = expected_hashes(comm, options, 0);
+  options.prefetch = 2;
+  options.batches_held = 2;
+  Loader loader(comm, options);
+  bool ok = loader.prefetch_depth() == 3;
+  LoaderEpoch epoch = loader.epoch(0);
+  std::optional<Batch> current = epoch.next(), staged = epoch.next();
+  std::size_t step = 0;
+  while (current) {
+    ok = ok && strider::testing::batch_hash(*current) == expected[step];
+    current.reset();
+    std::optional<Batch> after = staged ? epoch.next() : std::nullopt;  // two held: staged and this one
+    current = std::move(staged);
+    staged = std::move(after);
+    ++step;
+  }
+  ok = ok && step == expected.size();
+  REQUIRE(everywhere(comm, ok));
+}
+
 TEST_CASE("loader: leaving an epoch early, then the next epoch", "[mpi][loader][pipeline]") {
   const Communicator& comm = world();
   const TestFile features(comm, "features", 203);
@@ -513,6 +539,7 @@ TEST_CASE("loader: bad options and bad calls fail on every rank with the same er
       {"missing.h5", [](LoaderOptions& o) { o.data_path = "/nonexistent/missing.h5"; }},
       {"--prefetch must be in 0..64 (0: auto), got 65", [](LoaderOptions& o) { o.prefetch = 65; }},
       {"--batch-size must be >= 0, got -1", [](LoaderOptions& o) { o.sampler.batch_size = -1; }},
+      {"LoaderOptions::batches_held must be in 1..63, got 0", [](LoaderOptions& o) { o.batches_held = 0; }},
       {"unknown sampler 'shuffled'", [](LoaderOptions& o) { o.sampler.mode = "shuffled"; }},
       {"balanced", [](LoaderOptions& o) { o.sampler.mode = "balanced", o.reader.keys.labels = "/none"; }},
       {"engine", [](LoaderOptions& o) { o.reader.engine = "fast"; }},

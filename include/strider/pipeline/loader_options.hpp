@@ -47,6 +47,11 @@ struct LoaderOptions {
   /// Memory of the ring's buffers; null: page-aligned. A trainer passes its backend's allocator
   /// (pinned host memory where the backend copies to a GPU).
   std::shared_ptr<HostAllocator> allocator;
+  /// Batches the caller holds at once: 2 for a trainer that keeps the next batch staged on a device
+  /// while it computes on the current one (StepBatches with a backend whose overlaps_copies() is
+  /// true), else 1. The ring is then at least batches_held + 1 deep, `prefetch` included, so that
+  /// the I/O thread can always read ahead (prefetch_depth).
+  int batches_held = 1;
   /// Every label held in memory (4 bytes per sample) or read with each batch. None: held only
   /// when the sampler's plan needs them (sampler_needs_labels), so that memory does not grow with N.
   std::optional<bool> labels_in_memory;
