@@ -111,20 +111,21 @@ void Communicator::agree(std::exception_ptr local_failure) const {
   if (failing_rank == size_) return;
 
   std::string message;
-  std::int32_t exit_code = 1;
+  std::int32_t code_and_kind[2] = {1, static_cast<std::int32_t>(ErrorKind::other)};
   if (rank_ == failing_rank) {
     try {
       std::rethrow_exception(local_failure);
     } catch (const std::exception& error) {
       message = error_message(error);
-      exit_code = exit_code_for(error);
+      code_and_kind[0] = exit_code_for(error);
+      code_and_kind[1] = static_cast<std::int32_t>(error_kind(error));
     } catch (...) {
       message = "[rank " + std::to_string(rank_) + "] unknown exception";
     }
   }
   broadcast(message, failing_rank);
-  broadcast(&exit_code, 1, failing_rank);
-  throw AgreedError(message, failing_rank, exit_code);
+  broadcast(code_and_kind, 2, failing_rank);
+  throw AgreedError(message, failing_rank, code_and_kind[0], static_cast<ErrorKind>(code_and_kind[1]), size_);
 }
 
 }  // namespace strider

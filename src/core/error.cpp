@@ -43,7 +43,15 @@ Error::Error(ErrorContext&& context, int)
       reason_(make_reason(context_)) {}
 
 AgreedError::AgreedError(std::string message, int failing_rank, int exit_code)
-    : Error(ErrorContext{"", "", 0, -2, 0, std::move(message)}), failing_rank_(failing_rank), exit_code_(exit_code) {}
+    : AgreedError(std::move(message), failing_rank, exit_code, exit_code == 2 ? ErrorKind::usage : ErrorKind::other,
+                  0) {}
+
+AgreedError::AgreedError(std::string message, int failing_rank, int exit_code, ErrorKind kind, int ranks)
+    : Error(ErrorContext{"", "", 0, -2, 0, std::move(message)}),
+      failing_rank_(failing_rank),
+      exit_code_(exit_code),
+      kind_(kind),
+      ranks_(ranks) {}
 
 namespace detail {
 void throw_system_error(const std::string& call, const std::string& hint, int error_number, const char* file,
@@ -57,6 +65,18 @@ int exit_code_for(const std::exception& error) noexcept {
   if (auto* agreed = dynamic_cast<const AgreedError*>(&error)) return agreed->exit_code();
   if (dynamic_cast<const UsageError*>(&error)) return 2;
   return 1;
+}
+
+ErrorKind error_kind(const std::exception& error) noexcept {
+  if (auto* agreed = dynamic_cast<const AgreedError*>(&error)) return agreed->kind();
+  if (dynamic_cast<const UsageError*>(&error)) return ErrorKind::usage;
+  if (dynamic_cast<const DataError*>(&error)) return ErrorKind::data;
+  if (dynamic_cast<const MpiError*>(&error)) return ErrorKind::mpi;
+  if (dynamic_cast<const Hdf5Error*>(&error)) return ErrorKind::hdf5;
+  if (dynamic_cast<const SystemError*>(&error)) return ErrorKind::system;
+  if (dynamic_cast<const CudaError*>(&error)) return ErrorKind::cuda;
+  if (dynamic_cast<const NcclError*>(&error)) return ErrorKind::nccl;
+  return ErrorKind::other;
 }
 
 std::string error_message(const std::exception& error) {

@@ -77,7 +77,8 @@ TEST_CASE("a failure on one rank makes every rank throw the same error", "[mpi][
   const Communicator& comm = world();
   const int failing = comm.size() - 1;
   bool threw = false;
-  int failing_rank = -1, exit_code = -1;
+  int failing_rank = -1, exit_code = -1, ranks = -1;
+  ErrorKind kind = ErrorKind::other;
   std::string message;
   try {
     comm.collective_try([&] {
@@ -88,12 +89,16 @@ TEST_CASE("a failure on one rank makes every rank throw the same error", "[mpi][
     failing_rank = error.failing_rank();
     exit_code = error.exit_code();
     message = error.what();
+    kind = error.kind();
+    ranks = error.ranks();
   }
   REQUIRE_ON_ALL_RANKS(threw);
   REQUIRE_ON_ALL_RANKS(failing_rank == failing);
   REQUIRE_ON_ALL_RANKS(message.find("cannot open data.h5: no such file") != std::string::npos);
   REQUIRE_ON_ALL_RANKS(message.find("[rank " + std::to_string(failing) + "]") != std::string::npos);
   REQUIRE_ON_ALL_RANKS(exit_code == 1);
+  REQUIRE_ON_ALL_RANKS(kind == ErrorKind::data);  // the failing rank's type reaches every rank
+  REQUIRE_ON_ALL_RANKS(ranks == comm.size());
   // Every rank got it; and the communicator still works afterwards.
   REQUIRE(comm.all_reduce(threw ? 1 : 0, ReduceOp::min) == 1);
 
@@ -107,11 +112,13 @@ TEST_CASE("a failure on one rank makes every rank throw the same error", "[mpi][
     failing_rank = error.failing_rank();
     exit_code = error.exit_code();
     reason = error.reason();
+    kind = error.kind();
   }
   REQUIRE_ON_ALL_RANKS(threw);
   REQUIRE_ON_ALL_RANKS(failing_rank == 0);
   REQUIRE_ON_ALL_RANKS(reason == "bad option on rank 0");
   REQUIRE_ON_ALL_RANKS(exit_code == 2);
+  REQUIRE_ON_ALL_RANKS(kind == ErrorKind::usage);
   // No failure: the body's value comes back.
   const int doubled = comm.collective_try([&] { return comm.rank() * 2; });
   REQUIRE_ON_ALL_RANKS(doubled == comm.rank() * 2);

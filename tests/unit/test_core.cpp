@@ -33,6 +33,24 @@ TEST_CASE("errors carry the call, the location and a hint", "[core][error]") {
   REQUIRE(exit_code_for(std::runtime_error("x")) == 1);
 }
 
+TEST_CASE("error kinds name the most derived error type, also through agreement", "[core][error]") {
+  const auto kind_of = [](auto&& error) { return error_kind(error); };
+  REQUIRE(kind_of(UsageError("x", __FILE__, __LINE__)) == ErrorKind::usage);
+  REQUIRE(kind_of(DataError("x", __FILE__, __LINE__)) == ErrorKind::data);
+  REQUIRE(kind_of(MpiError("x", __FILE__, __LINE__)) == ErrorKind::mpi);
+  REQUIRE(kind_of(Hdf5Error("x", __FILE__, __LINE__)) == ErrorKind::hdf5);
+  REQUIRE(kind_of(SystemError("x", __FILE__, __LINE__)) == ErrorKind::system);
+  REQUIRE(kind_of(CudaError("x", __FILE__, __LINE__)) == ErrorKind::cuda);
+  REQUIRE(kind_of(NcclError("x", __FILE__, __LINE__)) == ErrorKind::nccl);
+  REQUIRE(kind_of(Error("x", __FILE__, __LINE__)) == ErrorKind::other);
+  REQUIRE(kind_of(std::runtime_error("x")) == ErrorKind::other);
+  REQUIRE(kind_of(AgreedError("m", 1, 1, ErrorKind::data, 4)) == ErrorKind::data);
+  REQUIRE(AgreedError("m", 1, 1, ErrorKind::data, 4).ranks() == 4);
+  // Without a kind, the exit code says what it can: 2 is a usage error.
+  REQUIRE(kind_of(AgreedError("m", 0, 2)) == ErrorKind::usage);
+  REQUIRE(kind_of(AgreedError("m", 0, 1)) == ErrorKind::other);
+}
+
 TEST_CASE("json writer", "[core][json]") {
   std::ostringstream out;
   JsonWriter json(out);

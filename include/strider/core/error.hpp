@@ -82,22 +82,36 @@ class NcclError : public Error {
   using Error::Error;
 };
 
+/// Which of the error types above an error is, as a value that can cross ranks (and languages).
+enum class ErrorKind : std::int32_t { other, usage, data, mpi, hdf5, system, cuda, nccl };
+
 /// Raised on every rank when the ranks agreed that some rank failed (see Communicator::agree).
 /// what() is the failing rank's own message; failing_rank() says which rank it was.
 class AgreedError : public Error {
  public:
   AgreedError(std::string message, int failing_rank, int exit_code);
+  /// `kind`: the failing rank's error type; `ranks`: how many ranks agreed (the communicator's size).
+  AgreedError(std::string message, int failing_rank, int exit_code, ErrorKind kind, int ranks);
   int failing_rank() const noexcept { return failing_rank_; }
   /// The exit code the failing rank asked for (2 for UsageError, 1 otherwise).
   int exit_code() const noexcept { return exit_code_; }
+  /// The type of the failing rank's error (other when unknown).
+  ErrorKind kind() const noexcept { return kind_; }
+  /// The number of ranks that agreed on this error and raise it (0 when unknown).
+  int ranks() const noexcept { return ranks_; }
 
  private:
   int failing_rank_;
   int exit_code_;
+  ErrorKind kind_ = ErrorKind::other;
+  int ranks_ = 0;
 };
 
 /// The exit code an app uses for an error: 2 for usage errors, 1 for everything else.
 int exit_code_for(const std::exception& error) noexcept;
+
+/// The kind of a strider error (an AgreedError: its failing rank's kind); other for anything else.
+ErrorKind error_kind(const std::exception& error) noexcept;
 
 /// The message to print after "strider: error: " for any exception: what() for strider errors.
 std::string error_message(const std::exception& error);
