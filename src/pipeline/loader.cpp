@@ -181,6 +181,20 @@ struct Loader::State {
     if (closed) STRIDER_THROW(UsageError, "the loader is closed");
   }
 
+  /// Ends the epoch and the planning, marks the Loader closed and hands the reader out of the
+  /// prefetcher, whose ring stays for the batches still held (freed with the Loader).
+  std::unique_ptr<BatchReader> close_except_ring() noexcept {
+    stop_running();
+    wait_for_plan_quietly();
+    current.reset();
+    upcoming.reset();
+    final_stats = prefetcher->stats();
+    options.sampler.labels.reset();  // they point into the reader
+    options.sampler.lengths.reset();
+    closed = true;
+    return prefetcher->release_reader();
+  }
+
   /// New samplers for changed options (seed, class weights); the position is kept.
   void rebuild_samplers() {
     stop_running();
@@ -260,20 +274,17 @@ Loader::Loader(const Communicator& comm, LoaderOptions options) : state_(std::ma
 }
 
 Loader::~Loader() {
-  if (!state_ || state_->closed) return;
+  if (!state_ || state_->closed) return;  // the State frees the ring
+  if (std::uncaught_exceptions() > state_->uncaught_at_construction) {
+    abandon();
+    return;
+  }
   State& s = *state_;
   s.stop_running();
   s.wait_for_plan_quietly();
   s.current.reset();
   s.upcoming.reset();
-  if (std::uncaught_exceptions() > s.uncaught_at_construction && s.engine == "hdf5") {
-    keep_open_until_exit(s.prefetcher->release_reader());
-    try {
-      log_debug("loader: ", s.options.data_path, " left open while an error unwinds");
-    } catch (...) {
-    }
-  }
-  s.prefetcher.reset();
+  s.prefetcher.reset();  // with the reader: the hdf5 engine's close is collective
 }
 
 LoaderEpoch Loader::epoch(std::int64_t epoch) {
@@ -406,7 +417,7 @@ const LoaderOptions& Loader::options() const noexcept {
 }
 
 PrefetchStats Loader::stats() const {
-  return state_->prefetcher ? state_->prefetcher->stats() : state_->final_stats;
+  return state_->closed ? state_->final_stats : state_->prefetcher->stats();
 }
 
 void Loader::reset_stats() {
@@ -448,15 +459,20 @@ void Loader::set_class_weights(std::vector<double> weights) {
 void Loader::close() {
   State& s = *state_;
   if (s.closed) return;
-  s.stop_running();
-  s.wait_for_plan_quietly();
-  s.current.reset();
-  s.upcoming.reset();
-  s.final_stats = s.prefetcher->stats();
-  s.prefetcher.reset();              // the hdf5 engine's close is collective
-  s.options.sampler.labels.reset();  // they pointed into the reader
-  s.options.sampler.lengths.reset();
-  s.closed = true;
+  std::unique_ptr<BatchReader> reader = s.close_except_ring();
+  reader.reset();  // the hdf5 engine's close is collective
+}
+
+void Loader::abandon() noexcept {
+  State& s = *state_;
+  if (s.closed) return;
+  std::unique_ptr<BatchReader> reader = s.close_except_ring();
+  if (s.engine != "hdf5") return;  // closed here, locally
+  keep_open_until_exit(std::move(reader));
+  try {
+    log_debug("loader: ", s.options.data_path, " left open until the process ends");
+  } catch (...) {
+  }
 }
 
 bool Loader::closed() const noexcept {

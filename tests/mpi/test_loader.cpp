@@ -531,6 +531,39 @@ TEST_CASE("loader: close() is collective and final; unwinding never closes colle
   REQUIRE(comm.all_reduce(caught, ReduceOp::sum) == comm.size());
 }
 
+TEST_CASE("loader: batches held across close() or abandon() keep their bytes", "[mpi][loader]") {
+  const Communicator& comm = world();
+  const TestFile features(comm, "features", 203, "_held");
+  bool ok = true;
+  for (const bool abandon : {false, true}) {
+    for (const std::string engine : {"hdf5", "mmap"}) {
+      LoaderOptions options = options_for(features.path(), "distributed", 8);
+      options.reader.engine = engine;
+      Loader loader(comm, options);
+      LoaderEpoch epoch = loader.epoch(0);
+      std::optional<Batch> first = epoch.next();
+      std::optional<Batch> second = epoch.next();
+      const std::vector<std::byte> before(first->samples(), first->samples() + first->samples_bytes());
+      const std::uint64_t second_hash = strider::testing::batch_hash(*second);
+      if (!abandon) {
+        loader.close();
+      } else {
+        // Not collective: the last rank leaves its loader while the others wait in a barrier.
+        if (comm.rank() != comm.size() - 1) comm.barrier();
+        loader.abandon();
+        if (comm.rank() == comm.size() - 1) comm.barrier();
+      }
+      ok = ok && loader.closed();
+      ok = ok && std::equal(before.begin(), before.end(), first->samples(), first->samples() + first->samples_bytes());
+      ok = ok && strider::testing::batch_hash(*second) == second_hash;
+      ok = ok && refuses([&] { epoch.next(); });
+      first.reset();
+      second.reset();
+    }
+  }
+  REQUIRE(everywhere(comm, ok));
+}
+
 TEST_CASE("loader: bad options and bad calls fail on every rank with the same error", "[mpi][loader][errors]") {
   const Communicator& comm = world();
   const TestFile features(comm, "features", 203);
