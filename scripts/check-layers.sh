@@ -10,14 +10,14 @@
 #   device    core, comm, and of pipeline only its allocator interface (strider/pipeline/host_allocator.hpp)
 #   train     all of these
 # Public core headers include no MPI or HDF5 header either, so that sampling stays MPI-free through
-# them. Apps (apps/, bench/, and bindings/ or python/ where they exist) include public headers
-# (strider/...) only, plus their own folder and apps/common. strider/config.hpp counts as core.
+# them. Apps (apps/, bench/, examples/, and bindings/ or python/ where they exist) include public
+# headers (strider/...) only, plus their own folder and apps/common. strider/config.hpp counts as core.
 # Usage: scripts/check-layers.sh [ROOT]   (ROOT: a tree to check, default this repository)
 set -euo pipefail
 root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
 cd "$root"
 
-mapfile -t files < <(find include/strider src apps bench bindings python -type f \
+mapfile -t files < <(find include/strider src apps bench examples bindings python -type f \
   \( -name '*.hpp' -o -name '*.h' -o -name '*.cpp' -o -name '*.cu' -o -name '*.cuh' \) 2>/dev/null | sort)
 if ((${#files[@]} == 0)); then
   echo "check-layers: no sources under $root" >&2
@@ -53,7 +53,7 @@ violations=$(grep -HnE '^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"]' "${fi
     n = split(file, part, "/")
     if (part[1] == "include" && part[2] == "strider" && n >= 4) { kind = "area"; area = part[3]; public_header = 1 }
     else if (part[1] == "src" && n >= 3) { kind = "area"; area = part[2]; public_header = 0 }
-    else if (part[1] == "apps" || part[1] == "bench" || part[1] == "bindings" || part[1] == "python") kind = "app"
+    else if (part[1] == "apps" || part[1] == "bench" || part[1] == "examples" || part[1] == "bindings" || part[1] == "python") kind = "app"
     else next
 
     # What the include points at: an area of strider, or nothing of strider (a system header).

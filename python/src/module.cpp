@@ -1,0 +1,12 @@
+// The extension module strider._strider; the package strider (python/strider/) re-exports it.
+#include "bindings.hpp"
+#include "strider/core/log.hpp"
+
+PYBIND11_MODULE(_strider, module) {
+  module.doc() = "strider's C++ pipeline for Python; import strider, not this module.";
+  strider::python::bind_errors(module);
+  strider::python::bind_runtime(module);
+  strider::python::bind_options(module);
+  strider::python::bind_loader(module);
+  strider::python::bind_plan(module);
+}

@@ -1,0 +1,136 @@
+#include "runtime.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include "strider/core/error.hpp"
+#include "strider/core/log.hpp"
+
+namespace strider::python {
+
+namespace {
+
+struct RuntimeState {
+  bool owns_mpi = false;  // this module called MPI_Init_thread, so it finalises
+  std::vector<std::shared_ptr<LoaderCore>> open_loaders;
+};
+
+RuntimeState& runtime() {
+  static auto* const state = new RuntimeState();  // never destroyed: used until the interpreter ends
+  return *state;
+}
+
+bool mpi_running() {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  return initialized && !finalized;
+}
+
+/// Closes the loaders still open and finalises MPI if this module started it (Python's atexit,
+/// which runs before mpi4py finalises its MPI).
+void at_exit() {
+  RuntimeState& state = runtime();
+  std::vector<std::shared_ptr<LoaderCore>> open = std::move(state.open_loaders);
+  state.open_loaders.clear();
+  py::gil_scoped_release release;
+  if (mpi_running()) {
+    for (const std::shared_ptr<LoaderCore>& core : open) {
+      std::lock_guard<std::mutex> lock(core->mutex);
+      try {
+        if (core->comm->is_root())
+          log_warn("a Loader of ", core->loader->options().data_path,
+                   " was not closed: closing it at exit (collective: every rank must exit normally)");
+        core->loader->close();
+      } catch (const std::exception& error) {
+        log_warn("closing a Loader at exit failed: ", error.what());
+      }
+    }
+  }
+  if (state.owns_mpi && mpi_running()) MPI_Finalize();
+}
+
+/// MPI_Abort on MPI_COMM_WORLD when more than one rank runs; nothing otherwise.
+void abort_job(int code) {
+  if (!mpi_running()) return;
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (size <= 1) return;
+  py::gil_scoped_release release;
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the launcher forwards the traceback first
+  MPI_Abort(MPI_COMM_WORLD, code);
+}
+
+}  // namespace
+
+void ensure_mpi() {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (finalized) STRIDER_THROW(Error, "MPI was finalised already: strider cannot start a Loader after that");
+  int provided = 0;
+  if (initialized) {
+    MPI_Query_thread(&provided);
+  } else {
+    py::gil_scoped_release release;
+    if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS)
+      STRIDER_THROW(MpiError, "MPI_Init_thread failed");
+    runtime().owns_mpi = true;
+  }
+  if (provided < MPI_THREAD_MULTIPLE)
+    STRIDER_THROW(MpiError, "MPI runs with thread level " + std::to_string(provided) +
+                                " but strider needs MPI_THREAD_MULTIPLE (the I/O thread reads while the caller runs "
+                                "collectives); with mpi4py keep mpi4py.rc.thread_level = 'multiple' (its default)");
+}
+
+MPI_Comm communicator_from_python(py::handle comm) {
+  if (comm.is_none()) return MPI_COMM_WORLD;
+  if (!py::hasattr(comm, "py2f"))
+    STRIDER_THROW(UsageError, "comm must be an mpi4py communicator (an object with py2f()), got " +
+                                  std::string(py::str(py::type::handle_of(comm).attr("__name__"))));
+  const auto fortran_handle = comm.attr("py2f")().cast<MPI_Fint>();
+  MPI_Comm native = MPI_Comm_f2c(fortran_handle);
+  if (native == MPI_COMM_NULL) STRIDER_THROW(UsageError, "comm is MPI.COMM_NULL (this rank is not in it)");
+  return native;
+}
+
+void track_open_loader(std::shared_ptr<LoaderCore> core) {
+  runtime().open_loaders.push_back(std::move(core));
+}
+
+void forget_loader(const LoaderCore* core) {
+  auto& open = runtime().open_loaders;
+  open.erase(std::remove_if(open.begin(), open.end(), [core](const auto& held) { return held.get() == core; }),
+             open.end());
+}
+
+void bind_runtime(py::module_& module) {
+  module.def("_ensure_mpi", &ensure_mpi, "Starts MPI (MPI_THREAD_MULTIPLE) unless it runs.");
+  module.def(
+      "_world",
+      [] {
+        ensure_mpi();
+        int rank = 0, size = 1;
+        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+        MPI_Comm_size(MPI_COMM_WORLD, &size);
+        return py::make_tuple(rank, size);
+      },
+      "(rank, size) of MPI_COMM_WORLD, starting MPI unless it runs.");
+  module.def(
+      "_mpi_state",
+      [] {
+        int initialized = 0, finalized = 0;
+        MPI_Initialized(&initialized);
+        MPI_Finalized(&finalized);
+        return py::make_tuple(initialized != 0, finalized != 0, runtime().owns_mpi);
+      },
+      "(initialized, finalized, started by strider).");
+  module.def("_abort_job", &abort_job, py::arg("code"),
+             "MPI_Abort(MPI_COMM_WORLD, code) when MPI runs with more than one rank; nothing otherwise.");
+  module.def("_at_exit", &at_exit,
+             "Closes the loaders still open (collective), then finalises MPI if strider started it.");
+}
+
+}  // namespace strider::python

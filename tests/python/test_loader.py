@@ -1,0 +1,280 @@
+"""strider.Loader in one process: views without copies, the ring's limit, resume, the options
+table as keywords, errors. Expected values come from strider-inspect dump (the reader, not the
+module), from the class blocks strider-gen writes, and from strider.DistributedSampler (checked
+against torch in test_samplers_torch.py)."""
+
+import inspect
+import json
+import threading
+import time
+
+import numpy as np
+import pytest
+import strider
+from conftest import dump_rows, generate, label_of
+
+
+def epoch_indices(loader, epoch):
+    return [int(i) for batch in loader.epoch(epoch) for i in batch.indices]
+
+
+def test_batches_are_read_only_views_of_the_ring(files):
+    with strider.Loader(files["features"], batch_size=8, seed=5, prefetch=4) as loader:
+        addresses = set()
+        steps = 0
+        for batch in loader.epoch(0):
+            samples = batch.samples
+            assert samples.base is batch  # the array keeps the batch (its ring slot) alive
+            assert not samples.flags.owndata and not samples.flags.writeable
+            assert batch.labels.base is batch and not batch.labels.flags.writeable
+            with pytest.raises(ValueError):
+                samples[0, 0] = 1.0
+            # Each access is a view of the same memory, not a copy.
+            assert batch.samples.__array_interface__["data"][0] == samples.__array_interface__["data"][0]
+            addresses.add(samples.__array_interface__["data"][0])
+            steps += 1
+        assert steps == 13  # ceil(100 / 8)
+        # Thirteen batches came through four ring buffers: at most four addresses.
+        assert 1 <= len(addresses) <= 4
+
+
+def test_views_hold_the_bytes_the_reader_returns(files):
+    with strider.Loader(files["features"], batch_size=16, seed=7) as loader:
+        batch = next(iter(loader.epoch(0)))
+        indices = [int(i) for i in batch.indices]
+        rows = dump_rows(files["features"], indices)
+        assert batch.samples.shape == (16, 6) and batch.samples.dtype == np.float32
+        for position, index in enumerate(indices):
+            label, values = rows[index]
+            assert batch.labels[position] == label == label_of(index)
+            assert batch.samples[position].tolist() == [float(np.float32(v)) for v in values]
+
+
+def test_sequences_are_tokens_and_offsets(files):
+    with strider.Loader(files["sequences"], batch_size=5, seed=2) as loader:
+        batch = next(iter(loader.epoch(0)))
+        assert batch.samples is None
+        offsets = batch.offsets
+        assert offsets.dtype == np.int64 and offsets.shape == (6,) and offsets[0] == 0
+        assert offsets[-1] == batch.tokens.shape[0]
+        assert batch.tokens.base is batch and not batch.tokens.flags.writeable
+        rows = dump_rows(files["sequences"], [int(i) for i in batch.indices])
+        for position, index in enumerate(batch.indices):
+            label, tokens = rows[int(index)]
+            assert batch.labels[position] == label
+            assert batch.tokens[offsets[position]:offsets[position + 1]].tolist() == [int(t) for t in tokens]
+
+
+def test_copy_gives_arrays_of_their_own(files):
+    with strider.Loader(files["features"], batch_size=8, seed=5) as views, \
+         strider.Loader(files["features"], batch_size=8, seed=5, copy=True, prefetch=1) as copies:
+        held = []
+        for view, copy in zip(views.epoch(0), copies.epoch(0)):
+            assert copy.samples.flags.owndata and copy.samples.flags.writeable
+            assert np.array_equal(view.samples, copy.samples)
+            assert np.array_equal(view.labels, copy.labels) and np.array_equal(view.indices, copy.indices)
+            held.append(copy)  # more than the ring of one: copies hold no buffer
+        assert len(held) == 13
+
+
+def test_holding_more_batches_than_the_ring_raises_instead_of_waiting(files):
+    with strider.Loader(files["features"], batch_size=4, seed=1, prefetch=4) as loader:
+        epoch = loader.epoch(0)
+        held = [next(epoch) for _ in range(4)]
+        with pytest.raises(strider.UsageError, match="holds all 4"):
+            next(epoch)
+        with pytest.raises(strider.UsageError, match="stopped at an error"):
+            next(epoch)  # the epoch ended there; it does not look finished
+        samples = held[0].samples  # a view keeps its buffer too
+        del held[0]
+        epoch = loader.epoch(0)
+        with pytest.raises(strider.UsageError, match="holds all 4"):
+            next(epoch)
+        del samples
+        epoch = loader.epoch(0)
+        assert len(next(epoch)) == 4  # a buffer came back
+        assert loader.current_epoch == 0  # a failed epoch does not move the position on
+
+
+def test_views_outlive_close(files):
+    loader = strider.Loader(files["features"], batch_size=8, seed=5, engine="hdf5")
+    batch = next(iter(loader))
+    samples, labels = batch.samples, batch.labels
+    before = samples.copy()
+    del batch
+    loader.close()
+    assert loader.closed
+    assert np.array_equal(samples, before) and labels.shape == (8,)
+    with pytest.raises(strider.UsageError, match="closed"):
+        loader.epoch(1)
+    loader.close()  # again: nothing
+
+
+def test_epochs_follow_the_distributed_order_and_move_on_by_themselves(files):
+    with strider.Loader(files["features"], batch_size=8, seed=11) as loader:
+        assert len(loader) == 13 and loader.current_epoch == 0
+        first = [int(i) for batch in loader for i in batch.indices]  # no set_epoch: epoch 0
+        assert loader.current_epoch == 1
+        second = [int(i) for batch in loader for i in batch.indices]  # moved on: epoch 1
+        loader.set_epoch(0)
+        again = [int(i) for batch in loader for i in batch.indices]
+    for epoch, got in ((0, first), (1, second), (0, again)):
+        sampler = strider.DistributedSampler(100, 1, 0, seed=11)
+        sampler.set_epoch(epoch)
+        assert got == list(sampler)
+    assert first != second
+
+
+@pytest.mark.parametrize("mode, kind, options", [
+    ("distributed", "features", dict(batch_size=7)),
+    ("streaming", "features", dict(batch_size=7)),
+    ("block", "features", dict(batch_size=7, block_size=5)),
+    ("balanced", "features", dict(batch_size=6)),
+    ("weighted", "features", dict(batch_size=6)),
+    ("stratified", "features", dict(batch_size=6)),
+    ("bucketed", "sequences", dict(max_tokens=100, megabatch=1)),
+])
+@pytest.mark.parametrize("seed", [3, None])
+def test_state_dict_resume_equals_the_uninterrupted_epochs(files, mode, kind, options, seed):
+    path = files[kind]
+    with strider.Loader(path, sampler=mode, seed=seed, **options) as loader:
+        used_seed = loader.seed
+        whole = [epoch_indices(loader, 0), epoch_indices(loader, 1)]
+    steps = len(whole[0])
+    assert steps > 0
+    for stop in (0, 3, -1):  # after no batch, mid-epoch, after the whole epoch
+        with strider.Loader(path, sampler=mode, seed=used_seed, **options) as loader:
+            taken = []
+            for batch in loader:
+                taken.extend(int(i) for i in batch.indices)
+                if stop >= 0 and len(taken) >= stop * max(1, len(batch)):
+                    break
+            if stop == 0:
+                taken = []
+                loader.set_epoch(0)
+            state = json.loads(json.dumps(loader.state_dict()))  # a checkpoint survives JSON
+        with strider.Loader(path, sampler=mode, seed=seed, **options) as resumed:
+            resumed.load_state_dict(state)
+            rest = [int(i) for batch in resumed for i in batch.indices]
+            following = [int(i) for batch in resumed for i in batch.indices]
+        if stop == -1:  # the state of a finished epoch is the start of the next
+            assert state["epoch"] == 1 and state["consumed"] == 0
+            assert rest == whole[1]
+        else:
+            assert taken + rest == whole[0]
+            assert following == whole[1]
+
+
+def test_a_state_of_another_configuration_is_refused(files):
+    with strider.Loader(files["features"], batch_size=8, seed=1) as loader:
+        state = loader.state_dict()
+    with strider.Loader(files["features"], batch_size=8, seed=2) as other:
+        with pytest.raises(strider.UsageError):
+            other.load_state_dict(state)
+    with strider.Loader(files["features"], batch_size=8, seed=1) as other:
+        with pytest.raises(strider.UsageError, match="state"):
+            other.load_state_dict({"epoch": 0})
+        with pytest.raises(strider.DataError):
+            other.load_state_dict({"strider": "not a state"})
+
+
+def test_every_option_of_the_table_is_a_keyword_with_its_default(files):
+    table = strider.loader_options()
+    assert {"data", "batch_size", "seed", "sampler", "prefetch", "engine"} <= {o["keyword"] for o in table}
+    signature = inspect.signature(strider.Loader)
+    for option in table:
+        keyword = option["keyword"]
+        assert keyword == option["name"].replace("-", "_")
+        assert option["help"] in strider.Loader.__doc__
+        if keyword == "data":  # positional, required
+            continue
+        assert signature.parameters[keyword].default == option["default"]
+        value = option["default"]
+        keywords = {"seed": 1, keyword: value}
+        with strider.Loader(files["features"], **keywords) as loader:
+            in_force = loader.options()
+            assert set(in_force) == {o["keyword"] for o in table}
+            if value is not None:
+                assert in_force[keyword] == value, keyword
+
+
+def test_keywords_take_values_and_refuse_bad_ones_with_the_apps_words(files):
+    path = files["features"]
+    with strider.Loader(path, batch_size=np.int64(8), seed=1, no_shuffle=True, class_weights=[1, 0.5, 2.0],
+                        sampler="weighted") as loader:
+        assert loader.options()["class_weights"] == "1,0.5,2"
+        assert loader.options()["no_shuffle"] is True
+    cases = [
+        (dict(batch_size=-1), strider.UsageError, "--batch-size must be >= 0, got -1"),
+        (dict(batch_sizes=4), strider.UsageError, "unknown keyword 'batch_sizes'"),
+        (dict(batch_size="4"), strider.UsageError, "batch_size takes an int, got str"),
+        (dict(no_shuffle=1), strider.UsageError, "no_shuffle takes True or False"),
+        (dict(sampler="nope"), strider.UsageError, "unknown sampler 'nope'"),
+        (dict(prefetch=65), strider.UsageError, "--prefetch must be in 0..64"),
+        (dict(seed=2**64), strider.UsageError, r"seed must be in \[-2\*\*63, 2\*\*64-1\]"),
+        (dict(seed=-2**63 - 1), strider.UsageError, "seed must be in"),
+    ]
+    for keywords, error, words in cases:
+        with pytest.raises(error, match=words) as raised:
+            strider.Loader(path, **keywords)
+        assert raised.value.ranks_agreed == 1 and raised.value.kind == "usage"
+        assert isinstance(raised.value, ValueError)  # usage errors are ValueErrors too
+
+
+def test_files_that_cannot_be_read_raise_with_the_readers_message(files, tmp_path):
+    with pytest.raises(strider.Error, match="missing.h5") as raised:
+        strider.Loader(str(tmp_path / "missing.h5"))
+    assert raised.value.ranks_agreed == 1
+    with pytest.raises(strider.DataError, match="labels_short") as raised:
+        strider.Loader(files["unusable"], label_key="/labels_short")
+    assert raised.value.kind == "data"
+
+
+def test_seeds_are_torch_ints_modulo_two_to_the_64(files):
+    with strider.Loader(files["features"], batch_size=8, seed=2**64 - 1) as big, \
+         strider.Loader(files["features"], batch_size=8, seed=-1) as negative:
+        assert big.seed == negative.seed == -1
+        assert epoch_indices(big, 0) == epoch_indices(negative, 0)
+
+
+def test_stats_dataset_labels_and_the_exact_split(files):
+    with strider.Loader(files["features"], batch_size=8, seed=1) as loader:
+        steps = sum(1 for _ in loader.epoch(0))
+        stats = loader.stats()
+        assert stats["batches"] == steps == 13 and stats["samples"] == 100
+        assert 0.0 <= stats["stall_fraction"] <= 1.0
+        dataset = loader.dataset
+        assert dataset["num_samples"] == 100 and dataset["sample_shape"] == (6,)
+        assert dataset["dtype"] == np.float32 and dataset["has_labels"] and not dataset["variable_length"]
+        assert loader.labels().tolist() == [label_of(i) for i in range(100)]
+    with strider.Loader(files["features"], batch_size=8, split="exact") as loader:
+        assert epoch_indices(loader, 0) == list(range(100))
+
+
+def test_the_gil_is_released_while_waiting_for_a_batch(tmp_path):
+    # A compressed file in small chunks read by the hdf5 engine: every batch costs a chunk per row,
+    # so next() waits for the I/O thread long enough for another thread to run.
+    path = generate(tmp_path / "slow.h5", "--kind", "features", "--samples", "4000", "--dim", "64", "--compress",
+                    "9", "--chunk-rows", "4")
+    windows, ticks = [], []
+    stop = threading.Event()
+
+    def tick():
+        while not stop.is_set():
+            ticks.append(time.monotonic())
+
+    with strider.Loader(path, batch_size=2000, seed=1, engine="hdf5", prefetch=1) as loader:
+        epoch = loader.epoch(0)
+        ticker = threading.Thread(target=tick)
+        ticker.start()
+        try:
+            for _ in range(2):
+                start = time.monotonic()
+                batch = next(epoch)
+                windows.append((start, time.monotonic()))
+                del batch
+        finally:
+            stop.set()
+            ticker.join()
+    # While the main thread waited inside next(), the other thread ran Python code.
+    assert any(start < tick_at < end for start, end in windows for tick_at in ticks)

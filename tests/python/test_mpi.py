@@ -1,0 +1,94 @@
+"""strider at 2 ranks under mpirun: mpi4py communicators, resume, errors that reach every rank, an
+uncaught exception that ends the job, loaders closed at exit. Each case runs
+tests/python/scripts/mpi_cases.py with a timeout: a hang fails the test instead of the suite."""
+
+import pytest
+import strider
+from conftest import mpirun, rank_output, read_results, script
+
+TIMEOUT = 120  # seconds for a 2-rank run; the runs take a few
+
+
+def by_rank(results, **match):
+    return {r["rank"]: r for r in results if all(r.get(k) == v for k, v in match.items())}
+
+
+def expected_indices(replicas, rank):
+    sampler = strider.DistributedSampler(100, replicas, rank, seed=3, batch_size=8)
+    sampler.set_epoch(0)
+    return [i for batch in sampler for i in batch]
+
+
+def test_mpi4py_communicators_world_and_sub_communicators(files, tmp_path):
+    pytest.importorskip("mpi4py")
+    run = mpirun(2, [script("mpi_cases.py"), "comm", files["features"]], TIMEOUT, results=tmp_path)
+    assert run.returncode == 0, run.stderr
+    results = read_results(tmp_path)
+    world = by_rank(results, comm="world")
+    assert sorted(world) == [0, 1] and all(r["size"] == 2 for r in world.values())
+    for rank in (0, 1):
+        assert world[rank]["indices"] == expected_indices(2, rank)
+    alone = [r for r in results if r["comm"] == "alone"]
+    assert len(alone) == 2 and all(r["size"] == 1 and r["indices"] == expected_indices(1, 0) for r in alone)
+    reversed_order = [r for r in results if r["comm"] == "reversed"]
+    for r in reversed_order:
+        assert r["rank"] == 1 - r["world_rank"] and r["indices"] == expected_indices(2, r["rank"])
+
+
+def test_state_dict_resume_at_two_ranks(files, tmp_path):
+    run = mpirun(2, [script("mpi_cases.py"), "resume", files["features"]], TIMEOUT, results=tmp_path)
+    assert run.returncode == 0, run.stderr
+    results = read_results(tmp_path)
+    assert len(results) == 2 and all(r["equal"] for r in results)
+    assert results[0]["state"] == results[1]["state"]  # global units: the same on every rank
+
+
+@pytest.mark.parametrize("which, error, words", [
+    ("missing", "DataError", "features.h5.missing"),
+    ("unusable", "DataError", "labels_short"),
+    ("value_on_one_rank", "UsageError", "--batch-size must be >= 0, got -1"),
+    ("keyword_on_one_rank", "UsageError", "unknown keyword 'batch_sizes'"),
+    ("type_on_one_rank", "UsageError", "seed takes an int, got str"),
+])
+def test_bad_input_raises_the_same_error_on_every_rank(files, tmp_path, which, error, words):
+    pytest.importorskip("mpi4py")
+    path = files["unusable"] if which == "unusable" else files["features"]
+    run = mpirun(2, [script("mpi_cases.py"), "bad", path, which], TIMEOUT, results=tmp_path)
+    assert run.returncode == 0, run.stderr
+    results = by_rank(read_results(tmp_path))
+    assert sorted(results) == [0, 1], run.stdout + run.stderr
+    assert results[0]["message"] == results[1]["message"]
+    for r in results.values():
+        assert r["error"] == error and words in r["message"] and r["ranks_agreed"] == 2
+
+
+@pytest.mark.parametrize("flags, where", [
+    ((), "plain"),  # strider started MPI
+    (("-m", "mpi4py"), "plain"),  # mpi4py's runner aborts
+    (("-c", "import mpi4py.MPI, runpy, sys; sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')"),
+     "plain"),  # mpi4py started MPI, strider's hook aborts
+    ((), "with"),  # the failing rank leaves its `with` block without a collective close
+])
+def test_an_uncaught_exception_on_one_rank_ends_the_job(files, tmp_path, flags, where):
+    if flags and "mpi4py" in " ".join(flags):
+        pytest.importorskip("mpi4py")
+    arguments = [*flags, script("mpi_cases.py"), "uncaught", files["features"], where]
+    run = mpirun(2, arguments, TIMEOUT, results=tmp_path)  # a hang raises TimeoutExpired
+    assert run.returncode != 0
+    assert "RuntimeError: a local failure on rank 1" in rank_output(tmp_path, 1)
+
+
+def test_an_error_every_rank_raised_lets_every_rank_exit_by_itself(files, tmp_path):
+    run = mpirun(2, [script("mpi_cases.py"), "agreed_uncaught", files["features"]], TIMEOUT, results=tmp_path)
+    assert run.returncode != 0
+    for rank in (0, 1):  # each rank's own traceback, ending in the same line
+        assert "strider.UsageError: --batch-size must be >= 0, got -1" in rank_output(tmp_path, rank)
+    assert "MPI_ABORT" not in run.stderr
+
+
+def test_loaders_left_open_are_closed_at_exit(files, tmp_path):
+    run = mpirun(2, [script("mpi_cases.py"), "left_open", files["features"]], TIMEOUT, results=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert len(read_results(tmp_path)) == 2
+    assert rank_output(tmp_path, 0).count("was not closed: closing it at exit") == 2  # two loaders
+    assert "was not closed" not in rank_output(tmp_path, 1)  # said once, by rank 0
