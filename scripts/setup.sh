@@ -13,9 +13,14 @@ packages=(
   time                                   # tests: /usr/bin/time measures a run's peak RSS
   clang-format-14                        # scripts/check-format.sh: the one pinned formatter
   munge slurmctld slurmd slurm-client    # tests: a real one-node Slurm cluster (test_slurm.sh)
+  pybind11-dev python3-dev python3-numpy # the Python module (STRIDER_BUILD_PYTHON)
+  python3-pytest python3-mpi4py          # its tests (pytest under ctest, mpi4py communicators)
+  python3-torch libtorch-dev             # tests against torch, examples/train_torch.py, examples/libtorch_trainer
 )
+# python3-torch is the largest: about 80 MB to download and 1 GB installed with its dependencies
+# (libtorch-dev, the LibTorch example's headers, is a few MB more), about 1.5 minutes to install here.
 # Extra packages for optional parts, named in the environment (e.g. STRIDER_EXTRA_PACKAGES="clang").
-# The benchmarks' peers (torch, h5py, mpi4py, matplotlib) come this way: scripts/bench/setup-bench.sh.
+# The benchmarks' peers (h5py, matplotlib) come this way: scripts/bench/setup-bench.sh.
 read -r -a extra <<<"${STRIDER_EXTRA_PACKAGES:-}"
 packages+=("${extra[@]}")
 

@@ -26,6 +26,19 @@ else
   cat "$work/consumer.log"
   fail "outside project did not build"
 fi
+# The installed Python package imports from the prefix alone and finds the installed library (RPATH).
+if [[ -n ${STRIDER_PYTHON:-} ]]; then
+  package=$prefix/$STRIDER_PYTHON_INSTALL_DIR
+  expect_equal "installed Python package: torch's golden order, and a Loader over the consumer's file" \
+    "$(cd / && PYTHONPATH=$package "$STRIDER_PYTHON" -c "
+import strider
+assert strider.__file__.startswith('$package'), strider.__file__
+s = strider.DistributedSampler(10, 3, 0, seed=0)
+s.set_epoch(1)
+with strider.Loader('$work/consumer.h5', batch_size=4, seed=0) as loader:
+    print(list(s), len(loader))
+" 2>&1)" "[5, 2, 9, 4] 3"
+fi
 # The installed app finds the installed library (RPATH).
 expect_equal "installed app runs" "$("$prefix/bin/strider-inspect" plan --samples 10 --world 3 --rank 0 --seed 0 --epoch 1)" "5 2 9 4"
 finish
