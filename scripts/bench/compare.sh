@@ -11,13 +11,19 @@
 #   w2  8,192 x 64 KiB (16384 float32) rows, shuffled, batches of 32
 #   w3  200,000 sequences (median 64, max 512 int32 tokens), bucketed under 16384 tokens per batch
 #   w4  1,000,000 x 64 float32, 10 classes, imbalance 100, class-balanced (weighted sampler, 1/count)
-# plus, on w1: runs with --compute-us at 1x, 2x (and 4x) the measured time to read a batch, as a busy wait on
-# the clock, a sleep and fixed CPU work (stall fraction), --cold, and the streaming sampler's peak RSS at N = 100,000,
-# 1,000,000 and 10,000,000 (with and without the labels dataset; the distributed sampler beside it).
+# plus, on w1: strider from Python (scripts/bench/python_loop.py: strider.Loader, each batch wrapped with
+# torch.from_numpy) beside strider-bench's C++ loop and the peer; runs with --compute-us at 1x, 2x (and 4x) the
+# measured time to read a batch, as a busy wait on the clock, a sleep and fixed CPU work (stall fraction), --cold,
+# and the streaming sampler's peak RSS at N = 100,000, 1,000,000 and 10,000,000 (with and without the labels
+# dataset; the distributed sampler beside it).
 #
 # Last, the sampler microbenchmarks (bench/sampler_bench.cpp, built when Google Benchmark is installed).
 #
-# Environment: STRIDER_BIN (the folder with strider-gen and strider-bench; default build/bin),
+# BENCH_ONLY=python runs only what the Python comparison needs (w1: strider-bench, the Python loop, the peer, the
+# limits): about 2 minutes with the file present.
+#
+# Environment: STRIDER_BIN (the folder with strider-gen and strider-bench; default build/bin), STRIDER_PYTHONPATH
+# (where `import strider` is found; default $STRIDER_BIN/../python),
 # SAMPLER_BENCH (default $STRIDER_BIN/../bench/strider_sampler_bench),
 # BENCH_DIR (the data files, kept between runs; default /tmp/strider-bench), BENCH_OUT (results;
 # default $BENCH_DIR/results), RANKS, PEER_BATCHES (500), PEER_WARMUP (20), PEER_WORKERS (0,1,2),
@@ -35,7 +41,9 @@ peer_batches=${PEER_BATCHES:-500}
 peer_warmup=${PEER_WARMUP:-20}
 peer_workers=${PEER_WORKERS:-0,1,2}
 repeats=${REPEATS:-3}
+only=${BENCH_ONLY:-}
 python=/usr/bin/python3
+pythonpath=${STRIDER_PYTHONPATH:-$bin/../python}
 seed=0
 
 for tool in strider-gen strider-bench; do
@@ -67,11 +75,13 @@ generate() {  # NAME strider-gen options...
   echo "$stamp" >"$file.options"
 }
 generate w1 --kind features --samples 1000000 --dim 64 --classes 10
-generate w2 --kind features --samples 8192 --dim 16384 --classes 10
-generate w3 --kind sequences --samples 200000 --median-len 64 --max-len 512 --classes 10
-generate w4 --kind features --samples 1000000 --dim 64 --classes 10 --imbalance 100
-generate small --kind features --samples 100000 --dim 64 --classes 10
-generate big --kind features --samples 10000000 --dim 4 --classes 10  # streaming RSS at N = 10M (200 MB)
+if [[ $only != python ]]; then
+  generate w2 --kind features --samples 8192 --dim 16384 --classes 10
+  generate w3 --kind sequences --samples 200000 --median-len 64 --max-len 512 --classes 10
+  generate w4 --kind features --samples 1000000 --dim 64 --classes 10 --imbalance 100
+  generate small --kind features --samples 100000 --dim 64 --classes 10
+  generate big --kind features --samples 10000000 --dim 4 --classes 10  # streaming RSS at N = 10M (200 MB)
+fi
 
 g++ -O2 -std=c++17 -o "$out/gather_limit" "$here/gather_limit.cpp"
 
@@ -101,7 +111,14 @@ limits() {  # NAME KEY BATCH [OFFSETS_KEY]
   log "limits $name: sequential $(awk -v b="$best" 'BEGIN { printf "%.2f GB/s", b / 1e9 }'), gather $gather"
 }
 
-# ---- strider and the peer ----
+# ---- strider, strider from Python, and the peer ----
+keep_median() {  # KIND TAG: of runs/KIND-TAG.K.json, keep the median (by samples/s) as KIND-TAG.json
+  local kind=$1 tag=$2 k
+  k=$($python -c "import json,sys; runs=sorted(sys.argv[1:], key=lambda p: json.load(open(p))['samples_per_s']); print(runs[len(runs)//2].rsplit('.',2)[-2])" \
+    "$out"/runs/"$kind-$tag".*.json)
+  cp "$out/runs/$kind-$tag.$k.json" "$out/$kind-$tag.json"
+  cp "$out/logs/$kind-$tag.$k.log" "$out/logs/$kind-$tag.log"
+}
 strider() {  # TAG RANKS strider-bench options...: the median of $repeats runs (by samples/s)
   local tag=$1 ranks=$2 k
   shift 2
@@ -109,11 +126,23 @@ strider() {  # TAG RANKS strider-bench options...: the median of $repeats runs (
     "${launch[@]}" -np "$ranks" "$bin/strider-bench" --seed "$seed" --json "$out/runs/strider-$tag.$k.json" "$@" \
       >"$out/logs/strider-$tag.$k.log" 2>&1 || { log "strider $tag FAILED (see $out/logs/strider-$tag.$k.log)"; return 0; }
   done
-  k=$($python -c "import json,sys; runs=sorted(sys.argv[1:], key=lambda p: json.load(open(p))['samples_per_s']); print(runs[len(runs)//2].rsplit('.',2)[-2])" \
-    "$out"/runs/strider-"$tag".*.json)
-  cp "$out/runs/strider-$tag.$k.json" "$out/strider-$tag.json"
-  cp "$out/logs/strider-$tag.$k.log" "$out/logs/strider-$tag.log"
+  keep_median strider "$tag"
   log "strider $tag (median of $repeats): $(grep -m1 '^  total' "$out/logs/strider-$tag.log" | sed 's/^  total //; s/, read\/useful.*//')"
+}
+python_loop() {  # TAG RANKS python_loop.py options...: strider.Loader from Python, the median of $repeats runs
+  local tag=$1 ranks=$2 k
+  shift 2
+  if ! PYTHONPATH=$pythonpath $python -c "import strider, mpi4py" 2>/dev/null; then
+    log "python $tag skipped: no strider module in $pythonpath (build with the Python module) or no mpi4py"
+    return 0
+  fi
+  for ((k = 1; k <= repeats; ++k)); do
+    "${launch[@]}" -np "$ranks" -x PYTHONPATH="$pythonpath" $python "$here/python_loop.py" --seed "$seed" \
+      --json "$out/runs/python-$tag.$k.json" "$@" >"$out/logs/python-$tag.$k.log" 2>&1 ||
+      { log "python $tag FAILED (see $out/logs/python-$tag.$k.log)"; return 0; }
+  done
+  keep_median python "$tag"
+  log "python $tag (median of $repeats): $(grep -m1 '^python loop' "$out/logs/python-$tag.log" | sed 's/^python loop //')"
 }
 port=$((29500 + RANDOM % 2000))
 peer() {  # TAG RANKS torch_peer options...
@@ -128,12 +157,24 @@ peer() {  # TAG RANKS torch_peer options...
 }
 
 limits w1 /samples 256
+if [[ $only == python ]]; then
+  for ranks in $ranks_list; do
+    strider "w1-r$ranks" "$ranks" --data "$data/w1.h5" --batch-size 256 --epochs 2
+    python_loop "w1-r$ranks" "$ranks" --data "$data/w1.h5" --batch-size 256 --epochs 2
+    peer "w1-r$ranks" "$ranks" --data "$data/w1.h5" --batch-size 256 --sampler distributed
+  done
+  echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$out/machine.txt"
+  $python "$here/summarize.py" "$out"
+  log "done in $(($(date +%s) - started)) s: $out/results.json"
+  exit 0
+fi
 limits w2 /samples 32
 limits w3 /tokens 256 /offsets
 limits w4 /samples 256
 
 for ranks in $ranks_list; do
   strider "w1-r$ranks" "$ranks" --data "$data/w1.h5" --batch-size 256 --epochs 2
+  python_loop "w1-r$ranks" "$ranks" --data "$data/w1.h5" --batch-size 256 --epochs 2
   strider "w2-r$ranks" "$ranks" --data "$data/w2.h5" --batch-size 32 --epochs 4
   strider "w3-r$ranks" "$ranks" --data "$data/w3.h5" --sampler bucketed --max-tokens 16384 --epochs 2
   strider "w4-r$ranks" "$ranks" --data "$data/w4.h5" --sampler weighted --batch-size 256 --epochs 2

@@ -1,6 +1,7 @@
 #!/usr/bin/python3
-"""Reads compare.sh's JSON files in OUT, prints the table with the ratios, checks the goals of issue 9
-and writes OUT/results.json and OUT/compare.png (matplotlib, when installed)."""
+"""Reads compare.sh's JSON files in OUT, prints the table with the ratios, checks the goals (issue 9: the
+pipeline; issue 19: strider from Python) and writes OUT/results.json and OUT/compare.png (matplotlib,
+when installed)."""
 
 import glob
 import json
@@ -27,13 +28,19 @@ def main(out):
     strider = {os.path.basename(p)[8:-5]: load(p) for p in glob.glob(os.path.join(out, "strider-*.json"))}
     peers = {os.path.basename(p)[5:-5]: load(p) for p in glob.glob(os.path.join(out, "peer-*.json"))}
     limits = {os.path.basename(p)[6:-5]: load(p) for p in glob.glob(os.path.join(out, "limit-*.json"))}
+    pythons = {os.path.basename(p)[7:-5]: load(p) for p in glob.glob(os.path.join(out, "python-*.json"))}
     machine = open(os.path.join(out, "machine.txt")).read().strip() if os.path.exists(os.path.join(out, "machine.txt")) else ""
     rows, goals = [], []
     repeats = {}  # tag -> samples/s of every repeated run (compare.sh keeps the median)
+    python_repeats = {}
     for path in glob.glob(os.path.join(out, "runs", "strider-*.json")):
         run = load(path)
         if run:
             repeats.setdefault(os.path.basename(path)[8:].rsplit(".", 2)[0], []).append(run["samples_per_s"])
+    for path in glob.glob(os.path.join(out, "runs", "python-*.json")):
+        run = load(path)
+        if run:
+            python_repeats.setdefault(os.path.basename(path)[7:].rsplit(".", 2)[0], []).append(run["samples_per_s"])
     ranks_seen = sorted({int(k.split("-r")[-1]) for k in strider if k[:2] in WORKLOADS and k.count("-") == 1})
 
     print(machine)
@@ -48,6 +55,8 @@ def main(out):
         for ranks in ranks_seen:
             tag = f"{workload}-r{ranks}"
             s, p = strider.get(tag), peers.get(tag)
+            if not s and not p and not pythons.get(tag):
+                continue  # not measured in this run (BENCH_ONLY)
             row = dict(workload=workload, title=title, ranks=ranks, sequential_read_bytes_per_s=sequential,
                        gather_rows_per_s_one_core=gather)
             if s:
@@ -71,6 +80,15 @@ def main(out):
                     row["peer_note"] = p["note"]
             if s and p and p["samples_per_s"] > 0:
                 row["strider_over_peer"] = s["samples_per_s"] / p["samples_per_s"]
+            py = pythons.get(tag)
+            if py:
+                row.update(python_samples_per_s=py["samples_per_s"], python_bytes_per_s=py["bytes_per_s"],
+                           python_stall_fraction=py["stall_fraction"], python_us_per_batch=py["python_us_per_batch"],
+                           python_runs_samples_per_s=sorted(python_repeats.get(tag, [])))
+                if p and p["samples_per_s"] > 0:
+                    row["python_over_peer"] = py["samples_per_s"] / p["samples_per_s"]
+                if s and s["samples_per_s"] > 0:
+                    row["python_over_strider"] = py["samples_per_s"] / s["samples_per_s"]
             if s and sequential > 0:
                 row["strider_over_sequential_read"] = s["bytes_per_s"] / sequential
             if s and gather > 0:
@@ -105,6 +123,18 @@ def main(out):
     for tag in sorted(peers):
         if peers[tag] and "note" in peers[tag] and tag.endswith("-r1"):
             print(f"note {tag[:2]}: {peers[tag]['note']}")
+    python_rows = [row for row in rows if "python_samples_per_s" in row]
+    if python_rows:
+        print("\nstrider from Python (strider.Loader, each batch wrapped with torch.from_numpy; python_loop.py), "
+              "median of its runs:")
+        for row in python_rows:
+            print(f"  {row['workload']} at {row['ranks']} rank(s): {row['python_samples_per_s']:11.0f} samples/s = "
+                  + (f"{row['python_over_peer']:.1f}x the peer, " if "python_over_peer" in row else "")
+                  + (f"{100 * row['python_over_strider']:.0f}% of strider-bench's C++ loop, "
+                     if "python_over_strider" in row else "")
+                  + f"{row['python_us_per_batch']:.1f} us per batch outside the wait, stall "
+                  + f"{100 * row['python_stall_fraction']:.1f}%; runs "
+                  + " ".join(f"{v:.0f}" for v in row["python_runs_samples_per_s"]))
 
     extras = []
     print("\nstall fraction with an emulated step (w1; busy wait or sleep per batch), warm vs cold page cache (w1):")
@@ -143,6 +173,12 @@ def main(out):
         goals.append(dict(goal=name, met=met, detail=detail))
 
     for row in rows:
+        if row["workload"] == "w1" and "python_over_peer" in row:
+            goal(f"w1 at {row['ranks']} rank(s), from Python: >= 50x the peer", row["python_over_peer"] >= 50,
+                 f"{row['python_over_peer']:.1f}x")
+        if row["workload"] == "w1" and "python_over_strider" in row:
+            goal(f"w1 at {row['ranks']} rank(s), from Python: >= 80% of strider-bench's C++ figure",
+                 row["python_over_strider"] >= 0.8, f"{100 * row['python_over_strider']:.0f}%")
         if row["workload"] == "w1" and "strider_over_peer" in row:
             goal(f"w1 at {row['ranks']} rank(s): >= 50x the peer", row["strider_over_peer"] >= 50, f"{row['strider_over_peer']:.1f}x")
         if row["workload"] == "w1" and "strider_rank_over_gather" in row:
@@ -166,13 +202,13 @@ def main(out):
             goal(f"streaming RSS flat in N (100k -> {'10M' if large_name == 'big' else '1M'}"
                  f"{', no labels' if suffix else ', labels read per batch'})",
                  growth < 1.0, f"{small / 1048576:.1f} -> {large / 1048576:.1f} MiB (+{growth:.1f} MiB)")
-    print("\ngoals (issue 9):")
+    print("\ngoals (issue 9; 'from Python': issue 19):")
     for g in goals:
         print(f"  [{'met' if g['met'] else 'MISSED'}] {g['goal']}: {g['detail']}")
 
     with open(os.path.join(out, "results.json"), "w") as file:
         json.dump(dict(machine=machine, table=rows, extras=extras, peak_rss_bytes=rss, goals=goals, samplers=samplers,
-                       strider=strider, peers=peers, limits=limits), file, indent=1)
+                       strider=strider, peers=peers, limits=limits, python=pythons), file, indent=1)
     plot(out, rows)
 
 
@@ -185,20 +221,21 @@ def plot(out, rows):
         print("(no matplotlib: no plot; scripts/bench/setup-bench.sh installs it)")
         return
     labels = [f"{r['workload']}\n{r['ranks']} rank{'s' if r['ranks'] > 1 else ''}" for r in rows]
-    series = [("strider", "strider_samples_per_s"), ("peer, per row", "peer_per_row_samples_per_s"),
-              ("peer, batched", "peer_batched_samples_per_s"), ("gather limit, 1 core", "gather_rows_per_s_one_core")]
-    width = 0.2
+    series = [("strider", "strider_samples_per_s"), ("strider from Python", "python_samples_per_s"),
+              ("peer, per row", "peer_per_row_samples_per_s"), ("peer, batched", "peer_batched_samples_per_s"),
+              ("gather limit, 1 core", "gather_rows_per_s_one_core")]
+    width = 0.16
     figure, axes = plt.subplots(figsize=(11, 5))
     for k, (name, key) in enumerate(series):
         values = [r.get(key, 0) or 0 for r in rows]
-        axes.bar([i + (k - 1.5) * width for i in range(len(rows))], values, width, label=name)
+        axes.bar([i + (k - 2) * width for i in range(len(rows))], values, width, label=name)
     axes.set_yscale("log")
     axes.set_xticks(range(len(rows)))
     axes.set_xticklabels(labels)
     axes.set_ylabel("samples/s (log)")
     axes.set_title("strider vs PyTorch DataLoader + h5py vs the memory-gather limit (page cache)")
     axes.set_ylim(top=axes.get_ylim()[1] * 8)
-    axes.legend(loc="upper center", ncol=4, fontsize="small")
+    axes.legend(loc="upper center", ncol=5, fontsize="small")
     figure.tight_layout()
     figure.savefig(os.path.join(out, "compare.png"), dpi=110)
 
