@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <set>
 
@@ -539,6 +541,7 @@ TEST_CASE("loader: batches held across close() or abandon() keep their bytes", "
     for (const std::string engine : {"hdf5", "mmap"}) {
       LoaderOptions options = options_for(features.path(), "distributed", 8);
       options.reader.engine = engine;
+      options.prefetch = 4;
       Loader loader(comm, options);
       LoaderEpoch epoch = loader.epoch(0);
       std::optional<Batch> first = epoch.next();
@@ -554,11 +557,20 @@ TEST_CASE("loader: batches held across close() or abandon() keep their bytes", "
         if (comm.rank() == comm.size() - 1) comm.barrier();
       }
       ok = ok && loader.closed();
+      // Memory the ring freed would now be handed out again: take and scribble over blocks of the
+      // ring's size, so that a batch pointing into freed buffers sees other bytes.
+      std::vector<void*> scribbles;
+      for (int k = 0; k < 2 * loader.prefetch_depth(); ++k) {
+        void* block = std::aligned_alloc(4096, 4096);
+        std::memset(block, 0xA5, 4096);
+        scribbles.push_back(block);
+      }
       ok = ok && std::equal(before.begin(), before.end(), first->samples(), first->samples() + first->samples_bytes());
       ok = ok && strider::testing::batch_hash(*second) == second_hash;
       ok = ok && refuses([&] { epoch.next(); });
       first.reset();
       second.reset();
+      for (void* block : scribbles) std::free(block);
     }
   }
   REQUIRE(everywhere(comm, ok));

@@ -5,6 +5,7 @@ against torch in test_samplers_torch.py)."""
 
 import inspect
 import json
+import sys
 import threading
 import time
 
@@ -96,15 +97,20 @@ def test_holding_more_batches_than_the_ring_raises_instead_of_waiting(files):
         assert loader.current_epoch == 0  # a failed epoch does not move the position on
 
 
-def test_views_outlive_close(files):
-    loader = strider.Loader(files["features"], batch_size=8, seed=5, engine="hdf5")
+def test_views_outlive_close(tmp_path):
+    # One batch of 37 MiB: glibc maps a buffer that large with mmap and unmaps it when it is freed
+    # (above its largest mmap threshold, 32 MiB), so a view of freed memory would crash here
+    # rather than read stale bytes that happen to be intact.
+    path = generate(tmp_path / "wide.h5", "--kind", "features", "--samples", "4700", "--dim", "2048", "--seed", "6")
+    loader = strider.Loader(path, batch_size=0, seed=5, engine="hdf5", prefetch=1)
     batch = next(iter(loader))
     samples, labels = batch.samples, batch.labels
+    assert samples.nbytes > 33 * 2**20
     before = samples.copy()
     del batch
     loader.close()
     assert loader.closed
-    assert np.array_equal(samples, before) and labels.shape == (8,)
+    assert np.array_equal(samples, before) and labels.shape == (4700,)
     with pytest.raises(strider.UsageError, match="closed"):
         loader.epoch(1)
     loader.close()  # again: nothing
@@ -252,29 +258,41 @@ def test_stats_dataset_labels_and_the_exact_split(files):
 
 
 def test_the_gil_is_released_while_waiting_for_a_batch(tmp_path):
-    # A compressed file in small chunks read by the hdf5 engine: every batch costs a chunk per row,
-    # so next() waits for the I/O thread long enough for another thread to run.
-    path = generate(tmp_path / "slow.h5", "--kind", "features", "--samples", "4000", "--dim", "64", "--compress",
+    # A compressed file in 4-row chunks read by the hdf5 engine: a batch of 4000 rows takes tens of
+    # milliseconds to read, and next() waits for it.
+    path = generate(tmp_path / "slow.h5", "--kind", "features", "--samples", "8000", "--dim", "64", "--compress",
                     "9", "--chunk-rows", "4")
     windows, ticks = [], []
     stop = threading.Event()
 
     def tick():
+        last = 0.0
         while not stop.is_set():
-            ticks.append(time.monotonic())
+            now = time.monotonic()
+            if now - last > 0.0005:
+                ticks.append(now)
+                last = now
 
-    with strider.Loader(path, batch_size=2000, seed=1, engine="hdf5", prefetch=1) as loader:
-        epoch = loader.epoch(0)
-        ticker = threading.Thread(target=tick)
-        ticker.start()
-        try:
-            for _ in range(2):
-                start = time.monotonic()
-                batch = next(epoch)
-                windows.append((start, time.monotonic()))
-                del batch
-        finally:
-            stop.set()
-            ticker.join()
-    # While the main thread waited inside next(), the other thread ran Python code.
-    assert any(start < tick_at < end for start, end in windows for tick_at in ticks)
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(0.0005)  # a thread that asks for the GIL gets it within half a millisecond
+    try:
+        with strider.Loader(path, batch_size=4000, seed=1, engine="hdf5", prefetch=1) as loader:
+            epoch = loader.epoch(0)
+            ticker = threading.Thread(target=tick)
+            ticker.start()
+            try:
+                for _ in range(2):
+                    start = time.monotonic()
+                    batch = next(epoch)
+                    windows.append((start, time.monotonic()))
+                    del batch  # the ring of one buffer: the next batch is read only now
+            finally:
+                stop.set()
+                ticker.join()
+    finally:
+        sys.setswitchinterval(switch)
+    long_waits = [(start, end) for start, end in windows if end - start > 0.02]
+    assert long_waits
+    # Had next() kept the GIL, the other thread could have run only just before next() was entered
+    # and just after it returned (a switch interval or two at either end); it ran in the middle.
+    assert any(start + (end - start) / 4 < at < end - (end - start) / 4 for start, end in long_waits for at in ticks)

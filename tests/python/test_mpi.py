@@ -92,3 +92,5 @@ def test_loaders_left_open_are_closed_at_exit(files, tmp_path):
     assert len(read_results(tmp_path)) == 2
     assert rank_output(tmp_path, 0).count("was not closed: closing it at exit") == 2  # two loaders
     assert "was not closed" not in rank_output(tmp_path, 1)  # said once, by rank 0
+    for rank in (0, 1):  # closed before MPI and HDF5 ended: HDF5 did not find its files gone
+        assert "HDF5" not in rank_output(tmp_path, rank)
