@@ -6,6 +6,7 @@ import random
 
 import pytest
 import strider
+from conftest import generate
 
 torch = pytest.importorskip("torch")
 from torch.utils.data import BatchSampler, DataLoader  # noqa: E402
@@ -68,13 +69,38 @@ def test_num_replicas_and_rank_default_from_torch_distributed(monkeypatch):
     assert list(sampler) == list(theirs)
 
 
-def test_batches_wrap_into_tensors_without_a_copy(files):
+def wrap(array):
+    """torch.from_numpy of a read-only view (torch warns once that it is read-only)."""
     import warnings
-    with strider.Loader(files["features"], batch_size=8, seed=1) as loader:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return torch.from_numpy(array)
+
+
+def assert_same_memory(tensor, array, dtype):
+    assert tensor.data_ptr() == array.__array_interface__["data"][0]  # no copy
+    assert tensor.dtype == dtype and tuple(tensor.shape) == array.shape
+    assert tensor.tolist() == array.tolist()
+
+
+@pytest.mark.parametrize("kind", ["features", "images", "sequences"])
+def test_batches_wrap_into_tensors_without_a_copy(files, tmp_path, kind):
+    # Every element type strider-gen writes: float32 features, uint8 images, int32 tokens with
+    # int64 offsets; int32 labels and int64 indices in all three.
+    if kind == "images":
+        path = generate(tmp_path / "images.h5", "--kind", "images", "--samples", "20", "--classes", "2", "--channels",
+                        "1", "--height", "4", "--width", "3", "--seed", "1")
+    else:
+        path = files[kind]
+    with strider.Loader(path, batch_size=8, seed=1) as loader:
         batch = next(iter(loader))
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # torch warns once that the array is read-only
-            samples = torch.from_numpy(batch.samples)
-            labels = torch.from_numpy(batch.labels)
-        assert samples.data_ptr() == batch.samples.__array_interface__["data"][0]
-        assert samples.shape == (8, 6) and samples.dtype == torch.float32 and labels.dtype == torch.int32
+        if kind == "sequences":
+            assert_same_memory(wrap(batch.tokens), batch.tokens, torch.int32)
+            assert_same_memory(wrap(batch.offsets), batch.offsets, torch.int64)
+        else:
+            expected = {"features": (torch.float32, (8, 6)), "images": (torch.uint8, (8, 1, 4, 3))}[kind]
+            samples = wrap(batch.samples)
+            assert_same_memory(samples, batch.samples, expected[0])
+            assert tuple(samples.shape) == expected[1]
+        assert_same_memory(wrap(batch.labels), batch.labels, torch.int32)
+        assert_same_memory(wrap(batch.indices), batch.indices, torch.int64)
