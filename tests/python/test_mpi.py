@@ -35,12 +35,13 @@ def test_mpi4py_communicators_world_and_sub_communicators(files, tmp_path):
         assert r["rank"] == 1 - r["world_rank"] and r["indices"] == expected_indices(2, r["rank"])
 
 
-def test_state_dict_resume_at_two_ranks(files, tmp_path):
+def test_state_dict_resume_and_sampler_defaults_at_two_ranks(files, tmp_path):
     run = mpirun(2, [script("mpi_cases.py"), "resume", files["features"]], TIMEOUT, results=tmp_path)
     assert run.returncode == 0, run.stderr
     results = read_results(tmp_path)
     assert len(results) == 2 and all(r["equal"] for r in results)
     assert results[0]["state"] == results[1]["state"]  # global units: the same on every rank
+    assert sorted(tuple(r["sampler_world"]) for r in results) == [(2, 0), (2, 1)]
 
 
 @pytest.mark.parametrize("which, error, words", [

@@ -38,7 +38,8 @@ def case_comm(path):
 
 
 def case_resume(path):
-    """Interrupted at step 2 of epoch 0, resumed from the state: the same batches as without a stop."""
+    """Interrupted at step 2 of epoch 0, resumed from the state: the same batches as without a stop;
+    and a sampler's defaults for num_replicas and rank (MPI's world, no torch.distributed)."""
     with strider.Loader(path, batch_size=8, seed=3, engine="hdf5") as loader:
         whole = indices(loader, 0) + indices(loader, 1)
     with strider.Loader(path, batch_size=8, seed=3, engine="hdf5") as loader:
@@ -52,7 +53,9 @@ def case_resume(path):
         loader.load_state_dict(state)
         rest = [int(i) for batch in loader for i in batch.indices]
         rest += [int(i) for batch in loader for i in batch.indices]
-    result(rank=loader.rank, equal=taken + rest == whole, state=state)
+    sampler = strider.DistributedSampler(100)  # num_replicas and rank from MPI's world
+    result(rank=loader.rank, equal=taken + rest == whole, state=state,
+           sampler_world=[sampler.num_replicas, sampler.rank])
 
 
 def case_bad(path, which):
