@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "strider/core/element_type.hpp"
+#include "strider/core/float16.hpp"
 
 namespace strider {
 
@@ -92,12 +93,5 @@ class ElementConversion {
   std::vector<float> feature_means_;
   std::vector<float> feature_stddevs_;
 };
-
-/// The float32 value of an IEEE 754 binary16 (exact: every float16 is a float32; a NaN stays NaN).
-float float16_to_float32(std::uint16_t bits) noexcept;
-
-/// The binary16 nearest to `value` (ties to even; beyond 65504 by half an ulp or more: infinity;
-/// subnormals kept; NaN stays NaN).
-std::uint16_t float32_to_float16(float value) noexcept;
 
 }  // namespace strider
