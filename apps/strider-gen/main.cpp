@@ -16,7 +16,8 @@ namespace {
 constexpr const char* usage =
     "usage: [mpirun -np R] strider-gen --out FILE [--kind features|images|sequences] [--samples N | --class-counts "
     "A,B,...]\n"
-    "Writes a synthetic dataset: features (Gaussian class clusters of --dim float32), images (uint8 [N, C, H, W]) or\n"
+    "Writes a synthetic dataset: features (Gaussian class clusters of --dim float32 or float16), images (uint8 [N, C, "
+    "H, W]) or\n"
     "sequences (int32 tokens + int64 offsets, log-normal lengths, tokens that predict the label), with int32 labels\n"
     "written in class blocks. Deterministic from --seed whatever the number of ranks.";
 
@@ -38,6 +39,8 @@ int gen_main(strider::Communicator& world, int argc, char** argv) {
         "rows per class, e.g. 10000,200,50 (overrides --samples/--classes)")(
         "seed", po::value<std::int64_t>(&options.seed)->default_value(options.seed), "the seed")(
         "dim", po::value<std::int64_t>(&options.dim)->default_value(options.dim), "features: floats per sample")(
+        "dtype", po::value<std::string>(&options.dtype)->default_value(options.dtype),
+        "features: float32 | float16 (IEEE binary16, as h5py writes np.float16)")(
         "noise", po::value<double>(&options.noise)->default_value(options.noise),
         "features: noise around the class centres")(
         "channels", po::value<std::int64_t>(&options.channels)->default_value(options.channels), "images: C")(

@@ -55,6 +55,27 @@ bool link_exists(hid_t file, const std::string& key) {
   return true;
 }
 
+/// Why a 2-byte float type is not IEEE 754 binary16, checked field by field (HDF5 1.10 has no half
+/// type to compare with: a file's float16 is whatever bit layout its writer described); "" when it
+/// is. Either byte order is fine.
+std::string float16_refusal(hid_t type) {
+  std::size_t sign = 0, exponent_position = 0, exponent_bits = 0, mantissa_position = 0, mantissa_bits = 0;
+  STRIDER_H5_CHECK(H5Tget_fields(type, &sign, &exponent_position, &exponent_bits, &mantissa_position, &mantissa_bits),
+                   "reading the bit fields of a 2-byte float");
+  const std::size_t bias = H5Tget_ebias(type);
+  const H5T_norm_t norm = STRIDER_H5_CHECK(H5Tget_norm(type), "reading the normalization of a 2-byte float");
+  const int precision = static_cast<int>(H5Tget_precision(type));
+  const int offset = STRIDER_H5_CHECK(H5Tget_offset(type), "reading the bit offset of a 2-byte float");
+  if (sign == 15 && exponent_position == 10 && exponent_bits == 5 && mantissa_position == 0 && mantissa_bits == 10 &&
+      bias == 15 && norm == H5T_NORM_IMPLIED && precision == 16 && offset == 0)
+    return "";
+  if (exponent_bits == 8 && mantissa_bits == 7 && bias == 127) return "bfloat16 (8 exponent bits, 7 mantissa bits)";
+  return "a 2-byte float that is not IEEE binary16 (sign bit " + std::to_string(sign) + ", " +
+         std::to_string(exponent_bits) + " exponent bits at " + std::to_string(exponent_position) + ", " +
+         std::to_string(mantissa_bits) + " mantissa bits at " + std::to_string(mantissa_position) + ", bias " +
+         std::to_string(bias) + ")";
+}
+
 /// The element type of a stored integer or float type; throws DataError for anything else.
 ElementType element_type_of(const OpenedDataset& dataset, hid_t type, const std::string& key) {
   const H5T_class_t type_class = STRIDER_H5_CHECK(H5Tget_class(type), "reading the type of " + key);
@@ -76,12 +97,17 @@ ElementType element_type_of(const OpenedDataset& dataset, hid_t type, const std:
   } else if (type_class == H5T_FLOAT) {
     if (bytes == 4) return ElementType::float32;
     if (bytes == 8) return ElementType::float64;
+    if (bytes == 2) {
+      const std::string why = float16_refusal(type);
+      if (why.empty()) return ElementType::float16;
+      STRIDER_DATA_FAIL(key + " holds " + why + "; strider reads IEEE 754 binary16 (np.float16) as its 2-byte float");
+    }
   }
   const char* names[] = {"integer",  "float",     "time", "string", "bitfield", "opaque",
                          "compound", "reference", "enum", "vlen",   "array"};
   const std::string name = type_class >= 0 && type_class < 11 ? names[type_class] : "unknown";
   STRIDER_DATA_FAIL(key + " has an unsupported type (" + std::to_string(bytes) + "-byte " + name +
-                    "); strider reads 1, 2, 4 or 8-byte integers and 4 or 8-byte floats");
+                    "); strider reads 1, 2, 4 or 8-byte integers and 2 (IEEE float16), 4 or 8-byte floats");
 }
 
 struct DatasetHandles {

@@ -32,9 +32,22 @@ hid_t native_hdf5_type(ElementType type) {
     case ElementType::float64:
       return H5T_NATIVE_DOUBLE;
     case ElementType::float16:
-      break;  // HDF5 1.10 has no native half type; open_reader does not accept float16 files
+      return float16_hdf5_type();
   }
   return H5I_INVALID_HID;
+}
+
+hid_t float16_hdf5_type() {
+  // HDF5 1.10 has no predefined half type: IEEE binary16 in the native byte order, built the way
+  // h5py builds it (float32's fields narrowed), created once and never closed.
+  static const hid_t type = [] {
+    const hid_t half = STRIDER_H5_CHECK(H5Tcopy(H5T_NATIVE_FLOAT), "copying the float type");
+    STRIDER_H5_CHECK(H5Tset_fields(half, 15, 10, 5, 0, 10), "making the float16 type");
+    STRIDER_H5_CHECK(H5Tset_size(half, 2), "making the float16 type");
+    STRIDER_H5_CHECK(H5Tset_ebias(half, 15), "making the float16 type");
+    return half;
+  }();
+  return type;
 }
 
 void BatchPlan::build(const std::int64_t* indices, std::int64_t count) {

@@ -21,8 +21,13 @@
 
 namespace strider::io_detail {
 
-/// The native HDF5 memory type of an element type (a predefined id: never closed).
+/// The native HDF5 memory type of an element type (a predefined id, or float16_hdf5_type(): never
+/// closed).
 hid_t native_hdf5_type(ElementType type);
+
+/// IEEE 754 binary16 in the native byte order (the type h5py writes for np.float16), created on
+/// first use and kept for the process.
+hid_t float16_hdf5_type();
 
 /// What open_reader validated, handed to an engine.
 struct OpenedDataset {

@@ -3,9 +3,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 
 #include "io/reader_detail.hpp"
+#include "strider/core/float16.hpp"
 #include "strider/core/hash.hpp"
 #include "strider/core/log.hpp"
 
@@ -160,6 +162,10 @@ void check_options(const SyntheticOptions& options) {
   if (options.vocab <= 0 || options.vocab > (std::int64_t{1} << 31))
     STRIDER_THROW(UsageError, "--vocab must be in 1..2^31");
   if (!std::isfinite(options.noise) || options.noise < 0) STRIDER_THROW(UsageError, "--noise must be >= 0");
+  if (options.dtype != "float32" && options.dtype != "float16")
+    STRIDER_THROW(UsageError, "--dtype must be float32 or float16, got '" + options.dtype + "'");
+  if (options.dtype != "float32" && options.kind != "features")
+    STRIDER_THROW(UsageError, "--dtype " + options.dtype + " is for --kind features (images are uint8, tokens int32)");
 }
 
 }  // namespace
@@ -204,7 +210,7 @@ SyntheticSummary write_synthetic_dataset(const Communicator& comm, const std::st
     sample_elements = options.kind == "features" ? options.dim
                       : options.kind == "images" ? options.channels * options.height * options.width
                                                  : 1;
-    element_size = options.kind == "images" ? 1 : 4;
+    element_size = options.kind == "images" ? 1 : options.dtype == "float16" ? 2 : 4;
     if (options.layout == "chunked" || options.compression > 0)
       chunk_rows = options.chunk_rows > 0 ? options.chunk_rows
                                           : std::max<std::int64_t>(1, 65536 / (sample_elements * element_size));
@@ -244,9 +250,14 @@ SyntheticSummary write_synthetic_dataset(const Communicator& comm, const std::st
     data_dims = {static_cast<hsize_t>(rows), static_cast<hsize_t>(options.channels),
                  static_cast<hsize_t>(options.height), static_cast<hsize_t>(options.width)};
   }
-  const hid_t file_type = options.kind == "images" ? H5T_STD_U8LE : sequences ? H5T_STD_I32LE : H5T_IEEE_F32LE;
+  const bool half = options.dtype == "float16";
+  const hid_t file_type = options.kind == "images" ? H5T_STD_U8LE
+                          : sequences              ? H5T_STD_I32LE
+                          : half                   ? io_detail::float16_hdf5_type()
+                                                   : H5T_IEEE_F32LE;
   const hid_t memory_type = options.kind == "images" ? H5T_NATIVE_UINT8
                             : sequences              ? H5T_NATIVE_INT32
+                            : half                   ? io_detail::float16_hdf5_type()
                                                      : H5T_NATIVE_FLOAT;
   H5Dataset data, labels, offsets;
   comm.collective_try([&] {
@@ -266,6 +277,7 @@ SyntheticSummary write_synthetic_dataset(const Communicator& comm, const std::st
   const bool show_progress = options.progress && summary.bytes > (std::int64_t{256} << 20) && comm.is_root();
 
   std::vector<std::byte> values;
+  std::vector<float> features(static_cast<std::size_t>(options.dim));  // float16: one row before rounding
   std::vector<std::int32_t> piece_labels;
   std::vector<std::int64_t> piece_offsets;
   std::int64_t next_token = token_begin;
@@ -297,7 +309,13 @@ SyntheticSummary write_synthetic_dataset(const Communicator& comm, const std::st
       values.resize(static_cast<std::size_t>((last - first) * sample_elements * element_size));
       for (std::int64_t row = first; row < last; ++row) {
         std::byte* out = values.data() + (row - first) * sample_elements * element_size;
-        if (options.kind == "features") {
+        if (options.kind == "features" && half) {
+          generator.features(row, features.data());
+          for (std::int64_t d = 0; d < options.dim; ++d) {
+            const std::uint16_t bits = float32_to_float16(features[d]);
+            std::memcpy(out + d * 2, &bits, 2);
+          }
+        } else if (options.kind == "features") {
           generator.features(row, reinterpret_cast<float*>(out));
         } else {
           generator.image(row, reinterpret_cast<std::uint8_t*>(out));

@@ -115,6 +115,20 @@ hid_t memory_type_of() {
   if constexpr (std::is_same_v<T, double>) return H5T_NATIVE_DOUBLE;
 }
 
+/// IEEE 754 binary16 in the given byte order, as h5py builds np.float16's type (float32's fields
+/// narrowed); created once per process, never closed.
+hid_t test_half_type(bool big_endian) {
+  static const auto make = [](hid_t base) {
+    const hid_t half = H5Tcopy(base);
+    H5Tset_fields(half, 15, 10, 5, 0, 10);
+    H5Tset_size(half, 2);
+    H5Tset_ebias(half, 15);
+    return half;
+  };
+  static const hid_t little = make(H5T_IEEE_F32LE), big = make(H5T_IEEE_F32BE);
+  return big_endian ? big : little;
+}
+
 /// What a test file holds, as the test wrote it; every rank computes it. A reader must deliver
 /// these bytes (native byte order, whatever the file's order) and report this element type.
 struct WrittenData {
@@ -193,8 +207,18 @@ WrittenData fixed_data(const FixedCase& test) {
       return written_values<float>(test.element, rows, row_elements);
     case ElementType::float64:
       return written_values<double>(test.element, rows, row_elements);
-    case ElementType::float16:
-      break;  // the readers do not take float16 files yet: no case writes one
+    case ElementType::float16: {
+      // Bit patterns the test picks (normals, subnormals, both signs; no infinity or NaN), written
+      // from memory as little-endian halves: the reader must deliver these bits.
+      WrittenData data = written_values<std::uint16_t>(test.element, rows, row_elements);
+      data.memory_type = test_half_type(false);
+      for (std::int64_t i = 0; i < rows * row_elements; ++i) {
+        const auto bits = static_cast<std::uint16_t>((static_cast<std::uint64_t>(i) * 2654435761u >> 7) % 0x7c00 |
+                                                     (i % 3 == 1 ? 0x8000 : 0));
+        std::memcpy(data.values.data() + i * 2, &bits, 2);
+      }
+      return data;
+    }
   }
   return WrittenData{};
 }
@@ -395,6 +419,8 @@ TEST_CASE("every engine reads the fixed-size samples the test wrote", "[mpi][io]
       {"f64_scalar_rows", ElementType::float64, H5T_IEEE_F64LE, {257}},
       {"i64", ElementType::int64, H5T_STD_I64LE, {100, 2}},
       {"u64", ElementType::uint64, H5T_STD_U64LE, {70, 3}},
+      {"f16", ElementType::float16, test_half_type(false), {150, 6}},
+      {"f16_big_endian", ElementType::float16, test_half_type(true), {70, 2, 3}},
   };
   for (const FixedCase& test : cases) {
     const bool big_endian = H5Tget_order(test.file_type) == H5T_ORDER_BE;
@@ -613,16 +639,22 @@ TEST_CASE("unusable files fail on every rank with a reason", "[mpi][io][errors]"
     write_dataset(file.get(), "/samples", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, {0, 2}, nullptr, Layout{"contiguous"});
   });
   require_failure(empty, "/samples is empty");
-  const std::string float16 = make_file("float16", [](const std::string& p) {
-    H5File file = create_file(p);
-    H5Datatype half(STRIDER_H5_CHECK(H5Tcopy(H5T_IEEE_F32LE), "copy"));
-    H5Tset_fields(half.get(), 15, 10, 5, 0, 10);
-    H5Tset_size(half.get(), 2);
-    H5Tset_ebias(half.get(), 15);
-    const std::vector<float> samples(20, 1.0f);
-    write_dataset(file.get(), "/samples", half.get(), H5T_NATIVE_FLOAT, {10, 2}, samples.data(), Layout{"contiguous"});
-  });
-  require_failure(float16, "unsupported type (2-byte float)");
+  // Other 2-byte floats are refused by name: bfloat16 (float32's top half), and any other layout.
+  const auto two_byte_float = [](std::size_t exponent_bits, std::size_t mantissa_bits, std::size_t bias) {
+    return [=](const std::string& p) {
+      H5File file = create_file(p);
+      H5Datatype type(STRIDER_H5_CHECK(H5Tcopy(H5T_IEEE_F32LE), "copy"));
+      STRIDER_H5_CHECK(H5Tset_fields(type.get(), 15, mantissa_bits, exponent_bits, 0, mantissa_bits), "fields");
+      STRIDER_H5_CHECK(H5Tset_size(type.get(), 2), "size");
+      STRIDER_H5_CHECK(H5Tset_ebias(type.get(), bias), "bias");
+      const std::vector<float> samples(20, 1.0f);
+      write_dataset(file.get(), "/samples", type.get(), H5T_NATIVE_FLOAT, {10, 2}, samples.data(),
+                    Layout{"contiguous"});
+    };
+  };
+  require_failure(make_file("bfloat16", two_byte_float(8, 7, 127)), "/samples holds bfloat16");
+  require_failure(make_file("float_6_9", two_byte_float(6, 9, 31)),
+                  "/samples holds a 2-byte float that is not IEEE binary16 (sign bit 15, 6 exponent bits at 9");
   auto sequences_with = [](std::vector<std::int64_t> offsets, std::int64_t tokens) {
     return [offsets, tokens](const std::string& p) {
       H5File file = create_file(p);
@@ -946,4 +978,44 @@ TEST_CASE("no HDF5 object is left open once the readers are closed", "[mpi][io][
     }
   }
   REQUIRE(agreed_sum(wrong) == 0);
+}
+
+TEST_CASE("strider-gen --dtype float16 stores each feature rounded to the nearest half", "[mpi][io][gen]") {
+  SyntheticOptions options;
+  options.samples = 200;
+  options.classes = 3;
+  options.dim = 12;
+  options.seed = 9;
+  const std::string single = test_folder() + "/gen_float32.h5";
+  write_synthetic_dataset(world(), single, options);
+  options.dtype = "float16";
+  const std::string half = test_folder() + "/gen_float16.h5";
+  write_synthetic_dataset(world(), half, options);
+  std::unique_ptr<BatchReader> singles = open_reader(world(), single, ReaderOptions{});
+  std::unique_ptr<BatchReader> halves = open_reader(world(), half, ReaderOptions{});
+  REQUIRE_ON_ALL_RANKS(halves->info().element_type == ElementType::float16);
+  REQUIRE_ON_ALL_RANKS(halves->info().sample_bytes == options.dim * 2);
+  std::vector<std::int64_t> all(static_cast<std::size_t>(options.samples));
+  std::iota(all.begin(), all.end(), 0);
+  std::vector<float> x(all.size() * static_cast<std::size_t>(options.dim));
+  std::vector<std::uint16_t> h(x.size());
+  std::vector<std::int32_t> labels_single(all.size()), labels_half(all.size());
+  singles->read(all.data(), options.samples,
+                BatchDestination{reinterpret_cast<std::byte*>(x.data()), static_cast<std::int64_t>(x.size() * 4),
+                                 labels_single.data(), nullptr});
+  halves->read(all.data(), options.samples,
+               BatchDestination{reinterpret_cast<std::byte*>(h.data()), static_cast<std::int64_t>(h.size() * 2),
+                                labels_half.data(), nullptr});
+  // The half's value, decoded here from its fields, is within half a float16 ulp of the float.
+  std::int64_t wrong = labels_single == labels_half ? 0 : 1;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const int exponent = (h[i] >> 10) & 0x1f;
+    const int mantissa = h[i] & 0x3ff;
+    const double magnitude =
+        exponent == 0 ? std::ldexp(mantissa, -24) : std::ldexp(1024 + mantissa, exponent - 25);  // no inf/NaN here
+    const double value = (h[i] & 0x8000) ? -magnitude : magnitude;
+    const double ulp = std::ldexp(1.0, std::max(exponent, 1) - 25);
+    if (exponent == 0x1f || std::abs(value - static_cast<double>(x[i])) > ulp / 2) ++wrong;
+  }
+  REQUIRE_ON_ALL_RANKS(wrong == 0);
 }

@@ -22,7 +22,10 @@ struct SyntheticOptions {
   double imbalance = 1.0;                  ///< largest / smallest class count, classes geometric in between
   std::int64_t seed = 0;
   std::int64_t dim = 64;  ///< features: floats per sample
-  double noise = 1.0;     ///< features: standard deviation around the class centre (centres ~ N(0, 1))
+  /// features: the stored element type, float32 or float16 (IEEE binary16, as h5py writes
+  /// np.float16: each value rounded to the nearest half)
+  std::string dtype = "float32";
+  double noise = 1.0;  ///< features: standard deviation around the class centre (centres ~ N(0, 1))
   std::int64_t channels = 3, height = 32, width = 32;                 ///< images: uint8 [N, C, H, W]
   std::int64_t min_length = 4, max_length = 512, median_length = 64;  ///< sequences: log-normal lengths, clamped
   std::int64_t vocab = 1000;                                          ///< sequences: int32 tokens in [0, vocab)
