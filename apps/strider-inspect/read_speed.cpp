@@ -36,11 +36,11 @@ int read_speed_main(Communicator& world, int argc, char** argv) {
                             "batches per rank (at most one epoch)")("per-row", cli::po::bool_switch(&per_row),
                                                                     "one read() per row instead of one per batch");
   cli::SharedOptions shared;
-  shared.add(description, cli::loader_option_names("sampling"), {{"batch-size", "256"}, {"seed", "0"}});
+  shared.add(description, cli::loader_option_names("sampling"), {{"seed", "0"}});
   shared.add(description, {"copy-threads"});
   const cli::Parsed parsed = parse_file_command(
       world, argc, argv, description,
-      "usage: [mpirun -np R] strider-inspect read-speed FILE [--engine E] [--batch-size 256] [--steps 1000]\n"
+      "usage: [mpirun -np R] strider-inspect read-speed FILE [--engine E] [--batch-size 32] [--steps 1000]\n"
       "Reads shuffled batches with one engine and prints samples/s over all ranks.",
       loading.data_path, loading.reader, [&](const cli::Parsed& result) {
         shared.apply(result.values, loading);

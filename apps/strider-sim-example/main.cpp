@@ -61,8 +61,9 @@ int run(strider::Communicator& comm, int argc, char** argv) {
   po::options_description options("strider-sim-example: a simulation that trains as it runs");
   options.add_options()("help", "this help")("data", po::value<std::string>()->required(),
                                              strider::loader_option("data").help.c_str())(
-      "batch-size", po::value<std::string>()->default_value("32"), strider::loader_option("batch-size").help.c_str())(
-      "steps", po::value(&steps)->default_value(steps), "simulation time steps")(
+      "batch-size", po::value<std::string>()->default_value(strider::loader_option("batch-size").default_text),
+      strider::loader_option("batch-size").help.c_str())("steps", po::value(&steps)->default_value(steps),
+                                                         "simulation time steps")(
       "train-every", po::value(&train_every)->default_value(train_every), "one training step every N simulation steps");
   po::variables_map values;
   strider::LoaderOptions loading;  // --data and --batch-size: strider's shared options, with its help

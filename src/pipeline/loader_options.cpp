@@ -48,6 +48,21 @@ LoaderOption flag_option(std::string name, std::string group, std::string help, 
   return option;
 }
 
+/// --batch-size: a count >= 1, or "all" (SamplerOptions' 0: the whole epoch as one batch), which
+/// must be asked for by name.
+std::int64_t parse_batch_size(std::string_view text) {
+  if (text == "all") return 0;
+  const std::int64_t value = parse_integer_option(text, "batch-size");
+  if (value < 1)
+    STRIDER_THROW(UsageError,
+                  "--batch-size must be >= 1, or 'all' for one batch of the whole epoch; got " + std::string(text));
+  return value;
+}
+
+std::string batch_size_text(std::int64_t batch_size) {
+  return batch_size == 0 ? std::string("all") : std::to_string(batch_size);
+}
+
 std::vector<LoaderOption> build_table() {
   std::string modes;
   for (const std::string& mode : sampler_modes()) modes += (modes.empty() ? "" : "|") + mode;
@@ -73,9 +88,10 @@ std::vector<LoaderOption> build_table() {
       // ---- sampling: the mode, the seed, the batch and every mode's options ----
       text_option(
           "sampler", "sampling", "sampling mode: " + modes, [](auto& o) -> auto& { return o.sampler.mode; }),
-      int64_option(
-          "batch-size", "sampling", "samples per rank per step (0: the whole epoch is one batch)",
-          [](auto& o) -> auto& { return o.sampler.batch_size; }, 0),
+      LoaderOption{"batch-size", "sampling", OptionType::text, "",
+                   "samples per rank per step, or 'all': one batch of the whole epoch",
+                   [](LoaderOptions& o, std::string_view text) { o.sampler.batch_size = parse_batch_size(text); },
+                   [](const LoaderOptions& o) { return batch_size_text(o.sampler.batch_size); }},
       flag_option(
           "no-shuffle", "sampling", "keep the dataset order (torch's shuffle=False)",
           [](auto& o) -> auto& { return o.sampler.shuffle; }, true),

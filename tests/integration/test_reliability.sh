@@ -30,7 +30,7 @@ for app in train bench; do
   expect_error "$app: prefetch depth out of range" "--prefetch must be in 0..64" 30 "${run[@]}" "${ok[@]}" --prefetch 65
   expect_error "$app: labels of another length" "labels /labels_short has 3 entries but there are 4 samples" 30 \
     "${run[@]}" --data "$unusable" --label-key /labels_short --batch-size 2
-  expect_error "$app: unsupported type" "unsupported type" 30 "${run[@]}" --data "$unusable" --data-key /half --batch-size 2
+  expect_error "$app: unsupported type" "unsupported type" 30 "${run[@]}" --data "$unusable" --data-key /names --batch-size 2
   expect_error "$app: empty dataset" "/empty is empty" 30 "${run[@]}" --data "$unusable" --data-key /empty --batch-size 2
   expect_error "$app: offsets past the end of the tokens" "past the end of /labels" 30 \
     "${run[@]}" --data "$work/s.h5" --tokens-key /labels --batch-size 4

@@ -31,7 +31,9 @@ for option in sampler batch-size no-shuffle class-weights block-window seed data
 done
 expect_equal "--seed in strider-train: no default" "$(grep -c -- '--seed arg (=' "$work/train.help")" 0
 expect_equal "--seed in strider-bench: 0" "$(grep -c -- '--seed arg (=0)' "$work/bench.help")" 1
-expect_equal "--batch-size in read-speed: 256" "$(grep -c -- '--batch-size arg (=256)' "$work/read-speed.help")" 1
+for app in bench train read-speed plan; do
+  expect_equal "--batch-size in $app: 32" "$(grep -c -- '--batch-size arg (=32)' "$work/$app.help")" 1
+done
 
 mpirun_n 1 "$STRIDER_BIN/strider-gen" --kind features --classes 3 --samples 600 --dim 8 --seed 2 --out "$work/f.h5" \
   --no-progress >/dev/null
@@ -48,6 +50,16 @@ for app in bench train; do
 done
 expect_error "read-speed: --copy-threads 0" "--copy-threads must be >= 1, got 0" 30 \
   mpirun_n 2 "$inspect" read-speed "$work/f.h5" --copy-threads 0
+
+# --batch-size: 32 unless given; the whole epoch as one batch only when asked for by name.
+mpirun_n 1 "$train" --data "$work/f.h5" --seed 1 --stats-json "$work/default.json" >/dev/null 2>&1
+expect_equal "train without --batch-size: batches of 32 (600 rows: 19 steps)" "$(json_number "$work/default.json" steps)" 19
+mpirun_n 1 "$train" --data "$work/f.h5" --seed 1 --batch-size all --stats-json "$work/all.json" >/dev/null 2>&1
+expect_equal "train --batch-size all: one step" "$(json_number "$work/all.json" steps)" 1
+expect_error "train: --batch-size 0" "--batch-size must be >= 1, or 'all' for one batch of the whole epoch; got 0" 30 \
+  mpirun_n 1 "$train" --data "$work/f.h5" --batch-size 0
+expect_equal "plan --batch-size all: one batch" \
+  "$("$inspect" plan --samples 40 --batch-size all --json | grep -o '"batches":\[\[[^]]*\]\]' | grep -c '\],\[')" 0
 
 # --config FILE sets shared options as the command line does (which wins).
 printf 'batch-size = 7\nseed = 5\nsampler = streaming\n' >"$work/plan.cfg"

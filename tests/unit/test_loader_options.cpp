@@ -95,7 +95,7 @@ TEST_CASE("option table: one default per option, LoaderOptions{}'s, as the apps 
                                                          {"offsets-key", "/offsets"},
                                                          {"engine", "auto"},
                                                          {"sampler", "distributed"},
-                                                         {"batch-size", "0"},
+                                                         {"batch-size", "32"},
                                                          {"no-shuffle", "false"},
                                                          {"drop-last", "false"},
                                                          {"drop-last-batch", "false"},
@@ -145,7 +145,14 @@ TEST_CASE("option table: a bad value is refused naming the option", "[loader_opt
     }
   }
   LoaderOptions options;
-  CHECK(usage_error_of([&] { set_loader_option(options, "batch-size", "-1"); }) == "--batch-size must be >= 0, got -1");
+  CHECK(usage_error_of([&] { set_loader_option(options, "batch-size", "-1"); }) ==
+        "--batch-size must be >= 1, or 'all' for one batch of the whole epoch; got -1");
+  // The whole epoch as one batch only by name: 0 is refused, "all" asks for it.
+  CHECK(usage_error_of([&] { set_loader_option(options, "batch-size", "0"); }) ==
+        "--batch-size must be >= 1, or 'all' for one batch of the whole epoch; got 0");
+  for (const char* bad : {"abc", "1.5", "", "ALL", "0x10"})
+    CHECK(usage_error_of([&] { set_loader_option(options, "batch-size", bad); }) ==
+          "the argument ('" + std::string(bad) + "') for option '--batch-size' is invalid");
   CHECK(usage_error_of([&] { set_loader_option(options, "num-samples", "-3"); }) ==
         "--num-samples must be >= 0, got -3");
   CHECK(usage_error_of([&] { set_loader_option(options, "prefetch", "65"); }) ==
@@ -162,8 +169,17 @@ TEST_CASE("option table: a bad value is refused naming the option", "[loader_opt
         "--class-weights: '' is not a number (expected a comma-separated list)");
   CHECK(usage_error_of([&] { set_loader_option(options, "frobnicate", "1"); }) == "unknown option '--frobnicate'");
   // A refused value leaves the option as it was.
-  CHECK(options.sampler.batch_size == 0);
+  CHECK(options.sampler.batch_size == 32);
   CHECK(options.prefetch == 0);
+}
+
+TEST_CASE("option table: --batch-size all is the whole epoch as one batch, and reads back as all", "[loader_options]") {
+  LoaderOptions options;
+  set_loader_option(options, "batch-size", "all");
+  CHECK(options.sampler.batch_size == 0);  // SamplerOptions' whole-epoch batch
+  CHECK(loader_option("batch-size").get(options) == "all");
+  set_loader_option(options, "batch-size", "64");
+  CHECK(options.sampler.batch_size == 64);
 }
 
 TEST_CASE("option text: integers, flags and lists parse whole", "[loader_options]") {

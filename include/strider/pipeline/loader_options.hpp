@@ -30,14 +30,20 @@ enum class LoaderSplit {
   exact,
 };
 
+/// Samples per rank per step unless asked otherwise, in every app and in LoaderOptions{}.
+inline constexpr std::int64_t kDefaultBatchSize = 32;
+
 /// Everything a Loader is built from. The defaults are the option table's defaults.
 struct LoaderOptions {
+  LoaderOptions() { sampler.batch_size = kDefaultBatchSize; }
+
   std::string data_path;  ///< the dataset file (HDF5)
   /// Dataset names, engine, copy threads and whether labels are required (require_labels: a file
   /// without labels is an error). labels_in_memory is ignored: see the field below.
   ReaderOptions reader;
-  /// The sampler's mode, per-rank batch size and the mode's options. The Loader fills
-  /// dataset_size, labels, lengths and seed.
+  /// The sampler's mode, per-rank batch size (kDefaultBatchSize; 0: the whole epoch is one batch,
+  /// `--batch-size all`) and the mode's options. The Loader fills dataset_size, labels, lengths and
+  /// seed.
   SamplerOptions sampler;
   /// The seed of every epoch's order. None: rank 0 draws one, logs it, and broadcasts it (0 for
   /// LoaderSplit::exact, which has no order). Given: rank 0's value is broadcast (ranks cannot
