@@ -8,20 +8,12 @@
 #include "strider/core/error.hpp"
 #include "strider/core/option_text.hpp"
 #include "strider/pipeline/loader_options.hpp"
+#include "usage_error.hpp"
 
 using namespace strider;
+using strider::testing::usage_error_of;
 
 namespace {
-
-/// The message of the UsageError that body throws ("" when it throws none).
-std::string usage_error_of(const std::function<void()>& body) {
-  try {
-    body();
-  } catch (const UsageError& error) {
-    return error.reason();
-  }
-  return "";
-}
 
 /// Per option: a value to set, and a check on the field it must land in (written here, not taken
 /// from the table).
