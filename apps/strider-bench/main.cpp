@@ -20,6 +20,7 @@
 #include "strider/core/error.hpp"
 #include "strider/core/json_writer.hpp"
 #include "strider/core/log.hpp"
+#include "strider/io/data_paths.hpp"
 #include "strider/pipeline/loader.hpp"
 
 namespace {
@@ -164,7 +165,13 @@ int bench_main(const Communicator& world, int argc, char** argv) {
   if (parsed.help) return 0;
 
   if (options.cold) {
-    drop_from_page_cache(options.loading.data_path);
+    // Every shard; a --data that names nothing is reported by the Loader.
+    std::vector<std::string> shards;
+    try {
+      shards = expand_data_paths(options.loading.data_path);
+    } catch (const UsageError&) {
+    }
+    for (const std::string& shard : shards) drop_from_page_cache(shard);
     world.barrier();
   }
   // The Loader holds labels in memory only when the sampler's plan needs them (a streaming run's

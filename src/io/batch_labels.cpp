@@ -86,13 +86,13 @@ std::int64_t load(const std::byte* stored, bool* fits) {
 }  // namespace
 
 BatchLabels::BatchLabels(const OpenedDataset& dataset, bool mapped)
-    : path_(dataset.path),
+    : path_(dataset.shards.front().path),
       key_(dataset.labels_key),
       type_(dataset.label_type),
       size_(static_cast<std::int64_t>(element_bytes(dataset.label_type))),
       offset_(dataset.labels_offset_bytes),
       rows_(dataset.info.num_samples),
-      file_(dataset.path) {
+      file_(path_) {
   struct stat status {};
   if (::fstat(file_.get(), &status) != 0) STRIDER_THROW_ERRNO("fstat()", "checking the size of " + path_, errno);
   if (offset_ < 0 || offset_ + rows_ * size_ > status.st_size)

@@ -1,5 +1,6 @@
-// open_reader: local checks, collective open with the MPI-IO driver, validation of shapes, types,
-// labels and offsets, and the engine choice. Every failure is agreed across ranks.
+// open_reader: the shard list (rank 0 expands --data), local checks on every rank, validation of
+// every shard on rank 0 (shapes, types, labels and offsets, opened on its own with HDF5's default
+// driver), the layout broadcast, and the engine choice. Every failure is agreed across ranks.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,6 +11,7 @@
 
 #include "io/reader_detail.hpp"
 #include "strider/core/log.hpp"
+#include "strider/io/data_paths.hpp"
 
 namespace strider {
 namespace io_detail {
@@ -20,22 +22,24 @@ namespace {
 }
 #define STRIDER_DATA_FAIL(why) fail(dataset.path, why, ::strider::detail::relative_source_path(__FILE__), __LINE__)
 
-/// Checks on this rank only, before any collective HDF5 call: the file exists, is a regular file and
-/// is HDF5 (so that no rank enters the collective open with a file the others cannot see).
-void check_local_file(const std::string& path) {
+/// Checks on this rank only, before rank 0 validates: the shard exists here and is a regular file
+/// that this process may read (a file missing on one rank only fails on every rank, by name).
+/// `what` names it: the path, or "shard PATH (2 of 8)".
+void check_local_file(const std::string& path, const std::string& what) {
   struct stat status {};
-  if (::stat(path.c_str(), &status) != 0)
-    throw DataError("cannot open " + path + ": " + std::strerror(errno), detail::relative_source_path(__FILE__),
-                    __LINE__);
-  if (::access(path.c_str(), R_OK) != 0)
-    throw DataError("cannot open " + path + ": " + std::strerror(errno), detail::relative_source_path(__FILE__),
+  if (::stat(path.c_str(), &status) != 0 || ::access(path.c_str(), R_OK) != 0)
+    throw DataError("cannot open " + what + ": " + std::strerror(errno), detail::relative_source_path(__FILE__),
                     __LINE__);
   if (!S_ISREG(status.st_mode))
-    throw DataError("cannot open " + path + ": not a regular file", detail::relative_source_path(__FILE__), __LINE__);
+    throw DataError("cannot open " + what + ": not a regular file", detail::relative_source_path(__FILE__), __LINE__);
+}
+
+/// Rank 0, before opening it with HDF5: the file is HDF5.
+void check_hdf5_file(const std::string& path, const std::string& what) {
   const htri_t is_hdf5 = H5Fis_hdf5(path.c_str());
   H5Eclear2(H5E_DEFAULT);
   if (is_hdf5 <= 0)
-    throw DataError("cannot open " + path + ": not an HDF5 file", detail::relative_source_path(__FILE__), __LINE__);
+    throw DataError("cannot open " + what + ": not an HDF5 file", detail::relative_source_path(__FILE__), __LINE__);
 }
 
 /// True when every component of `key` exists as a link (H5Lexists fails on a missing parent).
@@ -165,16 +169,17 @@ std::string raw_refusal(hid_t dataset_id, const std::string& key, bool native, E
   return "";
 }
 
-/// Layout, chunking, filters and (for contiguous data) the file offset of the data dataset.
-void inspect_layout(OpenedDataset& dataset, hid_t data, bool native) {
+/// Layout, chunking, filters and (for contiguous data) the file offset of the data dataset of one
+/// file, into its shard layout (and the file's info).
+void inspect_layout(OpenedDataset& dataset, ShardLayout& shard, hid_t data, bool native) {
   H5PropertyList create(
       STRIDER_H5_CHECK(H5Dget_create_plist(data), "reading the creation properties of " + dataset.data_key));
   const H5D_layout_t layout =
       STRIDER_H5_CHECK(H5Pget_layout(create.get()), "reading the layout of " + dataset.data_key);
   DatasetInfo& info = dataset.info;
-  info.layout = layout_name(layout);
+  info.layout = shard.layout = layout_name(layout);
   const int filters = STRIDER_H5_CHECK(H5Pget_nfilters(create.get()), "reading the filters of " + dataset.data_key);
-  info.compressed = filters > 0;
+  info.compressed = shard.compressed = filters > 0;
   for (int i = 0; i < filters; ++i) {
     unsigned flags = 0;
     std::size_t values = 0;
@@ -190,33 +195,37 @@ void inspect_layout(OpenedDataset& dataset, hid_t data, bool native) {
     STRIDER_H5_CHECK(H5Pget_chunk(create.get(), static_cast<int>(chunk.size()), chunk.data()),
                      "reading the chunk shape of " + dataset.data_key);
     info.chunk_shape.assign(chunk.begin(), chunk.end());
+    shard.chunk_rows = info.chunk_shape[0];
     for (std::size_t d = 1; d < chunk.size(); ++d)
-      dataset.chunks_across_row *= (dataset.dims[d] + info.chunk_shape[d] - 1) / info.chunk_shape[d];
+      shard.chunks_across_row *= (dataset.dims[d] + info.chunk_shape[d] - 1) / info.chunk_shape[d];
     H5Dataspace space(STRIDER_H5_CHECK(H5Dget_space(data), "reading the shape of " + dataset.data_key));
     hsize_t chunks = 0;
     STRIDER_H5_CHECK(H5Dget_num_chunks(data, space.get(), &chunks), "counting the chunks of " + dataset.data_key);
     const hsize_t stored = H5Dget_storage_size(data);
-    if (chunks > 0) dataset.average_chunk_storage_bytes = static_cast<std::int64_t>(stored / chunks);
+    if (chunks > 0) shard.average_chunk_storage_bytes = static_cast<std::int64_t>(stored / chunks);
   }
-  dataset.raw_refusal = raw_refusal(data, dataset.data_key, native, info.element_type, dataset.file_offset_bytes);
-  dataset.raw_readable = dataset.raw_refusal.empty();
+  shard.raw_refusal = raw_refusal(data, dataset.data_key, native, info.element_type, shard.file_offset_bytes);
+  shard.raw_readable = shard.raw_refusal.empty();
+  if (shard.raw_readable) {
+    // The bytes must be in the file (HDF5 notices most truncations at open, not all).
+    struct stat status {};
+    const std::int64_t bytes = shard.elements * static_cast<std::int64_t>(element_bytes(info.element_type));
+    if (::stat(dataset.path.c_str(), &status) == 0 && shard.file_offset_bytes + bytes > status.st_size)
+      STRIDER_DATA_FAIL(dataset.data_key + " needs bytes " + std::to_string(shard.file_offset_bytes) + ".." +
+                        std::to_string(shard.file_offset_bytes + bytes) + " but the file has " +
+                        std::to_string(status.st_size) + " (truncated?)");
+  }
 }
 
-/// Collective (metadata reads are collective): opens the file and validates everything but the
-/// values of labels and offsets. Returns the data dataset and the labels/offsets datasets.
+/// The datasets of one validated file: its data and the labels/offsets datasets it has.
 struct OpenedFile {
-  H5File file;
   H5Dataset data, labels, offsets;
 };
 
-OpenedFile open_and_validate(const Communicator& comm, OpenedDataset& dataset, const ReaderOptions& options) {
+/// Validates everything in one open file but the values of labels and offsets, filling the file's
+/// own view (`dataset`, path = the file) and its shard layout.
+OpenedFile open_and_validate(hid_t file, OpenedDataset& dataset, ShardLayout& shard, const ReaderOptions& options) {
   OpenedFile opened;
-  H5PropertyList access(STRIDER_H5_CHECK(H5Pcreate(H5P_FILE_ACCESS), "creating a file access property list"));
-  STRIDER_H5_CHECK(H5Pset_fapl_mpio(access.get(), comm.native(), MPI_INFO_NULL), "selecting the MPI-IO driver");
-  STRIDER_H5_CHECK(H5Pset_all_coll_metadata_ops(access.get(), true), "making metadata reads collective");
-  opened.file.reset(
-      STRIDER_H5_CHECK(H5Fopen(dataset.path.c_str(), H5F_ACC_RDONLY, access.get()), "opening " + dataset.path));
-  const hid_t file = opened.file.get();
   const DatasetKeys& keys = options.keys;
   DatasetInfo& info = dataset.info;
 
@@ -278,7 +287,7 @@ OpenedFile open_and_validate(const Communicator& comm, OpenedDataset& dataset, c
         info.labels_per_batch = dataset.labels_per_batch = true;
         dataset.labels_key = keys.labels;
         dataset.label_type = labels.type;
-      } else if (comm.is_root()) {
+      } else {
         log_info("holding the labels in memory: they cannot be read per batch because ", why_not);
       }
     }
@@ -287,33 +296,24 @@ OpenedFile open_and_validate(const Communicator& comm, OpenedDataset& dataset, c
     STRIDER_DATA_FAIL("no labels dataset " + options.keys.labels +
                       ", which a class-aware sampler needs (name it with --label-key)");
   }
-  inspect_layout(dataset, data.dataset.get(), data.native);
-  if (info.layout == "chunked" && !info.compressed) {
-    // Without a chunk cache HDF5 reads only the selected rows of an unfiltered chunk; with one it
-    // reads whole chunks (a 64 KiB chunk for one 256-byte row).
-    H5PropertyList access_data(
-        STRIDER_H5_CHECK(H5Pcreate(H5P_DATASET_ACCESS), "creating a dataset access property list"));
-    STRIDER_H5_CHECK(H5Pset_chunk_cache(access_data.get(), 0, 0, H5D_CHUNK_CACHE_W0_DEFAULT),
-                     "switching the chunk cache off");
-    data.dataset.reset();
-    data.dataset.reset(
-        STRIDER_H5_CHECK(H5Dopen2(file, dataset.data_key.c_str(), access_data.get()), "opening " + dataset.data_key));
-  }
+  shard.path = dataset.path;
+  shard.data_key = dataset.data_key;
+  shard.rows = info.num_samples;
+  shard.elements = info.variable_length ? info.num_tokens : info.num_samples * dataset.row_elements;
+  inspect_layout(dataset, shard, data.dataset.get(), data.native);
   opened.data = std::move(data.dataset);
   return opened;
 }
 
-/// Reads a whole one-dimensional integer dataset as int64 (independent transfer, this rank only).
+/// Reads a whole one-dimensional integer dataset as int64.
 std::vector<std::int64_t> read_int64(hid_t dataset_id, std::int64_t count, const std::string& what) {
   std::vector<std::int64_t> values(static_cast<std::size_t>(count));
-  H5PropertyList transfer(STRIDER_H5_CHECK(H5Pcreate(H5P_DATASET_XFER), "creating a transfer property list"));
-  STRIDER_H5_CHECK(H5Pset_dxpl_mpio(transfer.get(), H5FD_MPIO_INDEPENDENT), "selecting independent transfer");
-  STRIDER_H5_CHECK(H5Dread(dataset_id, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, transfer.get(), values.data()),
+  STRIDER_H5_CHECK(H5Dread(dataset_id, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()),
                    "reading " + what);
   return values;
 }
 
-/// Rank 0: reads labels and offsets and checks their values.
+/// Reads one file's labels and offsets and checks their values.
 void read_labels_and_offsets(OpenedDataset& dataset, const OpenedFile& opened, const ReaderOptions& options) {
   const std::int64_t rows = dataset.info.num_samples;
   if (opened.labels && !dataset.labels_per_batch) {
@@ -344,6 +344,96 @@ void read_labels_and_offsets(OpenedDataset& dataset, const OpenedFile& opened, c
   }
 }
 
+/// "a.h5" for a single file, "shard a.h5 (2 of 8)" among several.
+std::string shard_name(const std::vector<std::string>& paths, std::size_t index) {
+  if (paths.size() == 1) return paths[0];
+  return "shard " + paths[index] + " (" + std::to_string(index + 1) + " of " + std::to_string(paths.size()) + ")";
+}
+
+/// What a shard holds, for the line that says how two shards differ.
+std::string contents_text(const DatasetInfo& info, const std::string& data_key) {
+  std::string text = info.variable_length
+                         ? "sequences of " + std::string(element_name(info.element_type)) + " tokens in " + data_key
+                         : std::string(element_name(info.element_type)) + " samples of shape " +
+                               shape_text(info.sample_shape) + " in " + data_key;
+  return text + (info.has_labels ? " with labels" : " without labels");
+}
+
+/// Appends one validated file (its own view and layout) to the whole dataset: the first defines
+/// what the others must hold; rows, labels and token offsets are concatenated.
+void append_shard(OpenedDataset& whole, OpenedDataset& file, ShardLayout shard, const std::string& what) {
+  DatasetInfo& info = whole.info;
+  if (whole.shards.empty()) {
+    const std::string path = whole.path;
+    whole = std::move(file);
+    whole.path = info.path = path;
+    shard.first_row = 0;
+    shard.first_element = 0;  // the first file's own offsets are the global ones
+    whole.raw_readable = shard.raw_readable;
+    whole.raw_refusal = shard.raw_refusal;
+    whole.shards.push_back(std::move(shard));
+    return;
+  }
+  const ShardLayout& first = whole.shards.front();
+  const std::string mine = contents_text(file.info, file.data_key), theirs = contents_text(info, whole.data_key);
+  if (mine != theirs)
+    STRIDER_THROW(DataError, "cannot open " + whole.path + ": " + what + " has " + mine + ", but " + first.path +
+                                 " has " + theirs + " (all shards need the same datasets, per-sample shape and type)");
+  const std::int64_t rows = file.info.num_samples;
+  shard.first_row = info.num_samples;
+  if (info.variable_length) {
+    const std::int64_t base = whole.offsets.back();
+    shard.first_element = base - file.offsets.front();
+    for (std::int64_t i = 1; i <= rows; ++i) whole.offsets.push_back(base + file.offsets[i] - file.offsets.front());
+  } else {
+    shard.first_element = shard.first_row * whole.row_elements;
+  }
+  whole.labels.insert(whole.labels.end(), file.labels.begin(), file.labels.end());
+  info.num_samples += rows;
+  info.num_tokens += file.info.num_tokens;
+  whole.dims[0] += rows;
+  if (info.layout != file.info.layout) info.layout = "mixed";
+  if (info.chunk_shape != file.info.chunk_shape) info.chunk_shape.clear();
+  info.compressed = info.compressed || file.info.compressed;
+  if (whole.raw_readable && !shard.raw_readable) {
+    whole.raw_readable = false;
+    whole.raw_refusal = shard.raw_refusal + " in " + shard.path;
+  }
+  whole.shards.push_back(std::move(shard));
+}
+
+/// Rank 0: opens every shard on its own (HDF5's default driver), validates it, reads its labels and
+/// offsets, and builds the whole dataset from them.
+void validate_dataset(OpenedDataset& whole, const std::vector<std::string>& paths, const ReaderOptions& options) {
+  ReaderOptions file_options = options;
+  if (paths.size() > 1 && !options.labels_in_memory) {
+    file_options.labels_in_memory = true;
+    log_info("holding the labels in memory: labels are read per batch from a single file only (", whole.path, " has ",
+             paths.size(), " shards)");
+  }
+  std::vector<std::pair<dev_t, ino_t>> seen;
+  for (std::size_t index = 0; index < paths.size(); ++index) {
+    const std::string what = shard_name(paths, index);
+    struct stat status {};
+    if (::stat(paths[index].c_str(), &status) == 0) {
+      for (std::size_t earlier = 0; earlier < seen.size(); ++earlier)
+        if (seen[earlier] == std::make_pair(status.st_dev, status.st_ino))
+          STRIDER_THROW(DataError,
+                        "cannot open " + whole.path + ": " + what + " is the same file as " + paths[earlier]);
+      seen.emplace_back(status.st_dev, status.st_ino);
+    }
+    check_hdf5_file(paths[index], what);
+    H5File file(STRIDER_H5_CHECK(H5Fopen(paths[index].c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), "opening " + what));
+    OpenedDataset dataset;
+    dataset.path = paths[index];
+    ShardLayout shard;
+    const OpenedFile opened = open_and_validate(file.get(), dataset, shard, file_options);
+    read_labels_and_offsets(dataset, opened, file_options);
+    append_shard(whole, dataset, std::move(shard), what);
+  }
+  for (const ShardLayout& shard : whole.shards) whole.info.shards.push_back({shard.path, shard.first_row, shard.rows});
+}
+
 }  // namespace
 }  // namespace io_detail
 
@@ -351,53 +441,50 @@ std::unique_ptr<BatchReader> open_reader(const Communicator& comm, const std::st
                                          const ReaderOptions& options) {
   using namespace io_detail;
   silence_hdf5_errors();
+  std::vector<std::string> paths;
+  std::string root_path = path;  // rank 0 expands its --data for every rank: they must agree on it
+  comm.broadcast(root_path);
   comm.collective_try([&] {
+    if (path != root_path)
+      STRIDER_THROW(UsageError, "this rank was given the data '" + path + "' but rank 0 '" + root_path +
+                                    "' (open_reader is collective: give every rank the same)");
     if (options.engine != "auto" && options.engine != "hdf5" && options.engine != "direct" && options.engine != "mmap")
       STRIDER_THROW(UsageError, "unknown engine '" + options.engine + "' (auto, hdf5, direct or mmap)");
     if (options.copy_threads < 1) STRIDER_THROW(UsageError, "copy_threads must be >= 1");
+    if (options.max_open_files < 1) STRIDER_THROW(UsageError, "max_open_files must be >= 1");
     for (const std::string* key :
          {&options.keys.data, &options.keys.labels, &options.keys.tokens, &options.keys.offsets})
       if (key->empty()) STRIDER_THROW(UsageError, "a dataset key is empty");
-    check_local_file(path);
+    if (comm.is_root()) paths = expand_data_paths(path);
+  });
+  broadcast_strings(comm, paths);
+  // Every rank must see every shard (a rank reads any of them).
+  comm.collective_try([&] {
+    for (std::size_t index = 0; index < paths.size(); ++index) check_local_file(paths[index], shard_name(paths, index));
   });
 
   OpenedDataset dataset;
   dataset.path = path;
-  // Metadata is read collectively, so every rank sees the same and fails (or not) alike.
-  OpenedFile opened = comm.collective_try([&] { return open_and_validate(comm, dataset, options); });
-  // Labels and offsets: read once by rank 0, checked there, broadcast.
   comm.collective_try([&] {
-    if (comm.is_root()) read_labels_and_offsets(dataset, opened, options);
+    if (comm.is_root()) validate_dataset(dataset, paths, options);
   });
-  if (dataset.info.has_labels && !dataset.labels_per_batch) comm.broadcast(dataset.labels);
-  if (dataset.info.variable_length) {
-    comm.broadcast(dataset.offsets);
-    dataset.lengths.resize(static_cast<std::size_t>(dataset.info.num_samples));
-    for (std::int64_t i = 0; i < dataset.info.num_samples; ++i)
-      dataset.lengths[i] = dataset.offsets[i + 1] - dataset.offsets[i];
-  }
-  opened.offsets.reset();
-  opened.labels.reset();
+  broadcast_dataset(comm, dataset);
 
   std::string engine = options.engine;
   if (engine == "auto") engine = dataset.raw_readable ? "mmap" : "hdf5";
-  if (engine != "hdf5") {
-    // direct and mmap do not need HDF5 after this: close the file now, on every rank (collective).
-    opened.data.reset();
-    opened.file.reset();
-  }
   std::unique_ptr<BatchReader> reader = comm.collective_try([&]() -> std::unique_ptr<BatchReader> {
     if (engine != "hdf5" && !dataset.raw_readable)
       STRIDER_THROW(UsageError, "the " + engine + " engine cannot read " + path + ": " + dataset.raw_refusal +
                                     " (use --engine hdf5 or auto)");
-    if (engine == "hdf5") return make_hdf5_reader(dataset, std::move(opened.file), std::move(opened.data));
-    if (engine == "direct") return make_direct_reader(dataset, options.copy_threads);
+    if (engine == "hdf5") return make_hdf5_reader(dataset, options.max_open_files);
+    if (engine == "direct") return make_direct_reader(dataset, options.copy_threads, options.max_open_files);
     return make_mmap_reader(dataset, options.copy_threads);
   });
   if (comm.is_root()) {
     const DatasetInfo& info = reader->info();
     log_info("reading ", path, " (", info.num_samples, " ", info.variable_length ? "sequences" : "samples", ", ",
-             element_name(info.element_type), ", ", info.layout, info.compressed ? ", compressed" : "", ") with the ",
+             element_name(info.element_type), ", ", info.layout, info.compressed ? ", compressed" : "",
+             info.shards.size() > 1 ? ", " + std::to_string(info.shards.size()) + " shards" : "", ") with the ",
              reader->engine(), " engine", options.engine == "auto" ? " (chosen by auto)" : "");
   }
   return reader;

@@ -1,6 +1,8 @@
 // The engines that bypass HDF5 in the data path: `direct` (pread of coalesced runs at the dataset's
 // file offset) and `mmap` (the file mapped read-only, rows gathered by memcpy). Both need a
-// contiguous, unfiltered, allocated dataset whose stored type is the native one (open_reader checks).
+// contiguous, unfiltered, allocated dataset whose stored type is the native one (open_reader checks),
+// and read every shard on its own: direct keeps at most max_open_files descriptors, mmap maps each
+// shard it reads (a single file at open) and closes its descriptor at once.
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -12,17 +14,15 @@
 namespace strider::io_detail {
 namespace {
 
-/// Bytes of the whole data dataset, and a check that the file really holds them.
-std::int64_t data_bytes_checked(const OpenedDataset& dataset, int descriptor) {
-  const std::int64_t elements =
-      dataset.info.variable_length ? dataset.info.num_tokens : dataset.info.num_samples * dataset.row_elements;
-  const std::int64_t bytes = elements * static_cast<std::int64_t>(element_bytes(dataset.info.element_type));
+/// Bytes of a shard's data dataset, and a check that its file really holds them.
+std::int64_t data_bytes_checked(const ShardLayout& shard, ElementType type, int descriptor) {
+  const std::int64_t bytes = shard.elements * static_cast<std::int64_t>(element_bytes(type));
   struct stat status {};
-  if (::fstat(descriptor, &status) != 0) STRIDER_THROW_ERRNO("fstat()", "checking the size of " + dataset.path, errno);
-  if (dataset.file_offset_bytes < 0 || dataset.file_offset_bytes + bytes > status.st_size)
-    STRIDER_THROW(DataError, "cannot open " + dataset.path + ": " + dataset.data_key + " needs bytes " +
-                                 std::to_string(dataset.file_offset_bytes) + ".." +
-                                 std::to_string(dataset.file_offset_bytes + bytes) + " but the file has " +
+  if (::fstat(descriptor, &status) != 0) STRIDER_THROW_ERRNO("fstat()", "checking the size of " + shard.path, errno);
+  if (shard.file_offset_bytes < 0 || shard.file_offset_bytes + bytes > status.st_size)
+    STRIDER_THROW(DataError, "cannot open " + shard.path + ": " + shard.data_key + " needs bytes " +
+                                 std::to_string(shard.file_offset_bytes) + ".." +
+                                 std::to_string(shard.file_offset_bytes + bytes) + " but the file has " +
                                  std::to_string(status.st_size) + " (truncated?)");
   return bytes;
 }
@@ -40,12 +40,9 @@ int parts_for(std::int64_t bytes, int threads) {
 
 class MmapReader final : public ReaderBase {
  public:
-  MmapReader(OpenedDataset dataset, int copy_threads) : ReaderBase(std::move(dataset), true), pool_(copy_threads) {
-    FileDescriptor file(dataset_.path);
-    mapping_ =
-        std::make_unique<FileMapping>(file.get(), dataset_.file_offset_bytes, data_bytes_checked(dataset_, file.get()),
-                                      dataset_.data_key + " of " + dataset_.path);
-    data_ = mapping_->data();
+  MmapReader(OpenedDataset dataset, int copy_threads)
+      : ReaderBase(std::move(dataset), true), pool_(copy_threads), mappings_(dataset_.shards.size()) {
+    if (dataset_.shards.size() == 1) map(0);  // one file: mapped at open, as it will be read
   }
   std::string engine() const override { return "mmap"; }
 
@@ -53,18 +50,26 @@ class MmapReader final : public ReaderBase {
   void gather(const std::int64_t* indices, std::int64_t count, std::byte* out,
               const std::vector<std::int64_t>& out_offsets) override {
     const std::int64_t size = element_size();
+    // Where each row lies, its shard mapped first if need be (on this thread: the mapping is not
+    // thread-safe, the copies below are).
+    sources_.resize(static_cast<std::size_t>(count));
+    for (std::int64_t k = 0; k < count; ++k) {
+      const std::int64_t row = indices[k];
+      const std::size_t shard_index = shard_index_.shard_of(row);
+      const std::byte* base = mappings_[shard_index] ? mappings_[shard_index]->data() : map(shard_index);
+      sources_[k] = base + (first_element(row) - shard(shard_index).first_element) * size;
+    }
     const int parts = parts_for(out_offsets[count], pool_.threads());
     pool_.run(parts, [&](int part) {
       const std::int64_t end = part_begin(count, parts, part + 1);
       const std::int64_t begin = part_begin(count, parts, part);
       for (std::int64_t k = begin; k < std::min(end, begin + kRowsAhead); ++k)
-        prefetch_row(indices[k], out_offsets[k + 1] - out_offsets[k]);
+        prefetch_row(sources_[k], out_offsets[k + 1] - out_offsets[k]);
       for (std::int64_t k = begin; k < end; ++k) {
         if (k + kRowsAhead < end)
-          prefetch_row(indices[k + kRowsAhead], out_offsets[k + kRowsAhead + 1] - out_offsets[k + kRowsAhead]);
+          prefetch_row(sources_[k + kRowsAhead], out_offsets[k + kRowsAhead + 1] - out_offsets[k + kRowsAhead]);
         const std::int64_t bytes = out_offsets[k + 1] - out_offsets[k];
-        if (bytes > 0)
-          std::memcpy(out + out_offsets[k], data_ + first_element(indices[k]) * size, static_cast<std::size_t>(bytes));
+        if (bytes > 0) std::memcpy(out + out_offsets[k], sources_[k], static_cast<std::size_t>(bytes));
       }
     });
     stats_.bytes_read += out_offsets[count];
@@ -77,28 +82,45 @@ class MmapReader final : public ReaderBase {
   /// little within a few rows either way of it.
   static constexpr std::int64_t kRowsAhead = 8;
   /// Prefetches the first KiB of a row; the hardware prefetcher follows longer rows on its own.
-  void prefetch_row(std::int64_t row, std::int64_t bytes) const noexcept {
-    const std::byte* at = data_ + first_element(row) * element_size();
+  static void prefetch_row(const std::byte* at, std::int64_t bytes) noexcept {
     for (std::int64_t line = 0; line < std::min<std::int64_t>(bytes, 1024); line += 64)
       __builtin_prefetch(at + line, 0, 0);
   }
+  /// Maps a shard's data (the descriptor is closed again: a mapping holds no open file); returns its
+  /// first element.
+  const std::byte* map(std::size_t shard_index) {
+    const ShardLayout& file = shard(shard_index);
+    FileDescriptor descriptor(file.path);
+    mappings_[shard_index] = std::make_unique<FileMapping>(
+        descriptor.get(), file.file_offset_bytes,
+        data_bytes_checked(file, dataset_.info.element_type, descriptor.get()), file.data_key + " of " + file.path);
+    return mappings_[shard_index]->data();
+  }
   CopyPool pool_;
-  std::unique_ptr<FileMapping> mapping_;
-  const std::byte* data_ = nullptr;  // the first element of the data
+  std::vector<std::unique_ptr<FileMapping>> mappings_;  // per shard, once read
+  std::vector<const std::byte*> sources_;               // per batch position: its row in a mapping
 };
 
 class DirectReader final : public ReaderBase {
  public:
-  DirectReader(OpenedDataset dataset, int copy_threads)
-      : ReaderBase(std::move(dataset)), file_(dataset_.path), pool_(copy_threads) {
-    data_bytes_checked(dataset_, file_.get());
+  DirectReader(OpenedDataset dataset, int copy_threads, int max_open_files)
+      : ReaderBase(std::move(dataset)),
+        files_(dataset_.shards.size(), max_open_files,
+               [this](std::size_t shard_index) {
+                 const ShardLayout& file = shard(shard_index);
+                 auto descriptor = std::make_unique<FileDescriptor>(file.path);
+                 data_bytes_checked(file, dataset_.info.element_type, descriptor->get());
+                 return descriptor;
+               }),
+        pool_(copy_threads) {
+    if (dataset_.shards.size() == 1) files_.get(0);  // one file: opened at open, as it will be read
   }
   std::string engine() const override { return "direct"; }
 
  protected:
   void gather(const std::int64_t* indices, std::int64_t count, std::byte* out,
               const std::vector<std::int64_t>& out_offsets) override {
-    plan_.build(indices, count);
+    plan_.build(indices, count, shard_index_);
     const std::int64_t size = element_size();
     const std::size_t slots = plan_.unique_rows.size();
     // A row alone in its run is read straight into the first batch position that wants it; longer
@@ -132,16 +154,30 @@ class DirectReader final : public ReaderBase {
         scratch_offset += spans_[r].elements * size;
       }
     }
+    // The runs in groups of at most max_open_files shards (runs come in shard order): a group's
+    // files are all open while its runs are read in parallel.
     const auto runs = static_cast<std::int64_t>(plan_.runs.size());
-    const int parts = parts_for(out_offsets[count], pool_.threads());
-    pool_.run(parts, [&](int part) {
-      const std::int64_t end = part_begin(runs, parts, part + 1);
-      for (std::int64_t r = part_begin(runs, parts, part); r < end; ++r) {
-        const RunSpan& span = spans_[r];
-        read_fully(targets_[r], span.elements * size, dataset_.file_offset_bytes + span.first_element * size,
-                   span.first_row, span.last_row);
+    descriptors_.resize(plan_.runs.size());
+    std::int64_t group_begin = 0;
+    while (group_begin < runs) {
+      std::int64_t group_end = group_begin;
+      std::size_t shards_in_group = 0;
+      for (; group_end < runs; ++group_end) {
+        const bool new_shard =
+            group_end == group_begin || plan_.runs[group_end].shard != plan_.runs[group_end - 1].shard;
+        if (new_shard && shards_in_group == files_.bound()) break;
+        if (new_shard) ++shards_in_group;
+        descriptors_[group_end] = files_.get(plan_.runs[group_end].shard).get();
       }
-    });
+      std::int64_t group_bytes = 0;
+      for (std::int64_t r = group_begin; r < group_end; ++r) group_bytes += spans_[r].elements * size;
+      const int parts = parts_for(group_bytes, pool_.threads());
+      pool_.run(parts, [&](int part) {
+        const std::int64_t end = group_begin + part_begin(group_end - group_begin, parts, part + 1);
+        for (std::int64_t r = group_begin + part_begin(group_end - group_begin, parts, part); r < end; ++r) read_run(r);
+      });
+      group_begin = group_end;
+    }
     for (std::int64_t k = 0; k < count; ++k) {
       const std::byte* from = source_[plan_.slot_of_position[k]];
       const std::int64_t bytes = out_offsets[k + 1] - out_offsets[k];
@@ -153,28 +189,32 @@ class DirectReader final : public ReaderBase {
   }
 
  private:
-  void read_fully(std::byte* target, std::int64_t bytes, std::int64_t offset, std::int64_t first_row,
-                  std::int64_t last_row) {
-    pread_exactly(file_.get(), target, bytes, offset, [&] {
-      return dataset_.data_key + " rows " + std::to_string(first_row) + ".." + std::to_string(last_row) + " of " +
-             dataset_.path;
-    });
+  /// Reads run r (one pread, retried until whole) from its shard's descriptor.
+  void read_run(std::int64_t r) {
+    const RunSpan& span = spans_[r];
+    const std::size_t shard_index = plan_.runs[r].shard;
+    const ShardLayout& file = shard(shard_index);
+    const std::int64_t size = element_size();
+    pread_exactly(descriptors_[r], targets_[r], span.elements * size,
+                  file.file_offset_bytes + (span.first_element - file.first_element) * size,
+                  [&] { return file.data_key + " " + describe_rows(shard_index, span.first_row, span.last_row); });
   }
 
-  FileDescriptor file_;
+  ShardHandles<FileDescriptor> files_;
   CopyPool pool_;
   BatchPlan plan_;
   std::vector<std::int64_t> first_position_;
   std::vector<const std::byte*> source_;
   std::vector<RunSpan> spans_;
   std::vector<std::byte*> targets_;
+  std::vector<int> descriptors_;  // per run
   std::vector<std::byte> scratch_;
 };
 
 }  // namespace
 
-std::unique_ptr<BatchReader> make_direct_reader(OpenedDataset dataset, int copy_threads) {
-  return std::make_unique<DirectReader>(std::move(dataset), copy_threads);
+std::unique_ptr<BatchReader> make_direct_reader(OpenedDataset dataset, int copy_threads, int max_open_files) {
+  return std::make_unique<DirectReader>(std::move(dataset), copy_threads, max_open_files);
 }
 
 std::unique_ptr<BatchReader> make_mmap_reader(OpenedDataset dataset, int copy_threads) {

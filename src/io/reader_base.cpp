@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <limits>
 
 #include "io/reader_detail.hpp"
 
@@ -50,7 +51,27 @@ hid_t float16_hdf5_type() {
   return type;
 }
 
-void BatchPlan::build(const std::int64_t* indices, std::int64_t count) {
+ShardIndex::ShardIndex(const std::vector<ShardLayout>& shards) {
+  std::int64_t rows = 0, shortest = std::numeric_limits<std::int64_t>::max();
+  for (const ShardLayout& shard : shards) {
+    rows = shard.first_row + shard.rows;
+    ends_.push_back(rows);
+    if (shard.rows > 0) shortest = std::min(shortest, shard.rows);
+  }
+  ends_.push_back(std::numeric_limits<std::int64_t>::max());  // a sentinel: the scan always stops
+  // Blocks of 2^shift rows, no longer than the shortest shard, in at most 2^20 table entries.
+  shift_ = 0;
+  while (shift_ < 62 && ((std::int64_t{2} << shift_) <= shortest || ((rows - 1) >> shift_) >= (1 << 20))) ++shift_;
+  table_.resize(static_cast<std::size_t>(std::max<std::int64_t>(rows - 1, 0) >> shift_) + 1);
+  std::uint32_t shard = 0;
+  for (std::size_t block = 0; block < table_.size(); ++block) {
+    const std::int64_t first = static_cast<std::int64_t>(block) << shift_;
+    while (first >= ends_[shard]) ++shard;
+    table_[block] = shard;
+  }
+}
+
+void BatchPlan::build(const std::int64_t* indices, std::int64_t count, const ShardIndex& shards) {
   unique_rows.assign(indices, indices + count);
   std::sort(unique_rows.begin(), unique_rows.end());
   unique_rows.erase(std::unique(unique_rows.begin(), unique_rows.end()), unique_rows.end());
@@ -61,10 +82,11 @@ void BatchPlan::build(const std::int64_t* indices, std::int64_t count) {
   runs.clear();
   const auto slots = static_cast<std::int64_t>(unique_rows.size());
   for (std::int64_t slot = 0; slot < slots; ++slot) {
-    if (!runs.empty() && unique_rows[slot] == unique_rows[slot - 1] + 1) {
+    const std::int64_t row = unique_rows[slot];
+    if (!runs.empty() && row == unique_rows[slot - 1] + 1 && shards.shard_of(row) == runs.back().shard) {
       ++runs.back().slots;
     } else {
-      runs.push_back({slot, 1});
+      runs.push_back({slot, 1, shards.shard_of(row)});
     }
   }
 }
@@ -129,8 +151,15 @@ void CopyPool::drain(std::unique_lock<std::mutex>& lock) {
   }
 }
 
-ReaderBase::ReaderBase(OpenedDataset dataset, bool mapped_labels) : dataset_(std::move(dataset)) {
+ReaderBase::ReaderBase(OpenedDataset dataset, bool mapped_labels)
+    : dataset_(std::move(dataset)), shard_index_(dataset_.shards) {
   if (dataset_.labels_per_batch) batch_labels_ = std::make_unique<BatchLabels>(dataset_, mapped_labels);
+}
+
+std::string ReaderBase::describe_rows(std::size_t shard, std::int64_t first, std::int64_t last) const {
+  const ShardLayout& file = dataset_.shards[shard];
+  return "rows " + std::to_string(first - file.first_row) + ".." + std::to_string(last - file.first_row) + " of " +
+         file.path;
 }
 
 void ReaderBase::read_labels(std::int64_t first, std::int64_t count, std::int32_t* out) {

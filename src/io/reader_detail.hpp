@@ -29,26 +29,72 @@ hid_t native_hdf5_type(ElementType type);
 /// first use and kept for the process.
 hid_t float16_hdf5_type();
 
-/// What open_reader validated, handed to an engine.
-struct OpenedDataset {
-  std::string path;
-  DatasetInfo info;
-  std::string data_key;                         ///< samples or tokens dataset name
-  std::vector<std::int32_t> labels;             ///< N, or empty (no labels, or labels read per batch)
-  bool labels_per_batch = false;                ///< labels are read with each batch (see BatchLabels), not held
-  std::string labels_key;                       ///< the labels dataset, when labels_per_batch
-  ElementType label_type = ElementType::int32;  ///< its stored (native) type, when labels_per_batch
-  std::int64_t labels_offset_bytes = -1;        ///< its file offset, when labels_per_batch
-  std::vector<std::int64_t> offsets;            ///< sequences: N+1 token offsets
-  std::vector<std::int64_t> lengths;            ///< sequences: N lengths
-  std::int64_t row_elements = 0;                ///< fixed size: elements of one sample
-  std::vector<std::int64_t> dims;               ///< the data dataset's shape
+/// One shard (file) of the dataset, as rank 0 validated it and broadcast it: where its rows lie in
+/// the global index and in its file, and what the engines need to read them.
+struct ShardLayout {
+  std::string path;            ///< the file
+  std::string data_key;        ///< its samples or tokens dataset
+  std::int64_t first_row = 0;  ///< global index of its row 0
+  std::int64_t rows = 0;
+  /// The global element index (OpenedDataset::first_element) of element 0 of its data dataset:
+  /// a row's element in this file is its global element minus this. Negative for sequences whose
+  /// offsets start above 0.
+  std::int64_t first_element = 0;
+  std::int64_t elements = 0;            ///< elements of its data dataset
+  std::string layout;                   ///< "contiguous", "chunked" or "compact"
   bool raw_readable = false;            ///< contiguous, unfiltered, allocated, native type: direct/mmap can read it
   std::string raw_refusal;              ///< why not, when !raw_readable
   std::int64_t file_offset_bytes = -1;  ///< H5Dget_offset of the data, when contiguous and allocated
+  std::int64_t chunk_rows = 0;          ///< chunked: the chunk extent along dimension 0 (0: not chunked)
+  bool compressed = false;              ///< any filter on the data
   std::int64_t average_chunk_storage_bytes = 0;  ///< chunked: stored bytes of one chunk on average
   std::int64_t chunks_across_row = 1;            ///< chunked fixed-size: chunks one row's elements span
 };
+
+/// The shard of a global row in O(1): a table of the shard holding each block's first row, then a
+/// short forward scan (blocks are no longer than the shortest shard, up to a table of 2^20 entries).
+class ShardIndex {
+ public:
+  ShardIndex() = default;
+  explicit ShardIndex(const std::vector<ShardLayout>& shards);
+  /// The shard holding `row` (0 <= row < the dataset's rows).
+  std::size_t shard_of(std::int64_t row) const noexcept {
+    std::size_t shard = table_[static_cast<std::size_t>(row >> shift_)];
+    while (row >= ends_[shard]) ++shard;
+    return shard;
+  }
+
+ private:
+  std::vector<std::int64_t> ends_;  // one past each shard's last row
+  std::vector<std::uint32_t> table_;
+  int shift_ = 62;
+};
+
+/// What open_reader validated, handed to an engine.
+struct OpenedDataset {
+  std::string path;  ///< what --data named (a file, a list, a glob, a directory)
+  DatasetInfo info;
+  std::string data_key;                         ///< samples or tokens dataset name
+  std::vector<ShardLayout> shards;              ///< in global row order (one for a single file)
+  std::vector<std::int32_t> labels;             ///< N, or empty (no labels, or labels read per batch)
+  bool labels_per_batch = false;                ///< labels are read with each batch (see BatchLabels), not held
+  std::string labels_key;                       ///< the labels dataset, when labels_per_batch (one shard only)
+  ElementType label_type = ElementType::int32;  ///< its stored (native) type, when labels_per_batch
+  std::int64_t labels_offset_bytes = -1;        ///< its file offset, when labels_per_batch
+  std::vector<std::int64_t> offsets;            ///< sequences: N+1 global token offsets (see ShardLayout)
+  std::vector<std::int64_t> lengths;            ///< sequences: N lengths
+  std::int64_t row_elements = 0;                ///< fixed size: elements of one sample
+  std::vector<std::int64_t> dims;               ///< the data's shape over all shards
+  bool raw_readable = false;                    ///< every shard is: direct/mmap can read the data
+  std::string raw_refusal;                      ///< why not (the first shard that is not), when !raw_readable
+};
+
+/// Collective over comm: every rank must call. Every rank gets rank 0's strings.
+void broadcast_strings(const Communicator& comm, std::vector<std::string>& values);
+
+/// Collective over comm: every rank must call; rank 0 holds the dataset it validated. Sends rank
+/// 0's layout, labels and offsets to every rank (the lengths are computed there from the offsets).
+void broadcast_dataset(const Communicator& comm, OpenedDataset& dataset);
 
 /// A read-only file descriptor.
 class FileDescriptor {
@@ -139,9 +185,54 @@ struct BatchPlan {
   struct Run {
     std::int64_t first_slot;
     std::int64_t slots;
+    std::size_t shard;  ///< the shard all of its rows are in
   };
-  std::vector<Run> runs;  ///< consecutive rows (row i+1 follows row i in the file)
-  void build(const std::int64_t* indices, std::int64_t count);
+  std::vector<Run> runs;  ///< consecutive rows of one shard (row i+1 follows row i in its file)
+  void build(const std::int64_t* indices, std::int64_t count, const ShardIndex& shards);
+};
+
+/// The open files (or descriptors) of the shards a reader reads, at most `bound` at once: asking for
+/// a shard that is not open opens it, closing the least recently asked-for one first. One thread.
+template <typename Handle>
+class ShardHandles {
+ public:
+  using Open = std::function<std::unique_ptr<Handle>(std::size_t shard)>;
+  ShardHandles(std::size_t shards, int bound, Open open)
+      : handles_(shards),
+        last_use_(shards, 0),
+        bound_(static_cast<std::size_t>(std::max(bound, 1))),
+        open_(std::move(open)) {}
+  /// The shard's handle, opened if need be.
+  Handle& get(std::size_t shard) {
+    last_use_[shard] = ++clock_;
+    if (!handles_[shard]) {
+      if (open_count_ >= bound_) close_least_recent();
+      handles_[shard] = open_(shard);
+      ++open_count_;
+    }
+    return *handles_[shard];
+  }
+  /// Closes every handle (e.g. before the reader goes away on another thread).
+  void clear() noexcept {
+    for (auto& handle : handles_) handle.reset();
+    open_count_ = 0;
+  }
+  std::size_t bound() const noexcept { return bound_; }
+
+ private:
+  void close_least_recent() {
+    std::size_t oldest = handles_.size();
+    for (std::size_t shard = 0; shard < handles_.size(); ++shard)
+      if (handles_[shard] && (oldest == handles_.size() || last_use_[shard] < last_use_[oldest])) oldest = shard;
+    handles_[oldest].reset();
+    --open_count_;
+  }
+  std::vector<std::unique_ptr<Handle>> handles_;
+  std::vector<std::uint64_t> last_use_;
+  std::uint64_t clock_ = 0;
+  std::size_t open_count_ = 0;
+  std::size_t bound_;
+  Open open_;
 };
 
 /// Fork-join pool: run(parts, body) calls body(part) for part in [0, parts) on up to `threads`
@@ -201,6 +292,10 @@ class ReaderBase : public BatchReader {
     return {first_row, last_row, begin, first_element(last_row) + row_elements(last_row) - begin};
   }
   std::int64_t element_size() const { return static_cast<std::int64_t>(element_bytes(dataset_.info.element_type)); }
+  const ShardLayout& shard(std::size_t index) const { return dataset_.shards[index]; }
+  /// "rows 5..9 of data.h5" for the error of a read of global rows first..last in `shard` (rows
+  /// counted in that file).
+  std::string describe_rows(std::size_t shard, std::int64_t first, std::int64_t last) const;
   /// Copies the samples of indices[0..count) to out, row k at out + out_offsets[k] (bytes; count+1
   /// entries). Indices are valid; adds to stats_.bytes_read and read_calls.
   virtual void gather(const std::int64_t* indices, std::int64_t count, std::byte* out,
@@ -210,13 +305,14 @@ class ReaderBase : public BatchReader {
                const std::vector<std::int64_t>& out_offsets) const;
 
   OpenedDataset dataset_;
+  ShardIndex shard_index_;                     // row -> shard
   std::unique_ptr<BatchLabels> batch_labels_;  // when dataset_.labels_per_batch
   ReadStats stats_;
   std::vector<std::int64_t> out_offsets_;  // reused between batches
 };
 
-std::unique_ptr<BatchReader> make_hdf5_reader(OpenedDataset dataset, H5File file, H5Dataset data);
-std::unique_ptr<BatchReader> make_direct_reader(OpenedDataset dataset, int copy_threads);
+std::unique_ptr<BatchReader> make_hdf5_reader(OpenedDataset dataset, int max_open_files);
+std::unique_ptr<BatchReader> make_direct_reader(OpenedDataset dataset, int copy_threads, int max_open_files);
 std::unique_ptr<BatchReader> make_mmap_reader(OpenedDataset dataset, int copy_threads);
 
 }  // namespace strider::io_detail

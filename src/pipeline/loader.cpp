@@ -26,6 +26,14 @@ std::pair<std::int64_t, std::int64_t> file_state(const std::string& path) noexce
           static_cast<std::int64_t>(info.st_mtim.tv_sec) * 1000000000 + info.st_mtim.tv_nsec};
 }
 
+/// file_state of every shard, in order.
+std::vector<std::pair<std::int64_t, std::int64_t>> shard_states(const DatasetInfo& info) noexcept {
+  std::vector<std::pair<std::int64_t, std::int64_t>> states;
+  states.reserve(info.shards.size());
+  for (const DatasetShard& shard : info.shards) states.push_back(file_state(shard.path));
+  return states;
+}
+
 /// A non-owning shared_ptr: the reader owns the vector and outlives every sampler.
 template <typename T>
 std::shared_ptr<const T> borrow(const T& value) {
@@ -75,7 +83,7 @@ struct Loader::State {
   DatasetInfo info;
   std::string engine;
   int depth = 0;
-  std::pair<std::int64_t, std::int64_t> opened_file_state{-1, -1};
+  std::vector<std::pair<std::int64_t, std::int64_t>> opened_file_states;  // per shard
   int uncaught_at_construction = std::uncaught_exceptions();
   bool closed = false;
   PrefetchStats final_stats;
@@ -252,7 +260,7 @@ Loader::Loader(const Communicator& comm, LoaderOptions options) : state_(std::ma
   std::unique_ptr<BatchReader> reader = open_reader(comm, options.data_path, reader_options);
   s.info = reader->info();
   s.engine = reader->engine();
-  s.opened_file_state = file_state(options.data_path);
+  s.opened_file_states = shard_states(s.info);
   // The sampler takes labels and lengths straight from the reader, before the prefetcher owns it.
   options.sampler.dataset_size = s.info.num_samples;
   options.sampler.labels = borrow(reader->labels());
@@ -300,10 +308,14 @@ LoaderEpoch Loader::epoch(std::int64_t epoch) {
   std::int64_t bounds[4] = {epoch, -epoch, steps, -steps};
   s.comm.all_reduce(bounds, 4, ReduceOp::min);
   s.comm.collective_try([&] {
-    if (s.options.check_data_unchanged && file_state(s.options.data_path) != s.opened_file_state)
-      STRIDER_THROW(DataError, s.options.data_path +
-                                   " changed during training (its size or modification time differs from "
-                                   "when it was opened); refusing to train on data that no longer matches");
+    if (s.options.check_data_unchanged) {
+      const auto states = shard_states(s.info);
+      for (std::size_t shard = 0; shard < states.size(); ++shard)
+        if (states[shard] != s.opened_file_states[shard])
+          STRIDER_THROW(DataError, s.info.shards[shard].path +
+                                       " changed during training (its size or modification time differs from "
+                                       "when it was opened); refusing to train on data that no longer matches");
+    }
     if (bounds[0] != -bounds[1])
       STRIDER_THROW(UsageError, "the ranks asked for different epochs (" + std::to_string(bounds[0]) + " to " +
                                     std::to_string(-bounds[1]) + "): Loader::epoch is collective");

@@ -69,7 +69,9 @@ std::vector<LoaderOption> build_table() {
   std::vector<LoaderOption> table = {
       // ---- data: the file, its dataset names and the engine ----
       text_option(
-          "data", "data", "the dataset file (HDF5)", [](auto& o) -> auto& { return o.data_path; }),
+          "data", "data",
+          "the dataset: an HDF5 file, or its shards: a,b,c | 'dir/*.h5' | a directory | @list.txt (byte-wise order)",
+          [](auto& o) -> auto& { return o.data_path; }),
       text_option(
           "data-key", "data", "dataset of fixed-size samples [N, ...]",
           [](auto& o) -> auto& { return o.reader.keys.data; }),

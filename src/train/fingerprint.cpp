@@ -51,6 +51,15 @@ std::uint64_t dataset_fingerprint(const DatasetInfo& dataset, std::int64_t label
   if (max_label != nullptr) *max_label = largest;
   hash.add(static_cast<std::uint64_t>(lengths.size()));
   hash.add_bytes(lengths.data(), lengths.size() * sizeof(std::int64_t));
+  // Shards: their order (by file name, not directory) and row counts. A single file adds nothing,
+  // so its fingerprint is what it always was.
+  if (dataset.shards.size() > 1) {
+    hash.add(static_cast<std::uint64_t>(dataset.shards.size()));
+    for (const DatasetShard& shard : dataset.shards) {
+      hash.add(shard.path.substr(shard.path.find_last_of('/') + 1));
+      hash.add(shard.rows);
+    }
+  }
   return hash.value();
 }
 

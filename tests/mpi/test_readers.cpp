@@ -5,6 +5,7 @@
 // explicit file types (H5T_STD_*, H5T_IEEE_*) and memory types the test names itself; the expected
 // bytes are those values in native byte order, never a read through strider's own type mapping.
 // Checks of local values agree across ranks (REQUIRE_ON_ALL_RANKS), so no rank is left in a collective.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -601,12 +602,23 @@ TEST_CASE("unusable files fail on every rank with a reason", "[mpi][io][errors]"
   require_failure(folder + "/missing.h5", "No such file");
   const std::string text = make_file("text", [](const std::string& p) { std::ofstream(p) << "not hdf5\n"; });
   require_failure(text, "not an HDF5 file");
-  // Missing on one rank only (rank 1 looks elsewhere): nobody hangs.
   const std::string good = make_file("good", [](const std::string& p) {
     write_fixed_any(p, FixedCase{"", ElementType::float32, H5T_IEEE_F32LE, {10, 2}}, Layout{"contiguous"});
   });
+  // Missing on one rank only (rank 1 runs in a folder without it): nobody hangs.
+  {
+    char here[4096];
+    REQUIRE(getcwd(here, sizeof here) != nullptr);
+    const std::string elsewhere = folder + "/elsewhere" + std::to_string(world().rank());
+    REQUIRE(mkdir(elsewhere.c_str(), 0700) == 0);
+    REQUIRE(chdir(world().rank() == 1 ? elsewhere.c_str() : folder.c_str()) == 0);
+    require_failure("good.h5", world().size() > 1 ? "cannot open good.h5: No such file" : "(no error)");
+    REQUIRE(chdir(here) == 0);
+  }
+  // Ranks given different files: refused, not guessed.
   require_failure(world().rank() == 1 ? folder + "/elsewhere.h5" : good,
-                  world().size() > 1 ? "No such file" : "(no error)");
+                  world().size() > 1 ? "this rank was given the data '" + folder + "/elsewhere.h5' but rank 0 '" + good
+                                     : "(no error)");
   require_failure(good, "no dataset /nope", ReaderOptions{{"/nope"}});
   require_failure(good, "unknown engine", ReaderOptions{{}, "fast"});
   {
@@ -1018,4 +1030,203 @@ TEST_CASE("strider-gen --dtype float16 stores each feature rounded to the neares
     if (exponent == 0x1f || std::abs(value - static_cast<double>(x[i])) > ulp / 2) ++wrong;
   }
   REQUIRE_ON_ALL_RANKS(wrong == 0);
+}
+
+namespace {
+
+/// Rows [first, first + count) of `data` (fixed-size or sequences) into its own file, with the
+/// global labels (row % label_modulus) and, for sequences, offsets that start at `offset_base`
+/// (tokens before it are filler that no row uses).
+void write_shard(const std::string& path, const WrittenData& data, hid_t file_type, const std::vector<hsize_t>& dims,
+                 std::int64_t first, std::int64_t count, const Layout& layout, std::int64_t offset_base = 0) {
+  H5File file = create_file(path);
+  std::vector<std::int64_t> labels(static_cast<std::size_t>(count));
+  for (std::int64_t i = 0; i < count; ++i) labels[i] = (first + i) % data.label_modulus;
+  if (data.variable_length()) {
+    const std::int64_t begin = data.offsets[first], end = data.offsets[first + count];
+    std::vector<std::byte> tokens(static_cast<std::size_t>((offset_base + end - begin) * 4), std::byte{0x5a});
+    std::memcpy(tokens.data() + offset_base * 4, data.values.data() + begin * 4,
+                static_cast<std::size_t>(end - begin) * 4);
+    std::vector<std::int64_t> offsets;
+    for (std::int64_t i = 0; i <= count; ++i) offsets.push_back(offset_base + data.offsets[first + i] - begin);
+    write_dataset(file.get(), "/tokens", file_type, data.memory_type, {tokens.size() / 4}, tokens.data(), layout);
+    write_dataset(file.get(), "/offsets", H5T_STD_I64LE, H5T_NATIVE_INT64, {offsets.size()}, offsets.data(), layout);
+  } else {
+    std::vector<hsize_t> shape = dims;
+    shape[0] = static_cast<hsize_t>(count);
+    const std::size_t row_bytes = static_cast<std::size_t>(data.row_elements) * data.element_size;
+    write_dataset(file.get(), "/samples", file_type, data.memory_type, shape,
+                  data.values.data() + static_cast<std::size_t>(first) * row_bytes, layout);
+  }
+  write_dataset(file.get(), "/labels", H5T_STD_I64LE, H5T_NATIVE_INT64, {labels.size()}, labels.data(), layout);
+}
+
+/// Rank 0 writes `data` split at `splits` (the first row of every shard but the first) into
+/// shards named prefix-0.h5, prefix-1.h5, ..., shard k with layout `layouts[k % size]`.
+std::vector<std::string> make_shards(const std::string& prefix, const WrittenData& data, hid_t file_type,
+                                     const std::vector<hsize_t>& dims, const std::vector<std::int64_t>& splits,
+                                     const std::vector<Layout>& shard_layouts) {
+  std::vector<std::int64_t> bounds = {0};
+  bounds.insert(bounds.end(), splits.begin(), splits.end());
+  bounds.push_back(data.rows);
+  std::vector<std::string> paths;
+  for (std::size_t k = 0; k + 1 < bounds.size(); ++k) {
+    paths.push_back(make_file(prefix + "-" + std::to_string(k), [&](const std::string& path) {
+      write_shard(path, data, file_type, dims, bounds[k], bounds[k + 1] - bounds[k],
+                  shard_layouts[k % shard_layouts.size()], static_cast<std::int64_t>(k % 3));
+    }));
+  }
+  return paths;
+}
+
+std::string comma_list(const std::vector<std::string>& paths) {
+  std::string list;
+  for (const std::string& path : paths) list += (list.empty() ? "" : ",") + path;
+  return list;
+}
+
+}  // namespace
+
+TEST_CASE("a dataset split over shards reads as the concatenation, with every engine", "[mpi][io][shards]") {
+  const FixedCase test{"shards_f32", ElementType::float32, H5T_IEEE_F32LE, {301, 5}};
+  const WrittenData data = fixed_data(test);
+  // Uneven shards, one of a single row; contiguous ones first (direct and mmap read them all).
+  const std::vector<std::int64_t> splits = {100, 101, 250};
+  const std::vector<std::string> contiguous =
+      make_shards("shard_contiguous", data, test.file_type, test.dims, splits, {layouts()[0]});
+  check_every_engine(comma_list(contiguous), "", false, data);
+  // Mixed layouts: the hdf5 engine reads them, the raw engines refuse naming the shard.
+  const std::vector<std::string> mixed = make_shards("shard_mixed", data, test.file_type, test.dims, splits, layouts());
+  check_every_engine(comma_list(mixed), "/samples is chunked in " + mixed[1] + " (use --engine hdf5 or auto)", false,
+                     data);
+  // The row ranges, and the order a glob gives (byte-wise: the same as the list here).
+  std::unique_ptr<BatchReader> reader = open_reader(world(), test_folder() + "/shard_mixed-*.h5", ReaderOptions{});
+  const std::vector<std::int64_t> firsts = {0, 100, 101, 250}, counts = {100, 1, 149, 51};
+  REQUIRE_ON_ALL_RANKS(reader->info().shards.size() == 4);
+  for (std::size_t k = 0; k < 4; ++k) {
+    REQUIRE_ON_ALL_RANKS(reader->info().shards[k].path == mixed[k]);
+    REQUIRE_ON_ALL_RANKS(reader->info().shards[k].first_row == firsts[k]);
+    REQUIRE_ON_ALL_RANKS(reader->info().shards[k].rows == counts[k]);
+  }
+  REQUIRE_ON_ALL_RANKS(reader->info().num_samples == 301);
+  REQUIRE_ON_ALL_RANKS(reader->info().layout == "mixed");
+}
+
+TEST_CASE("sequences split over shards: offsets that start above 0 in a file, a shard of one empty row",
+          "[mpi][io][shards]") {
+  const WrittenData data = sequence_data(333);  // lengths (i * 7 + 3) % 13: rows 7, 20, 33, ... are empty
+  const std::vector<std::string> contiguous =
+      make_shards("seq_contiguous", data, H5T_STD_I32LE, {}, {7, 8, 200}, {layouts()[0]});
+  // Each shard's offsets start at its index % 3: direct and mmap still read (from the file's offset).
+  check_every_engine(comma_list(contiguous), "", false, data);
+  const std::vector<std::string> mixed = make_shards("seq_mixed", data, H5T_STD_I32LE, {}, {7, 8, 200}, layouts());
+  check_every_engine(comma_list(mixed), "/tokens is chunked in " + mixed[1] + " (use --engine hdf5 or auto)", false,
+                     data);
+}
+
+namespace {
+
+/// The open descriptors of this process that name a file whose path starts with `prefix`.
+std::int64_t open_files_under(const std::string& prefix) {
+  std::int64_t count = 0;
+  for (int descriptor = 0; descriptor < 1024; ++descriptor) {
+    char target[4096];
+    const ssize_t length = readlink(("/proc/self/fd/" + std::to_string(descriptor)).c_str(), target, sizeof target - 1);
+    if (length > 0 && std::string(target, static_cast<std::size_t>(length)).rfind(prefix, 0) == 0) ++count;
+  }
+  return count;
+}
+
+}  // namespace
+
+TEST_CASE("a reader keeps at most max_open_files shards open, and reads them all right", "[mpi][io][shards]") {
+  const FixedCase test{"bound", ElementType::int32, H5T_STD_I32LE, {120, 3}};
+  const WrittenData data = fixed_data(test);
+  const std::vector<std::string> paths =
+      make_shards("bound", data, test.file_type, test.dims, {20, 40, 60, 80, 100}, {layouts()[0]});
+  for (const std::string engine : {"hdf5", "direct", "mmap"}) {
+    INFO("engine " << engine);
+    ReaderOptions options;
+    options.engine = engine;
+    options.max_open_files = 2;
+    std::unique_ptr<BatchReader> reader = open_reader(world(), comma_list(paths), options);
+    std::int64_t most_open = 0, wrong = 0;
+    for (const auto& batch : test_batches(data.rows)) {
+      const std::vector<std::byte> expected = data.expected_bytes(batch);
+      std::vector<std::byte> samples(expected.size() + 1);
+      reader->read(batch.data(), static_cast<std::int64_t>(batch.size()),
+                   BatchDestination{samples.data(), static_cast<std::int64_t>(expected.size()), nullptr, nullptr});
+      if (!expected.empty() && std::memcmp(expected.data(), samples.data(), expected.size()) != 0) ++wrong;
+      most_open = std::max(most_open, open_files_under(test_folder() + "/bound-"));
+    }
+    REQUIRE_ON_ALL_RANKS(wrong == 0);
+    // mmap holds mappings, not descriptors.
+    REQUIRE_ON_ALL_RANKS(most_open <= (engine == std::string("mmap") ? 0 : 2));
+    REQUIRE_ON_ALL_RANKS(most_open >= (engine == std::string("mmap") ? 0 : 1));
+  }
+}
+
+TEST_CASE("shards that cannot be read together fail on every rank with one line naming the shard",
+          "[mpi][io][shards][errors]") {
+  const FixedCase floats{"", ElementType::float32, H5T_IEEE_F32LE, {30, 4}};
+  const WrittenData data = fixed_data(floats);
+  const std::vector<std::string> good = make_shards("agree", data, floats.file_type, floats.dims, {10}, {layouts()[0]});
+  const std::string doubles = make_file("disagree_type", [&](const std::string& p) {
+    write_fixed_any(p, FixedCase{"", ElementType::float64, H5T_IEEE_F64LE, {7, 4}}, layouts()[0]);
+  });
+  require_failure(good[0] + "," + doubles,
+                  "shard " + doubles + " (2 of 2) has float64 samples of shape [4] in /samples with labels, but " +
+                      good[0] + " has float32 samples of shape [4] in /samples with labels (all shards need the same");
+  const std::string wider = make_file("disagree_shape", [&](const std::string& p) {
+    write_fixed_any(p, FixedCase{"", ElementType::float32, H5T_IEEE_F32LE, {7, 2, 2}}, layouts()[0]);
+  });
+  require_failure(comma_list(good) + "," + wider, "shard " + wider + " (3 of 3) has float32 samples of shape [2, 2]");
+  const std::string unlabelled = make_file("disagree_labels", [&](const std::string& p) {
+    H5File file = create_file(p);
+    const std::vector<float> samples(12, 1.0f);
+    write_dataset(file.get(), "/samples", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, {3, 4}, samples.data(), layouts()[0]);
+  });
+  require_failure(unlabelled + "," + good[1], "in /samples with labels, but " + unlabelled +
+                                                  " has float32 samples of shape [4] in /samples without labels");
+  const std::string empty = make_file("empty_shard", [&](const std::string& p) {
+    write_fixed_any(p, FixedCase{"", ElementType::float32, H5T_IEEE_F32LE, {0, 4}}, layouts()[0]);
+  });
+  require_failure(good[0] + "," + empty, "cannot open " + empty + ": /samples is empty (shape [0, 4])");
+  require_failure(test_folder() + "/agree-*.nc", "--data: no file matches '" + test_folder() + "/agree-*.nc'");
+  require_failure(good[0] + "," + test_folder() + "/./agree-0.h5",
+                  "shard " + test_folder() + "/./agree-0.h5 (2 of 2) is the same file as " + good[0]);
+  require_failure(good[0] + "," + test_folder() + "/agree-9.h5",
+                  "cannot open shard " + test_folder() + "/agree-9.h5 (2 of 2): No such file or directory");
+}
+
+TEST_CASE("the dataset fingerprint covers the shards' order and row counts, not their folder", "[mpi][io][shards]") {
+  // No labels: nothing but the shards themselves tells these datasets apart.
+  const auto unlabelled = [](std::int64_t rows) {
+    return [=](const std::string& p) {
+      H5File file = create_file(p);
+      const std::vector<float> samples(static_cast<std::size_t>(rows) * 2, 1.0f);
+      write_dataset(file.get(), "/samples", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, {static_cast<hsize_t>(rows), 2},
+                    samples.data(), layouts()[0]);
+    };
+  };
+  const std::string a = make_file("fp_a", unlabelled(100)), b = make_file("fp_b", unlabelled(100));
+  // The same files in another folder, and files of the same names split at another row.
+  const std::string moved = test_folder() + "/moved", resplit = test_folder() + "/resplit";
+  world().collective_try([&] {
+    if (!world().is_root()) return;
+    REQUIRE(mkdir(moved.c_str(), 0700) == 0);
+    REQUIRE(mkdir(resplit.c_str(), 0700) == 0);
+    for (const char* name : {"fp_a.h5", "fp_b.h5"})
+      REQUIRE(std::system(("cp " + test_folder() + "/" + name + " " + moved).c_str()) == 0);
+    unlabelled(150)(resplit + "/fp_a.h5");
+    unlabelled(50)(resplit + "/fp_b.h5");
+  });
+  const auto fingerprint = [](const std::string& spec) {
+    std::unique_ptr<BatchReader> reader = open_reader(world(), spec, ReaderOptions{});
+    return dataset_fingerprint(reader->info(), reader->labels(), reader->lengths(), DatasetKeys{});
+  };
+  const std::uint64_t ab = fingerprint(a + "," + b);
+  REQUIRE_ON_ALL_RANKS(fingerprint(moved + "/fp_a.h5," + moved + "/fp_b.h5") == ab);
+  REQUIRE_ON_ALL_RANKS(fingerprint(b + "," + a) != ab);
+  REQUIRE_ON_ALL_RANKS(fingerprint(resplit + "/fp_a.h5," + resplit + "/fp_b.h5") != ab);
 }

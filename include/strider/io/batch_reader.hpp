@@ -1,12 +1,14 @@
 #pragma once
 /// \file
-/// Reading a sampler's batch (global sample indices, in batch order) from one shared HDF5 file into
+/// Reading a sampler's batch (global sample indices, in batch order) from a dataset in one HDF5 file
+/// or split over several (shards, strider/io/data_paths.hpp: their rows concatenated) into
 /// caller-owned memory. Engines: `hdf5` (every layout), `direct` (contiguous, uncompressed: file
 /// offset + pread), `mmap` (contiguous, uncompressed: mapped file, memcpy gather); `auto` picks by
-/// layout. Every engine returns identical bytes for the same plan.
+/// layout. Every engine returns identical bytes for the same plan, and reads each shard on its own
+/// (not a collective MPI-IO open: a rank opens only the shards it reads).
 ///
-/// Thread model: Debian's parallel HDF5 is not thread-safe. open_reader (collective) opens and
-/// validates on the calling thread; afterwards exactly one thread (the I/O thread) calls read().
+/// Thread model: Debian's parallel HDF5 is not thread-safe. open_reader (collective) validates on
+/// the calling thread of rank 0; afterwards exactly one thread (the I/O thread) calls read().
 
 #include <cstddef>
 #include <cstdint>
@@ -27,9 +29,18 @@ struct DatasetKeys {
   std::string offsets = "/offsets";  ///< int64 [N+1]: row i is tokens[offsets[i]:offsets[i+1]]
 };
 
-/// What open_reader found in the file.
-struct DatasetInfo {
+/// One file of a dataset split over several (or the one file): its rows are global rows
+/// [first_row, first_row + rows).
+struct DatasetShard {
   std::string path;
+  std::int64_t first_row = 0;
+  std::int64_t rows = 0;
+};
+
+/// What open_reader found in the file (or files).
+struct DatasetInfo {
+  std::string path;                        ///< what was opened: the --data value (a file, a list, a glob, ...)
+  std::vector<DatasetShard> shards;        ///< the files in global row order (one for a single file)
   bool variable_length = false;            ///< sequences (tokens + offsets) rather than fixed-size samples
   std::int64_t num_samples = 0;            ///< N
   std::vector<std::int64_t> sample_shape;  ///< shape of one fixed-size sample ({64}, {3, 32, 32}); empty for sequences
@@ -71,6 +82,9 @@ struct ReaderOptions {
   /// order, else the labels are held anyway (logged).
   bool labels_in_memory = true;
   int copy_threads = 1;  ///< direct/mmap only: threads that copy one batch (1: the caller's thread)
+  /// Shards a reader keeps open at once (hdf5: HDF5 files, direct: descriptors; the least recently
+  /// read is closed first). mmap maps the shards it reads and keeps no descriptor open.
+  int max_open_files = 64;
 };
 
 /// Reads batches of one dataset. Not thread-safe: after open, one thread calls read().
@@ -97,9 +111,13 @@ class BatchReader {
   virtual ReadStats stats() const = 0;
 };
 
-/// Collective over comm: every rank must call. Opens `path` with the MPI-IO driver, validates it
-/// (shapes, types, labels and offsets), reads labels and offsets once, and builds the engine.
-/// Failures are agreed: every rank throws the same AgreedError ("cannot open data.h5: ...").
+/// Collective over comm: every rank must call. `path` names the file or files (expand_data_paths:
+/// a list, a glob, a directory, @list.txt; expanded on rank 0). Every rank checks that it can see
+/// every shard; rank 0 opens each one on its own (HDF5's default sec2 driver), validates it (shapes,
+/// types, labels and offsets; all shards must have the same datasets, per-sample shape and type),
+/// reads labels and offsets once, and broadcasts the layout; then every rank builds the engine,
+/// which opens the shards it reads on first use. Failures are agreed: every rank throws the same
+/// AgreedError ("cannot open data.h5: ...").
 std::unique_ptr<BatchReader> open_reader(const Communicator& comm, const std::string& path,
                                          const ReaderOptions& options);
 

@@ -37,7 +37,9 @@ inline constexpr std::int64_t kDefaultBatchSize = 32;
 struct LoaderOptions {
   LoaderOptions() { sampler.batch_size = kDefaultBatchSize; }
 
-  std::string data_path;  ///< the dataset file (HDF5)
+  /// The dataset: one HDF5 file, or its shards as a comma list, a glob, a directory or @list.txt
+  /// (strider/io/data_paths.hpp).
+  std::string data_path;
   /// Dataset names, engine, copy threads and whether labels are required (require_labels: a file
   /// without labels is an error). labels_in_memory is ignored: see the field below.
   ReaderOptions reader;
@@ -76,8 +78,8 @@ struct LoaderOptions {
   /// One read() call per sample instead of one per batch (the same batches; measures what batching
   /// saves).
   bool read_rows_one_by_one = false;
-  /// At every epoch's start the ranks check that the file's size and modification time are those
-  /// it had when opened, and refuse to go on otherwise.
+  /// At every epoch's start the ranks check that every shard's size and modification time are
+  /// those it had when opened, and refuse to go on otherwise.
   bool check_data_unchanged = true;
 };
 

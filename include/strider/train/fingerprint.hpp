@@ -14,9 +14,10 @@ namespace strider {
 
 /// FNV-1a 64 over what makes the data the same for training: the dataset names that are read (the
 /// samples, or the tokens and offsets, and the labels when present), whether it holds sequences, the
-/// number of samples, the sample shape, the element type, the number of tokens, and every label and
-/// every sequence length. Not the path, the storage layout, chunking or compression. Not collective
-/// (every rank computes the same value from the same file).
+/// number of samples, the sample shape, the element type, the number of tokens, every label and
+/// every sequence length, and for data split over several files the shards' order (their file
+/// names) and row counts. Not the directories, the storage layout, chunking or compression. Not
+/// collective (every rank computes the same value from the same files).
 std::uint64_t dataset_fingerprint(const DatasetInfo& dataset, const std::vector<std::int32_t>& labels,
                                   const std::vector<std::int64_t>& lengths, const DatasetKeys& keys);
 
