@@ -176,6 +176,10 @@ void inspect_layout(OpenedDataset& dataset, ShardLayout& shard, hid_t data, bool
       STRIDER_H5_CHECK(H5Dget_create_plist(data), "reading the creation properties of " + dataset.data_key));
   const H5D_layout_t layout =
       STRIDER_H5_CHECK(H5Pget_layout(create.get()), "reading the layout of " + dataset.data_key);
+  if (layout == H5D_VIRTUAL)
+    STRIDER_DATA_FAIL(dataset.data_key +
+                      " is a virtual dataset; strider resolves virtual fixed-size samples (--data-key) into their "
+                      "sources, not virtual sequences or sources that are virtual again: list the files as shards");
   DatasetInfo& info = dataset.info;
   info.layout = shard.layout = layout_name(layout);
   const int filters = STRIDER_H5_CHECK(H5Pget_nfilters(create.get()), "reading the filters of " + dataset.data_key);
@@ -223,8 +227,10 @@ struct OpenedFile {
 };
 
 /// Validates everything in one open file but the values of labels and offsets, filling the file's
-/// own view (`dataset`, path = the file) and its shard layout.
-OpenedFile open_and_validate(hid_t file, OpenedDataset& dataset, ShardLayout& shard, const ReaderOptions& options) {
+/// own view (`dataset`, path = the file) and its shard layout. `with_labels` false: the file's
+/// labels are not looked at (a virtual dataset's sources: the labels are the virtual file's).
+OpenedFile open_and_validate(hid_t file, OpenedDataset& dataset, ShardLayout& shard, const ReaderOptions& options,
+                             bool with_labels = true) {
   OpenedFile opened;
   const DatasetKeys& keys = options.keys;
   DatasetInfo& info = dataset.info;
@@ -267,7 +273,9 @@ OpenedFile open_and_validate(hid_t file, OpenedDataset& dataset, ShardLayout& sh
       info.variable_length ? 0 : dataset.row_elements * static_cast<std::int64_t>(element_bytes(data.type));
   dataset.dims = data.dims;
 
-  if (link_exists(file, keys.labels)) {
+  if (!with_labels) {
+    // the labels are someone else's
+  } else if (link_exists(file, keys.labels)) {
     DatasetHandles labels = open_dataset(dataset, file, keys.labels);
     if (labels.dims.size() != 1)
       STRIDER_DATA_FAIL(keys.labels + " must be one-dimensional, has shape " + shape_text(labels.dims));
@@ -402,8 +410,176 @@ void append_shard(OpenedDataset& whole, OpenedDataset& file, ShardLayout shard, 
   whole.shards.push_back(std::move(shard));
 }
 
+/// A whole source dataset that a virtual dataset maps to its rows [first_row, first_row + rows).
+struct VirtualSource {
+  std::string path;     ///< the source file, found
+  std::string dataset;  ///< the dataset in it
+  std::int64_t first_row = 0, rows = 0;
+};
+
+/// The box a selection covers, [start, end] per dimension; false when it is not exactly one box.
+bool selection_box(hid_t space, std::vector<hsize_t>& start, std::vector<hsize_t>& end) {
+  const int rank = STRIDER_H5_CHECK(H5Sget_simple_extent_ndims(space), "reading a selection's rank");
+  start.assign(static_cast<std::size_t>(rank), 0);
+  end.assign(static_cast<std::size_t>(rank), 0);
+  if (H5Sget_select_type(space) == H5S_SEL_ALL) {
+    std::vector<hsize_t> dims(static_cast<std::size_t>(rank));
+    STRIDER_H5_CHECK(H5Sget_simple_extent_dims(space, dims.data(), nullptr), "reading a selection's extent");
+    for (std::size_t d = 0; d < dims.size(); ++d) end[d] = dims[d] - 1;
+    return std::find(dims.begin(), dims.end(), 0) == dims.end();
+  }
+  if (H5Sget_select_bounds(space, start.data(), end.data()) < 0) {
+    H5Eclear2(H5E_DEFAULT);
+    return false;
+  }
+  hssize_t box = 1;
+  for (std::size_t d = 0; d < start.size(); ++d) box *= static_cast<hssize_t>(end[d] - start[d] + 1);
+  return H5Sget_select_npoints(space) == box;
+}
+
+/// The text of a string a virtual mapping holds (`get` is H5Pget_virtual_filename or _dsetname).
+std::string mapping_text(ssize_t (*get)(hid_t, std::size_t, char*, std::size_t), hid_t create, std::size_t index) {
+  const ssize_t size = STRIDER_H5_CHECK(get(create, index, nullptr, 0), "reading a virtual mapping");
+  std::string text(static_cast<std::size_t>(size) + 1, '\0');
+  STRIDER_H5_CHECK(get(create, index, text.data(), text.size()), "reading a virtual mapping");
+  text.resize(static_cast<std::size_t>(size));
+  return text;
+}
+
+/// Where HDF5 would look for a virtual dataset's relative source `name`: the virtual file's own
+/// folder, then the current directory; "" when it is in neither.
+std::string find_source(const std::string& virtual_path, const std::string& name) {
+  if (name == ".") return virtual_path;
+  if (name.front() == '/') return ::access(name.c_str(), F_OK) == 0 ? name : "";
+  const std::size_t slash = virtual_path.find_last_of('/');
+  const std::string beside = slash == std::string::npos ? name : virtual_path.substr(0, slash + 1) + name;
+  if (::access(beside.c_str(), F_OK) == 0) return beside;
+  return ::access(name.c_str(), F_OK) == 0 ? name : "";
+}
+
+/// The sources of virtual dataset `key` of `dataset.path` (its creation properties `create`, its
+/// shape `dims`), in row order. Each mapping must take a whole source dataset to a block of whole
+/// rows, and the blocks must cover every row exactly once: anything else (a slice of a source, a
+/// gap, printf-style names, a missing source file, whose rows HDF5 would read as fill values) is a
+/// DataError naming it.
+std::vector<VirtualSource> resolve_virtual(const OpenedDataset& dataset, hid_t create, const std::string& key,
+                                           const std::vector<std::int64_t>& dims) {
+  std::size_t count = 0;
+  STRIDER_H5_CHECK(H5Pget_virtual_count(create, &count), "counting the virtual mappings of " + key);
+  std::vector<VirtualSource> sources;
+  for (std::size_t i = 0; i < count; ++i) {
+    H5Dataspace target(STRIDER_H5_CHECK(H5Pget_virtual_vspace(create, i), "reading a virtual mapping of " + key));
+    H5Dataspace source(STRIDER_H5_CHECK(H5Pget_virtual_srcspace(create, i), "reading a virtual mapping of " + key));
+    const std::string name = mapping_text(H5Pget_virtual_filename, create, i);
+    const std::string source_key = mapping_text(H5Pget_virtual_dsetname, create, i);
+    if (name.find('%') != std::string::npos || source_key.find('%') != std::string::npos)
+      STRIDER_DATA_FAIL("virtual " + key + " names its sources printf-style (" + name + " " + source_key +
+                        "); list the source files as shards instead");
+    std::vector<hsize_t> start, end, source_start, source_end;
+    bool whole_rows = selection_box(target.get(), start, end) && start.size() == dims.size();
+    for (std::size_t d = 1; whole_rows && d < dims.size(); ++d)
+      whole_rows = start[d] == 0 && end[d] + 1 == static_cast<hsize_t>(dims[d]);
+    // A whole source is selected "all" (HDF5 keeps no extent for it then: validating the source
+    // checks its rows), or as a block of its whole extent.
+    bool whole_source = whole_rows && H5Sget_select_type(source.get()) == H5S_SEL_ALL;
+    if (whole_rows && !whole_source && selection_box(source.get(), source_start, source_end)) {
+      std::vector<hsize_t> source_dims(source_start.size());
+      STRIDER_H5_CHECK(H5Sget_simple_extent_dims(source.get(), source_dims.data(), nullptr),
+                       "reading a virtual source's shape");
+      whole_source = !source_dims.empty() && source_start[0] == 0 && source_end[0] + 1 == source_dims[0] &&
+                     source_dims[0] == end[0] - start[0] + 1;
+    }
+    if (!whole_source)
+      STRIDER_DATA_FAIL("virtual " + key + " maps part of " + name + " " + source_key + " or part of a row; " +
+                        "strider reads virtual datasets made of whole sources stacked along rows");
+    const std::string rows = "rows " + std::to_string(start[0]) + ".." + std::to_string(end[0]);
+    const std::string found = find_source(dataset.path, name);
+    if (found.empty())
+      STRIDER_DATA_FAIL("the source file " + name + " of virtual " + key + " " + rows +
+                        " is missing (HDF5 would read its rows as fill values)");
+    sources.push_back(
+        {found, source_key, static_cast<std::int64_t>(start[0]), static_cast<std::int64_t>(end[0] - start[0] + 1)});
+  }
+  std::sort(sources.begin(), sources.end(),
+            [](const VirtualSource& a, const VirtualSource& b) { return a.first_row < b.first_row; });
+  std::int64_t next = 0;
+  for (const VirtualSource& source : sources) {
+    if (source.first_row < next)
+      STRIDER_DATA_FAIL("virtual " + key + " maps two sources to row " + std::to_string(source.first_row));
+    if (source.first_row > next)
+      STRIDER_DATA_FAIL("virtual " + key + " rows " + std::to_string(next) + ".." +
+                        std::to_string(source.first_row - 1) +
+                        " map to no source (HDF5 would read them as fill values)");
+    next = source.first_row + source.rows;
+  }
+  if (next != dims[0])
+    STRIDER_DATA_FAIL("virtual " + key + " rows " + std::to_string(next) + ".." + std::to_string(dims[0] - 1) +
+                      " map to no source (HDF5 would read them as fill values)");
+  return sources;
+}
+
+/// The sources of `key` when it is a virtual dataset of the open file; empty otherwise.
+std::vector<VirtualSource> virtual_sources(const OpenedDataset& dataset, hid_t file, const std::string& key) {
+  if (!link_exists(file, key)) return {};
+  H5Dataset opened(STRIDER_H5_CHECK(H5Dopen2(file, key.c_str(), H5P_DEFAULT), "opening " + key));
+  H5PropertyList create(
+      STRIDER_H5_CHECK(H5Dget_create_plist(opened.get()), "reading the creation properties of " + key));
+  if (STRIDER_H5_CHECK(H5Pget_layout(create.get()), "reading the layout of " + key) != H5D_VIRTUAL) return {};
+  H5Dataspace space(STRIDER_H5_CHECK(H5Dget_space(opened.get()), "reading the shape of " + key));
+  std::vector<hsize_t> dims(static_cast<std::size_t>(H5Sget_simple_extent_ndims(space.get())));
+  if (!dims.empty())
+    STRIDER_H5_CHECK(H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr), "reading the shape of " + key);
+  if (dims.empty() || dims[0] == 0) STRIDER_DATA_FAIL("virtual " + key + " is empty");
+  return resolve_virtual(dataset, create.get(), key, std::vector<std::int64_t>(dims.begin(), dims.end()));
+}
+
+/// Rank 0: a virtual dataset resolved into its sources, read as shards (each validated on its own),
+/// with the labels of the virtual file (its sources' own labels are not looked at).
+void validate_virtual(OpenedDataset& whole, hid_t file, const OpenedDataset& dataset,
+                      const std::vector<VirtualSource>& sources, const ReaderOptions& options) {
+  ReaderOptions source_options = options;
+  for (const VirtualSource& source : sources) {
+    const std::string what = "the source " + source.path + " " + source.dataset + " of virtual " + options.keys.data;
+    check_local_file(source.path, what);
+    check_hdf5_file(source.path, what);
+    H5File source_file(STRIDER_H5_CHECK(H5Fopen(source.path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), "opening " + what));
+    OpenedDataset part;
+    part.path = source.path;
+    ShardLayout shard;
+    source_options.keys.data = source.dataset;
+    source_options.require_labels = false;
+    const OpenedFile opened = open_and_validate(source_file.get(), part, shard, source_options, false);
+    if (part.info.variable_length || part.info.num_samples != source.rows)
+      STRIDER_DATA_FAIL(what + " does not hold the " + std::to_string(source.rows) + " rows its mapping says");
+    append_shard(whole, part, std::move(shard), what);
+  }
+  // The labels, held: read through HDF5 from the virtual file (their own sources checked first).
+  const DatasetKeys& keys = options.keys;
+  if (!link_exists(file, keys.labels)) {
+    if (options.require_labels)
+      STRIDER_DATA_FAIL("no labels dataset " + keys.labels +
+                        ", which a class-aware sampler needs (name it with --label-key)");
+    return;
+  }
+  virtual_sources(dataset, file, keys.labels);  // a missing source is an error, not fill values
+  DatasetHandles labels = open_dataset(dataset, file, keys.labels);
+  if (labels.dims.size() != 1 || labels.dims[0] != whole.info.num_samples || element_name(labels.type)[0] == 'f')
+    STRIDER_DATA_FAIL("labels " + keys.labels + " must be " + std::to_string(whole.info.num_samples) +
+                      " integers, one per row of virtual " + keys.data + " (it is " + shape_text(labels.dims) + " " +
+                      element_name(labels.type) + ")");
+  const std::vector<std::int64_t> values = read_int64(labels.dataset.get(), whole.info.num_samples, keys.labels);
+  whole.labels.resize(values.size());
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (values[i] < std::numeric_limits<std::int32_t>::min() || values[i] > std::numeric_limits<std::int32_t>::max())
+      STRIDER_DATA_FAIL(keys.labels + "[" + std::to_string(i) + "] = " + std::to_string(values[i]) +
+                        " does not fit int32");
+    whole.labels[i] = static_cast<std::int32_t>(values[i]);
+  }
+  whole.info.has_labels = true;
+}
+
 /// Rank 0: opens every shard on its own (HDF5's default driver), validates it, reads its labels and
-/// offsets, and builds the whole dataset from them.
+/// offsets, and builds the whole dataset from them. A virtual dataset becomes its sources.
 void validate_dataset(OpenedDataset& whole, const std::vector<std::string>& paths, const ReaderOptions& options) {
   ReaderOptions file_options = options;
   if (paths.size() > 1 && !options.labels_in_memory) {
@@ -422,10 +598,19 @@ void validate_dataset(OpenedDataset& whole, const std::vector<std::string>& path
                         "cannot open " + whole.path + ": " + what + " is the same file as " + paths[earlier]);
       seen.emplace_back(status.st_dev, status.st_ino);
     }
+    check_local_file(paths[index], what);
     check_hdf5_file(paths[index], what);
     H5File file(STRIDER_H5_CHECK(H5Fopen(paths[index].c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), "opening " + what));
     OpenedDataset dataset;
     dataset.path = paths[index];
+    const std::vector<VirtualSource> sources = virtual_sources(dataset, file.get(), options.keys.data);
+    if (!sources.empty()) {
+      if (paths.size() > 1)
+        STRIDER_DATA_FAIL(options.keys.data + " is a virtual dataset: open it on its own, not as one of " +
+                          std::to_string(paths.size()) + " files");
+      validate_virtual(whole, file.get(), dataset, sources, options);
+      break;
+    }
     ShardLayout shard;
     const OpenedFile opened = open_and_validate(file.get(), dataset, shard, file_options);
     read_labels_and_offsets(dataset, opened, file_options);
@@ -458,10 +643,6 @@ std::unique_ptr<BatchReader> open_reader(const Communicator& comm, const std::st
     if (comm.is_root()) paths = expand_data_paths(path);
   });
   broadcast_strings(comm, paths);
-  // Every rank must see every shard (a rank reads any of them).
-  comm.collective_try([&] {
-    for (std::size_t index = 0; index < paths.size(); ++index) check_local_file(paths[index], shard_name(paths, index));
-  });
 
   OpenedDataset dataset;
   dataset.path = path;
@@ -469,6 +650,14 @@ std::unique_ptr<BatchReader> open_reader(const Communicator& comm, const std::st
     if (comm.is_root()) validate_dataset(dataset, paths, options);
   });
   broadcast_dataset(comm, dataset);
+  // Every rank must see every shard (a rank reads any of them); rank 0 saw them all.
+  comm.collective_try([&] {
+    if (comm.is_root()) return;
+    std::vector<std::string> shards;
+    for (const ShardLayout& shard : dataset.shards) shards.push_back(shard.path);
+    for (std::size_t index = 0; index < shards.size(); ++index)
+      check_local_file(shards[index], shard_name(shards, index));
+  });
 
   std::string engine = options.engine;
   if (engine == "auto") engine = dataset.raw_readable ? "mmap" : "hdf5";

@@ -1230,3 +1230,79 @@ TEST_CASE("the dataset fingerprint covers the shards' order and row counts, not 
   REQUIRE_ON_ALL_RANKS(fingerprint(b + "," + a) != ab);
   REQUIRE_ON_ALL_RANKS(fingerprint(resplit + "/fp_a.h5," + resplit + "/fp_b.h5") != ab);
 }
+
+namespace {
+
+/// Rank 0 writes a virtual dataset `key` [rows, ...] (type `type`) in `path` from whole sources:
+/// (source file name as stored, source dataset, first row, rows, per-row shape).
+struct Mapping {
+  std::string file, dataset;
+  hsize_t first_row, rows;
+};
+void write_virtual(hid_t file, const std::string& key, hid_t type, std::vector<hsize_t> dims,
+                   const std::vector<Mapping>& mappings) {
+  H5Dataspace space(STRIDER_H5_CHECK(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr), key));
+  H5PropertyList create(STRIDER_H5_CHECK(H5Pcreate(H5P_DATASET_CREATE), key));
+  for (const Mapping& mapping : mappings) {
+    std::vector<hsize_t> start(dims.size(), 0), count = dims;
+    start[0] = mapping.first_row;
+    count[0] = mapping.rows;
+    H5Dataspace target(STRIDER_H5_CHECK(H5Scopy(space.get()), key));
+    STRIDER_H5_CHECK(H5Sselect_hyperslab(target.get(), H5S_SELECT_SET, start.data(), nullptr, count.data(), nullptr),
+                     key);
+    H5Dataspace source(STRIDER_H5_CHECK(H5Screate_simple(static_cast<int>(count.size()), count.data(), nullptr), key));
+    STRIDER_H5_CHECK(
+        H5Pset_virtual(create.get(), target.get(), mapping.file.c_str(), mapping.dataset.c_str(), source.get()), key);
+  }
+  H5Dataset dataset(
+      STRIDER_H5_CHECK(H5Dcreate2(file, key.c_str(), type, space.get(), H5P_DEFAULT, create.get(), H5P_DEFAULT), key));
+}
+
+}  // namespace
+
+TEST_CASE("a virtual dataset of whole sources reads as its sources, with every engine", "[mpi][io][shards][vds]") {
+  const FixedCase test{"vds", ElementType::float32, H5T_IEEE_F32LE, {301, 5}};
+  const WrittenData data = fixed_data(test);
+  const std::vector<std::string> sources =
+      make_shards("vds_source", data, test.file_type, test.dims, {100, 101, 250}, {layouts()[0]});
+  const std::vector<hsize_t> firsts = {0, 100, 101, 250}, counts = {100, 1, 149, 51};
+  // Sources named relative to the virtual file's folder, listed out of order.
+  std::vector<Mapping> samples, labels;
+  for (const std::size_t k : {2u, 0u, 3u, 1u}) {
+    const std::string name = "vds_source-" + std::to_string(k) + ".h5";
+    samples.push_back({name, "/samples", firsts[k], counts[k]});
+    labels.push_back({name, "/labels", firsts[k], counts[k]});
+  }
+  const std::string whole = make_file("vds_whole", [&](const std::string& p) {
+    H5File file = create_file(p);
+    write_virtual(file.get(), "/samples", H5T_IEEE_F32LE, {301, 5}, samples);
+    write_virtual(file.get(), "/labels", H5T_STD_I64LE, {301}, labels);
+  });
+  check_every_engine(whole, "", false, data);
+  std::unique_ptr<BatchReader> reader = open_reader(world(), whole, ReaderOptions{});
+  REQUIRE_ON_ALL_RANKS(reader->info().shards.size() == 4);
+  REQUIRE_ON_ALL_RANKS(reader->info().shards[1].path == test_folder() + "/vds_source-1.h5");
+  REQUIRE_ON_ALL_RANKS(reader->info().shards[2].first_row == 101);
+
+  // A missing source, a gap, and a source of labels that is missing: one line each.
+  auto virtual_file = [&](std::vector<Mapping> data_mappings, std::vector<Mapping> label_mappings) {
+    return [=](const std::string& p) {
+      H5File file = create_file(p);
+      write_virtual(file.get(), "/samples", H5T_IEEE_F32LE, {301, 5}, data_mappings);
+      if (!label_mappings.empty()) write_virtual(file.get(), "/labels", H5T_STD_I64LE, {301}, label_mappings);
+    };
+  };
+  std::vector<Mapping> missing = samples;
+  missing[3].file = "vds_gone.h5";
+  require_failure(make_file("vds_missing", virtual_file(missing, {})),
+                  "the source file vds_gone.h5 of virtual /samples rows 100..100 is missing");
+  std::vector<Mapping> gap = samples;
+  gap.erase(gap.begin());  // rows 101..249
+  require_failure(make_file("vds_gap", virtual_file(gap, {})),
+                  "virtual /samples rows 101..249 map to no source (HDF5 would read them as fill values)");
+  std::vector<Mapping> missing_labels = labels;
+  missing_labels[0].file = "vds_gone.h5";
+  require_failure(make_file("vds_missing_labels", virtual_file(samples, missing_labels)),
+                  "the source file vds_gone.h5 of virtual /labels rows 101..249 is missing");
+  require_failure(whole + "," + sources[0], "/samples is a virtual dataset: open it on its own");
+}
