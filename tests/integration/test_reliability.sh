@@ -45,6 +45,9 @@ for app in train bench; do
 done
 expect_error "train: more ranks than samples" "fewer than the 4 ranks" 30 "${mpi4[@]}" "$train" --data "$work/three.h5" --batch-size 1
 expect_error "bench: bad compute mode" "--compute-mode" 30 "${mpi2[@]}" "$bench" --data "$work/f.h5" --compute-mode spin
+expect_error "train: a model for the other kind of data names the file" \
+  "the bag model needs token sequences, but $work/f.h5 holds fixed-size samples" 30 \
+  "${mpi2[@]}" "$train" --data "$work/f.h5" --batch-size 16 --model bag
 
 # One rank's I/O fails: every rank stops within seconds with that rank's reason.
 expect_error "train: I/O error on rank 1 only" "\[rank 1\] pread failed reading step 5: injected" 30 \

@@ -537,6 +537,7 @@ TEST_CASE("open_reader reports what it found and reads only this rank's rows", "
   std::unique_ptr<BatchReader> reader = open_reader(world(), path, ReaderOptions{});
   const DatasetInfo& info = reader->info();
   REQUIRE_ON_ALL_RANKS(reader->engine() == "hdf5");
+  REQUIRE_ON_ALL_RANKS(info.path == path);  // messages about the dataset name it
   REQUIRE_ON_ALL_RANKS(info.num_samples == 64);
   REQUIRE_ON_ALL_RANKS(info.element_type == ElementType::float32);
   REQUIRE_ON_ALL_RANKS(info.sample_shape == std::vector<std::int64_t>{4, 2});
@@ -1110,6 +1111,7 @@ TEST_CASE("a dataset split over shards reads as the concatenation, with every en
   }
   REQUIRE_ON_ALL_RANKS(reader->info().num_samples == 301);
   REQUIRE_ON_ALL_RANKS(reader->info().layout == "mixed");
+  REQUIRE_ON_ALL_RANKS(reader->info().path == test_folder() + "/shard_mixed-*.h5");  // what --data named
 }
 
 TEST_CASE("sequences split over shards: offsets that start above 0 in a file, a shard of one empty row",
