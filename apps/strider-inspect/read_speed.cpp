@@ -37,7 +37,7 @@ int read_speed_main(Communicator& world, int argc, char** argv) {
                                                                     "one read() per row instead of one per batch");
   cli::SharedOptions shared;
   shared.add(description, cli::loader_option_names("sampling"), {{"seed", "0"}});
-  shared.add(description, {"copy-threads"});
+  shared.add(description, {"copy-threads", "max-open-files"});
   const cli::Parsed parsed = parse_file_command(
       world, argc, argv, description,
       "usage: [mpirun -np R] strider-inspect read-speed FILE [--engine E] [--batch-size 32] [--steps 1000]\n"

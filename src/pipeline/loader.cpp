@@ -62,6 +62,7 @@ void check_options(const LoaderOptions& options) {
   detail::check_option_at_least("batch-size", options.sampler.batch_size, 0);
   detail::check_option_at_least("num-samples", options.sampler.num_samples, 0);
   detail::check_option_at_least("copy-threads", options.reader.copy_threads, 1);
+  detail::check_option_at_least("max-open-files", options.reader.max_open_files, 1);
   if (options.batches_held < 1 || options.batches_held >= kMaxPrefetchDepth)
     STRIDER_THROW(UsageError, "LoaderOptions::batches_held must be in 1.." + std::to_string(kMaxPrefetchDepth - 1) +
                                   ", got " + std::to_string(options.batches_held));

@@ -169,6 +169,15 @@ std::vector<LoaderOption> build_table() {
                      o.reader.copy_threads = threads;
                    },
                    [](const LoaderOptions& o) { return std::to_string(o.reader.copy_threads); }},
+      LoaderOption{"max-open-files", "pipeline", OptionType::int32, "",
+                   "shards a rank keeps open at once (hdf5: files, direct: descriptors; least recently read closed "
+                   "first)",
+                   [](LoaderOptions& o, std::string_view text) {
+                     const int files = parse_int_option(text, "max-open-files");
+                     detail::check_option_at_least("max-open-files", files, 1);
+                     o.reader.max_open_files = files;
+                   },
+                   [](const LoaderOptions& o) { return std::to_string(o.reader.max_open_files); }},
   };
   // One default: LoaderOptions{}'s own value, as text.
   const LoaderOptions defaults;

@@ -54,6 +54,7 @@ const std::map<std::string, Expectation>& expectations() {
       {"seed", {"-12", [](const LoaderOptions& o) { return o.seed == std::int64_t{-12}; }}},
       {"prefetch", {"64", [](const LoaderOptions& o) { return o.prefetch == 64; }}},
       {"copy-threads", {"3", [](const LoaderOptions& o) { return o.reader.copy_threads == 3; }}},
+      {"max-open-files", {"5", [](const LoaderOptions& o) { return o.reader.max_open_files == 5; }}},
   };
   return table;
 }
@@ -105,7 +106,8 @@ TEST_CASE("option table: one default per option, LoaderOptions{}'s, as the apps 
                                                          {"block-window", "8"},
                                                          {"seed", ""},
                                                          {"prefetch", "0"},
-                                                         {"copy-threads", "1"}};
+                                                         {"copy-threads", "1"},
+                                                         {"max-open-files", "64"}};
   const LoaderOptions defaults;
   for (const LoaderOption& option : loader_option_table()) {
     CAPTURE(option.name);
@@ -155,6 +157,8 @@ TEST_CASE("option table: a bad value is refused naming the option", "[loader_opt
         "the argument ('3000000000') for option '--prefetch' is invalid");
   CHECK(usage_error_of([&] { set_loader_option(options, "copy-threads", "0"); }) ==
         "--copy-threads must be >= 1, got 0");
+  CHECK(usage_error_of([&] { set_loader_option(options, "max-open-files", "0"); }) ==
+        "--max-open-files must be >= 1, got 0");
   CHECK(usage_error_of([&] { set_loader_option(options, "class-weights", "1,x"); }) ==
         "--class-weights: 'x' is not a number (expected a comma-separated list)");
   CHECK(usage_error_of([&] { set_loader_option(options, "class-weights", "1,,2"); }) ==
