@@ -1,6 +1,7 @@
-// strider-inspect info FILE [--json]: what strider finds in a dataset file (shape, type, layout,
-// chunking, size, the engine auto picks, class and length histograms), through the same
-// validation the pipeline uses, so an unusable file fails here with the same message.
+// strider-inspect info DATA [--json]: what strider finds in a dataset file, or in the shards of a
+// dataset split over several (shape, type, layout, chunking, size, the shards and their global row
+// ranges, the engine auto picks, class and length histograms), through the same validation the
+// pipeline uses, so an unusable file fails here with the same message.
 
 #include <sys/stat.h>
 
@@ -46,16 +47,25 @@ int info_main(Communicator& world, int argc, char** argv) {
   description.add_options()("json", cli::po::bool_switch(&json), "print one JSON object");
   const cli::Parsed parsed =
       parse_file_command(world, argc, argv, description,
-                         "usage: strider-inspect info FILE [--json] [--data-key K ...]\n"
-                         "Shape, type, layout, chunking, size, engine, class and length histograms of a dataset file.",
+                         "usage: strider-inspect info DATA [--json] [--data-key K ...]\n"
+                         "Shape, type, layout, chunking, size, shards, engine, class and length histograms of a\n"
+                         "dataset: a file, or shards (a comma list, a quoted glob, a directory or @list.txt).",
                          path, reader_options);
   if (parsed.help) return 0;
 
   std::unique_ptr<BatchReader> reader = open_reader(world, path, reader_options);
   if (!world.is_root()) return 0;
   const DatasetInfo& info = reader->info();
-  struct stat status {};
-  const std::int64_t file_bytes = ::stat(path.c_str(), &status) == 0 ? status.st_size : -1;
+  // The bytes of every shard (-1 when one cannot be stat'ed).
+  std::int64_t file_bytes = 0;
+  for (const DatasetShard& shard : info.shards) {
+    struct stat status {};
+    if (::stat(shard.path.c_str(), &status) != 0) {
+      file_bytes = -1;
+      break;
+    }
+    file_bytes += status.st_size;
+  }
   std::map<std::int64_t, std::int64_t> classes;
   for (std::int32_t label : reader->labels()) ++classes[label];
   const std::vector<std::int64_t> buckets = length_buckets(reader->lengths());
@@ -85,6 +95,16 @@ int info_main(Communicator& world, int argc, char** argv) {
     writer.field("compressed", info.compressed);
     writer.field("engine", reader->engine());
     writer.field("has_labels", info.has_labels);
+    writer.key("shards");
+    writer.begin_array();
+    for (const DatasetShard& shard : info.shards) {
+      writer.begin_object();
+      writer.field("path", shard.path);
+      writer.field("first_row", shard.first_row);
+      writer.field("rows", shard.rows);
+      writer.end_object();
+    }
+    writer.end_array();
     writer.key("class_counts");
     writer.begin_array();
     for (const auto& [label, count] : classes) writer.array(std::vector<std::int64_t>{label, count});
@@ -102,7 +122,14 @@ int info_main(Communicator& world, int argc, char** argv) {
     writer.end_object();
     out << '\n';
   } else {
-    out << "file:     " << path << " (" << file_bytes << " bytes)\n";
+    out << "file:     " << path << " (" << file_bytes << " bytes"
+        << (info.shards.size() > 1 ? " in " + std::to_string(info.shards.size()) + " shards" : "") << ")\n";
+    if (info.shards.size() > 1) {
+      out << "shards:   global rows, file\n";
+      for (const DatasetShard& shard : info.shards)
+        out << "          " << shard.first_row << ".." << shard.first_row + shard.rows - 1 << "  " << shard.path
+            << "\n";
+    }
     if (info.variable_length) {
       out << "kind:     sequences: " << info.num_samples << " rows, " << info.num_tokens << " "
           << element_name(info.element_type) << " tokens (" << reader_options.keys.tokens << " + "

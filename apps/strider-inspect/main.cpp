@@ -15,9 +15,10 @@ constexpr const char* usage =
     "usage: strider-inspect <command> [options]\n"
     "commands:\n"
     "  plan   print a sampler's plan: which global indices each rank reads, step by step\n"
-    "  info   a dataset file: shape, type, layout, chunking, size, engine, class and length histograms\n"
+    "  info   a dataset (a file or shards): shape, type, layout, chunking, size, engine, class and length histograms\n"
     "  dump   rows of a dataset file as the pipeline's reader returns them: index label v0 v1 ...\n"
     "  read-speed  samples/s of one reader engine on shuffled batches (mpirun for several ranks)\n"
+    "  stats  count, mean, std, min and max per feature or per channel over all rows (mpirun: in parallel)\n"
     "run 'strider-inspect <command> --help' for a command's options";
 
 }  // namespace

@@ -101,7 +101,7 @@ int stats_main(Communicator& world, int argc, char** argv) {
   std::vector<double> low(static_cast<std::size_t>(groups), std::numeric_limits<double>::infinity());
   std::vector<double> high(static_cast<std::size_t>(groups), -std::numeric_limits<double>::infinity());
   const auto group_of = [&](std::int64_t f) {
-    return layout == StatisticsLayout::channels_first ? f / (features / groups)
+    return layout == StatisticsLayout::channels_first  ? f / (features / groups)
            : layout == StatisticsLayout::channels_last ? f % groups
                                                        : f;
   };
@@ -202,8 +202,8 @@ int stats_main(Communicator& world, int argc, char** argv) {
     out << std::setprecision(6);
     const std::size_t shown = std::min<std::size_t>(total.size(), 64);
     for (std::size_t g = 0; g < shown; ++g)
-      out << name << " " << g << ": count " << static_cast<std::int64_t>(counts[g]) << ", mean " << means[g]
-          << ", std " << stddevs[g] << ", min " << low[g] << ", max " << high[g] << "\n";
+      out << name << " " << g << ": count " << static_cast<std::int64_t>(counts[g]) << ", mean " << means[g] << ", std "
+          << stddevs[g] << ", min " << low[g] << ", max " << high[g] << "\n";
     if (shown < total.size()) out << "... (" << total.size() - shown << " more; --json prints all)\n";
   }
   std::cout << out.str() << std::flush;

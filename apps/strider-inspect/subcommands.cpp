@@ -4,10 +4,7 @@ namespace strider::inspect {
 
 const std::vector<Subcommand>& subcommands() {
   static const std::vector<Subcommand> all = {
-      {"plan", run_plan},
-      {"info", run_info},
-      {"dump", run_dump},
-      {"read-speed", run_read_speed},
+      {"plan", run_plan}, {"info", run_info}, {"dump", run_dump}, {"read-speed", run_read_speed}, {"stats", run_stats},
   };
   return all;
 }

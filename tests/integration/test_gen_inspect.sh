@@ -45,6 +45,65 @@ grep -q "engine:   hdf5 (auto)" <<<"$text" && pass "info: auto picks hdf5 for co
 grep -q "counts: 0:10000 1:200 2:50" <<<"$text" && pass "info: class blocks" || fail "info classes: $text"
 mpirun_n 1 "$gen" --kind sequences --samples 2000 --min-len 2 --max-len 100 --median-len 10 --out "$work/seq.h5" >/dev/null
 grep -q '"length_histogram":\[\[2,4,' <<<"$(mpirun_n 1 "$inspect" info "$work/seq.h5" --json)" && pass "info: length histogram" || fail "info lengths"
+# Shards: info lists each file and its global rows; dump takes global indices (row 1000 of f.h5,g.h5
+# is row 0 of g.h5). Expected ranges from the files' own row counts (1000 and 300).
+mpirun_n 1 "$gen" --kind features --classes 4 --samples 300 --dim 3 --seed 9 --layout chunked --chunk-rows 7 \
+  --out "$work/g.h5" >/dev/null
+info=$(mpirun_n 2 "$inspect" info "$work/f.h5,$work/g.h5" --json)
+grep -q "\"shards\":\[{\"path\":\"$work/f.h5\",\"first_row\":0,\"rows\":1000},{\"path\":\"$work/g.h5\",\"first_row\":1000,\"rows\":300}\]" \
+  <<<"$info" && pass "info --json lists the shards and their rows" || fail "info shards: $info"
+text=$(mpirun_n 1 "$inspect" info "$work/f.h5,$work/g.h5")
+grep -q "^          1000..1299  $work/g.h5$" <<<"$text" && pass "info lists the shards' global rows" || fail "info shards: $text"
+expect_equal "dump across a shard boundary: global indices" \
+  "$(mpirun_n 2 "$inspect" dump "$work/f.h5,$work/g.h5" --indices 999,1000,1299 | cut -d' ' -f2-)" \
+  "$( (mpirun_n 1 "$inspect" dump "$work/f.h5" --indices 999; mpirun_n 1 "$inspect" dump "$work/g.h5" --indices 0,299) | cut -d' ' -f2-)"
+# ---- stats: per channel for images, per feature otherwise; expected values from dump's rows ----
+mpirun_n 1 "$gen" --kind images --classes 3 --samples 301 --channels 3 --height 4 --width 4 --seed 5 \
+  --out "$work/im.h5" >/dev/null
+mpirun_n 1 "$inspect" dump "$work/im.h5" --indices "$(all_rows 301)" >"$work/im.dump"
+mpirun_n 1 "$inspect" dump "$work/f.h5,$work/g.h5" --indices "$(all_rows 1300)" >"$work/fg.dump"
+# Checks a stats --json against the dumped rows: group of element f is f // (F // groups) for
+# channels first, f otherwise; population standard deviation; relative tolerance 1e-6.
+check_stats() {
+  python3 - "$1" "$2" "$3" <<'PY'
+import json, math, sys
+stats = json.load(open(sys.argv[1]))
+rows = [[float(v) for v in line.split()[2:]] for line in open(sys.argv[2])]
+groups = int(sys.argv[3])
+features = len(rows[0])
+per = features // groups if stats["layout"] == "channels-first" else 1
+values = [[] for _ in range(groups)]
+for row in rows:
+    for f, v in enumerate(row):
+        values[f // per if per > 1 else f].append(v)
+def close(a, b):
+    return abs(a - b) <= 1e-6 * max(1.0, abs(b))
+for g, vs in enumerate(values):
+    mean = sum(vs) / len(vs)
+    std = math.sqrt(sum((v - mean) ** 2 for v in vs) / len(vs))
+    want = (len(vs), mean, std, min(vs), max(vs))
+    got = (stats["count"][g], stats["mean"][g], stats["std"][g], stats["min"][g], stats["max"][g])
+    if got[0] != want[0] or not all(close(a, b) for a, b in zip(got[1:], want[1:])):
+        sys.exit(f"group {g}: stats {got}, expected {want}")
+print(stats["layout"], groups)
+PY
+}
+mpirun_n 3 "$inspect" stats "$work/im.h5" --json >"$work/im3.json" 2>/dev/null
+expect_equal "stats: uint8 images [3, 4, 4] per channel (channels first), 3 ranks" \
+  "$(check_stats "$work/im3.json" "$work/im.dump" 3)" "channels-first 3"
+mpirun_n 1 "$inspect" stats "$work/im.h5" --json >"$work/im1.json" 2>/dev/null
+expect_equal "stats: 1 rank gives the same counts, min and max as 3" \
+  "$(python3 -c 'import json,sys; a,b=(json.load(open(p)) for p in sys.argv[1:]); print([a[k]==b[k] for k in ("count","min","max")])' "$work/im1.json" "$work/im3.json")" \
+  "[True, True, True]"
+mpirun_n 2 "$inspect" stats "$work/f.h5,$work/g.h5" --json >"$work/fg.json" 2>/dev/null
+expect_equal "stats: features over two shards, per feature, 2 ranks" \
+  "$(check_stats "$work/fg.json" "$work/fg.dump" 3)" "per-feature 3"
+text=$(mpirun_n 2 "$inspect" stats "$work/im.h5" --channel-axis last 2>&1)
+grep -q "channel 3: count 3612" <<<"$text" && pass "stats --channel-axis last: the last axis (4 channels)" || fail "stats last: $text"
+expect_error "stats on sequences" "stats needs fixed-size samples; $work/s.h5 holds token sequences" 20 \
+  mpirun_n 2 "$inspect" stats "$work/s.h5"
+expect_error "stats --channel-axis on features" "--channel-axis 1 needs image samples" 20 \
+  mpirun_n 2 "$inspect" stats "$work/f.h5" --channel-axis 1
 # (Whole outputs first: grep -q closing the pipe early makes mpirun crash.)
 grep -q -- "--class-counts" <<<"$(mpirun_n 1 "$gen" --help)" && pass "gen --help" || fail "gen --help"
 grep -q -- "--data-key" <<<"$(mpirun_n 1 "$inspect" info --help)" && pass "info --help" || fail "info --help"
