@@ -39,6 +39,8 @@ const std::map<std::string, std::string, std::less<>> flag_of_setting = {
     {"checkpoint_path", "--checkpoint PATH"},
     {"backend", "--backend"},
     {"step_timeout_seconds", "--step-timeout-s"},
+    {"normalize", "--normalize"},
+    {"channel_axis", "--channel-axis"},
 };
 
 int train_main(const Communicator& world, int argc, char** argv) {
@@ -50,6 +52,12 @@ int train_main(const Communicator& world, int argc, char** argv) {
   data.add_options()("eval-data", po::value<std::string>(&config.eval_path),
                      "evaluation file (default: the training file)");
   shared.add(data, {"prefetch"});
+  data.add_options()("normalize", po::value<std::string>(&config.normalize)->default_value(config.normalize),
+                     "none | auto: inputs become (x - mean) / std, per feature or per channel, statistics computed "
+                     "over every row at start (recorded in the checkpoint)")(
+      "channel-axis", po::value<std::string>(&config.channel_axis)->default_value(config.channel_axis),
+      "image samples: channels at axis 1 ([N, C, H, W]) or last ([N, H, W, C]); auto: last when the last dimension "
+      "is at most 4 and dimension 1 is larger");
   po::options_description sampling("Sampling");
   shared.add(sampling, cli::loader_option_names("sampling"));
   sampling.add_options()("epochs", po::value<std::int64_t>(&config.epochs)->default_value(config.epochs),

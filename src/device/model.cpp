@@ -31,9 +31,14 @@ void validate_model_config(const ModelConfig& config) {
     STRIDER_REQUIRE(config.vocab > 0, "bag model: vocab must be positive, got " + std::to_string(config.vocab));
     STRIDER_REQUIRE(config.embed_dim > 0,
                     "bag model: embed_dim must be positive, got " + std::to_string(config.embed_dim));
+    STRIDER_REQUIRE(!config.normalization, "bag model: token ids are not normalized (normalization is for features)");
   } else {
     STRIDER_REQUIRE(config.features > 0,
                     kind + " model: features must be positive, got " + std::to_string(config.features));
+    // The statistics must fit the samples (checked as the conversion expands them).
+    if (config.normalization)
+      ElementConversion(ElementType::float32, config.features,
+                        ConversionOptions{ElementType::float32, config.normalization});
   }
   if (kind == "mlp") {
     STRIDER_REQUIRE(config.hidden > 0, "mlp model: hidden must be positive, got " + std::to_string(config.hidden));

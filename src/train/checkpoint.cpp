@@ -11,6 +11,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 
 #include "core/test_hooks.hpp"
 #include "strider/core/hash.hpp"
@@ -249,6 +250,11 @@ void save_model(const Backend& backend, Checkpoint& checkpoint) {
   checkpoint.fields["model.backend"] = backend.name();
   checkpoint.arrays["model.parameters"] = backend.parameters();
   checkpoint.arrays["optimizer.velocity"] = backend.optimizer_state();
+  if (const std::optional<Normalization>& normalization = backend.config().normalization) {
+    checkpoint.fields["input.normalization"] = statistics_layout_name(normalization->layout);
+    checkpoint.arrays["input.mean"] = normalization->mean;
+    checkpoint.arrays["input.stddev"] = normalization->stddev;
+  }
 }
 
 void load_model(const Checkpoint& checkpoint, Backend& backend) {
@@ -266,6 +272,30 @@ void load_model(const Checkpoint& checkpoint, Backend& backend) {
     }
     return values;
   };
+  // Normalized inputs: the recorded statistics, not this run's (computed at another rank count they
+  // could differ in the last bits).
+  const auto stored_layout = checkpoint.fields.find("input.normalization");
+  const bool stored_normalized = stored_layout != checkpoint.fields.end();
+  if (stored_normalized != backend.config().normalization.has_value())
+    STRIDER_THROW(DataError, std::string("the checkpoint was trained on ") +
+                                 (stored_normalized ? "normalized" : "unnormalized") + " inputs, this run asks for " +
+                                 (stored_normalized ? "unnormalized" : "normalized") +
+                                 " ones (pass the --normalize it was trained with)");
+  if (stored_normalized) {
+    ModelConfig config = backend.config();
+    Normalization& normalization = config.normalization.value();
+    bool known = false;
+    for (StatisticsLayout layout :
+         {StatisticsLayout::per_feature, StatisticsLayout::channels_first, StatisticsLayout::channels_last})
+      if (stored_layout->second == statistics_layout_name(layout)) {
+        normalization.layout = layout;
+        known = true;
+      }
+    if (!known) STRIDER_THROW(DataError, "checkpoint input.normalization '" + stored_layout->second + "' is unknown");
+    normalization.mean = checkpoint.array("input.mean");
+    normalization.stddev = checkpoint.array("input.stddev");
+    backend.initialize(config);  // checks the statistics against the samples
+  }
   backend.set_parameters(check_length("model.parameters"));
   backend.set_optimizer_state(check_length("optimizer.velocity"));
 }

@@ -16,6 +16,7 @@
 #include "strider/device/backend.hpp"
 #include "strider/pipeline/loader.hpp"
 #include "strider/train/fingerprint.hpp"
+#include "strider/train/input_statistics.hpp"
 #include "strider/train/metrics.hpp"
 #include "strider/train/stop_signal.hpp"
 #include "strider/train/watchdog.hpp"
@@ -50,6 +51,8 @@ void check_settings(const TrainerConfig& config) {
     STRIDER_THROW(UsageError, name("learning_rate") + " must be a positive number");
   if (config.checkpoint_every < 0) STRIDER_THROW(UsageError, name("checkpoint_every") + " must be >= 0");
   if (config.reweight_every < 0) STRIDER_THROW(UsageError, name("reweight_every") + " must be >= 0");
+  if (config.normalize != "none" && config.normalize != "auto")
+    STRIDER_THROW(UsageError, name("normalize") + " must be none or auto, got '" + config.normalize + "'");
   if ((config.resume || config.checkpoint_every > 0) && config.checkpoint_path.empty())
     STRIDER_THROW(UsageError, name("resume") + " and " + name("checkpoint_every") + " need " + name("checkpoint_path"));
   if (config.reweight_every > 0 && !detail::sampler_supports_reweighting(config.loader.sampler.mode))
@@ -70,6 +73,8 @@ class TrainingRun {
   void build_backend();
   void open_loader();
   void build_model();
+  /// The normalization of the inputs (--normalize), or none; warns about large unnormalized inputs.
+  std::optional<Normalization> input_normalization();
   bool try_resume();
   /// at_next_epoch: the epoch just ended and its end-of-epoch work (re-weighting) is done, so the
   /// checkpoint resumes at the next epoch's first step rather than after this epoch's last one.
@@ -156,11 +161,43 @@ void TrainingRun::build_model() {
   ModelConfig model = config_.model;
   model.num_classes = num_classes_;
   model.seed = loader_->seed();
+  model.normalization = input_normalization();
   comm_.collective_try([&] { backend_->initialize(resolve_model_config(model, loader_->dataset())); });
   // Surface a shared GPU or an NCCL failure now, agreed, rather than in the first all-reduce.
   comm_.collective_try([&] { backend_->connect(comm_); });
   // With a backend that overlaps copies, the next batch's copy is staged while a step runs.
   stage_next_ = backend_->overlaps_copies();
+}
+
+std::optional<Normalization> TrainingRun::input_normalization() {
+  const DatasetInfo& info = loader_->dataset();
+  const bool wanted = config_.normalize == "auto";
+  comm_.collective_try([&] {
+    if (wanted && info.variable_length)
+      STRIDER_THROW(UsageError, config_.setting_name("normalize") + " auto needs fixed-size samples; " +
+                                    config_.loader.data_path + " holds token sequences");
+  });
+  if (info.variable_length) return std::nullopt;
+  const StatisticsLayout layout =
+      comm_.collective_try([&] { return channel_layout(info.sample_shape, config_.channel_axis); });
+  // A reader of its own (the Loader's belongs to its I/O thread); without normalization only the
+  // first rows, for the warning.
+  ReaderOptions reader_options = config_.loader.reader;
+  reader_options.require_labels = false;
+  std::unique_ptr<BatchReader> reader = open_reader(comm_, config_.loader.data_path, reader_options);
+  constexpr std::int64_t warning_rows = 4096;
+  const InputStatistics stats = compute_input_statistics(comm_, *reader, layout, wanted ? 0 : warning_rows);
+  if (!wanted) {
+    if (comm_.is_root() && stats.mean_magnitude() > 100.0)
+      log_warn("the inputs of ", config_.loader.data_path, " are large (mean magnitude ", stats.mean_magnitude(),
+               " over the first ", stats.rows, " rows) and not normalized; pass ", config_.setting_name("normalize"),
+               " auto to train on (x - mean) / std");
+    return std::nullopt;
+  }
+  if (comm_.is_root())
+    log_info("normalizing the inputs: ", statistics_layout_name(layout), ", ", stats.mean.size(),
+             " means and standard deviations over ", stats.rows, " rows (mean magnitude ", stats.mean_magnitude(), ")");
+  return stats.normalization();
 }
 
 bool TrainingRun::try_resume() {

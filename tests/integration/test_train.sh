@@ -169,4 +169,44 @@ expect_error "resume with another sampler" "sampler" 30 \
 expect_error "no epochs" "--epochs must be >= 1, got 0" 30 mpirun_n 2 "$train" --data "$work/balanced.h5" --epochs 0
 expect_error "resume without a checkpoint path" "--resume and --checkpoint-every need --checkpoint PATH" 30 \
   mpirun_n 2 "$train" --data "$work/balanced.h5" --resume
+
+# Images as h5py writes them: uint8 [2000, 16, 16, 3] (channels last), int64 labels; pixels about
+# 200, each class shifting one channel by 6 (the last all three by -6), noise 3. Without
+# normalization one warning says what to pass; with --normalize auto (per-channel statistics
+# computed at start) they train to at least twice chance.
+"${STRIDER_PYTHON:-/usr/bin/python3}" - "$work/images.h5" <<'PY' || fail "h5py could not write the images (scripts/setup.sh installs python3-h5py)"
+import sys, h5py, numpy as np
+rng = np.random.default_rng(7)
+labels = np.arange(2000) % 4
+rng.shuffle(labels)
+shift = np.array([[1, 0, 0], [0, 1, 0], [0, 0, 1], [-1, -1, -1]], dtype=np.float64) * 6
+x = 200 + shift[labels][:, None, None, :] + rng.normal(0, 3, size=(2000, 16, 16, 3))
+with h5py.File(sys.argv[1], "w") as f:
+    f["samples"] = np.clip(np.rint(x), 0, 255).astype(np.uint8)
+    f["labels"] = labels.astype(np.int64)
+PY
+STRIDER_LOG_LEVEL=info mpirun_n 2 "$train" --data "$work/images.h5" --epochs 1 --model softmax --seed 3 \
+  --stats-json "$work/raw.json" >"$work/raw.out" 2>&1
+expect_equal "unnormalized uint8 images: one warning naming --normalize auto" \
+  "$(grep -c 'not normalized; pass --normalize auto' "$work/raw.out")" 1
+STRIDER_LOG_LEVEL=info mpirun_n 2 "$train" --data "$work/images.h5" --epochs 2 --model softmax --seed 3 \
+  --normalize auto --checkpoint "$work/norm.ckpt" --stats-json "$work/norm.json" >"$work/norm.out" 2>&1
+grep -q "normalizing the inputs: channels-last, 3 means" "$work/norm.out" && pass "--normalize auto: per channel" ||
+  fail "normalize log: $(cat "$work/norm.out")"
+expect_at_least "uint8 images with --normalize auto: at least twice chance (0.5 for 4 classes)" \
+  "$(json_number "$work/norm.json" eval_accuracy)" 0.5
+expect_equal "--normalize auto: no warning" "$(grep -c 'not normalized' "$work/norm.out")" 0
+# A resume uses the recorded statistics; one that asks for unnormalized inputs is refused.
+mpirun_n 4 "$train" --data "$work/images.h5" --epochs 3 --model softmax --seed 3 --normalize auto --batch-size 16 \
+  --checkpoint "$work/norm.ckpt" --resume --stats-json "$work/resumed.json" >/dev/null 2>&1
+expect_at_least "resumed at 4 ranks with the recorded statistics: still learns" \
+  "$(json_number "$work/resumed.json" eval_accuracy)" 0.5
+expect_error "resume without the normalization it was trained with" \
+  "the checkpoint was trained on normalized inputs, this run asks for unnormalized ones" 30 \
+  env STRIDER_LOG_LEVEL=error "$STRIDER_MPIEXEC" --bind-to none -np 2 "$train" --data "$work/images.h5" --epochs 4 \
+  --model softmax --seed 3 --checkpoint "$work/norm.ckpt" --resume
+expect_error "--normalize of another kind" "--normalize must be none or auto, got 'yes'" 30 \
+  mpirun_n 2 "$train" --data "$work/images.h5" --normalize yes
+expect_error "--normalize auto on sequences" "--normalize auto needs fixed-size samples" 30 \
+  mpirun_n 2 "$train" --data "$work/sequences.h5" --normalize auto
 finish

@@ -179,6 +179,56 @@ TEST_CASE("save_model and load_model restore the model and refuse another model"
   REQUIRE_THROWS_AS(load_model(checkpoint, restored), DataError);
 }
 
+TEST_CASE("normalized inputs: the checkpoint records the statistics and a resume uses them", "[train][checkpoint]") {
+  ModelConfig config;
+  config.kind = "softmax";
+  config.features = 4;
+  config.num_classes = 2;
+  config.normalization = Normalization{StatisticsLayout::channels_last, {10.0f, -2.5f}, {3.0f, 0.25f}};
+  CpuBackend trained;
+  trained.initialize(config);
+  Checkpoint checkpoint;
+  save_model(trained, checkpoint);
+  TemporaryDirectory directory;
+  write_checkpoint(directory.path + "/n.ckpt", checkpoint);
+
+  // This run computed other statistics (another rank count): the recorded ones win.
+  ModelConfig resumed = config;
+  resumed.normalization = Normalization{StatisticsLayout::channels_last, {10.000001f, -2.5f}, {3.0f, 0.2500001f}};
+  CpuBackend restored;
+  restored.initialize(resumed);
+  load_model(read_checkpoint(directory.path + "/n.ckpt"), restored);
+  REQUIRE(restored.config().normalization.has_value());
+  CHECK(restored.config().normalization->layout == StatisticsLayout::channels_last);
+  CHECK(restored.config().normalization->mean == std::vector<float>{10.0f, -2.5f});
+  CHECK(restored.config().normalization->stddev == std::vector<float>{3.0f, 0.25f});
+  REQUIRE(restored.parameters() == trained.parameters());
+  // The normalized model reads (x - mean) / stddev: inputs equal to the means give the bias only.
+  const std::vector<float> at_means = {10.0f, -2.5f, 10.0f, -2.5f};
+  std::int32_t prediction = -1;
+  restored.predict(
+      BatchInput{reinterpret_cast<const std::byte*>(at_means.data()), ElementType::float32, 1, 4, nullptr, nullptr},
+      &prediction);
+  CHECK(prediction == 0);  // initial biases are zero: argmax of equal logits is the first class
+
+  // A run without normalization cannot resume it, nor the other way round.
+  ModelConfig plain = config;
+  plain.normalization.reset();
+  CpuBackend unnormalized;
+  unnormalized.initialize(plain);
+  try {
+    load_model(checkpoint, unnormalized);
+    FAIL("no error");
+  } catch (const DataError& error) {
+    REQUIRE(error.reason() ==
+            "the checkpoint was trained on normalized inputs, this run asks for unnormalized ones (pass the "
+            "--normalize it was trained with)");
+  }
+  Checkpoint without;
+  save_model(unnormalized, without);
+  REQUIRE_THROWS_AS(load_model(without, restored), DataError);
+}
+
 TEST_CASE("the dataset fingerprint follows the data, not the path", "[train][checkpoint]") {
   DatasetInfo info;
   info.path = "/scratch/a/train.h5";

@@ -16,8 +16,11 @@
 /// this layout and initial_parameters(), so parameters and checkpoints move between backends.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "strider/device/element_conversion.hpp"
 
 namespace strider {
 
@@ -31,6 +34,9 @@ struct ModelConfig {
   std::int64_t vocab = 0;       ///< bag: embedding rows (0: 256 for 8-bit tokens, 65536 otherwise)
   std::int64_t embed_dim = 32;  ///< bag: embedding width
   std::int64_t seed = 0;        ///< initial parameters are a pure function of (config, seed)
+  /// softmax and mlp: inputs become `(x - mean) / stddev` (per feature or per channel) as the
+  /// element conversion converts them to float32, on the backend's device; none: as stored.
+  std::optional<Normalization> normalization;
 };
 
 /// What one forward/backward pass over a batch measured (sums, so that they add across ranks).

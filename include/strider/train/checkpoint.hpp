@@ -59,12 +59,16 @@ void write_checkpoint(const std::string& path, const Checkpoint& checkpoint);
 Checkpoint read_checkpoint(const std::string& path);
 
 /// Stores the backend's model into the checkpoint: field "model.config" (model_config_text), arrays
-/// "model.parameters" and "optimizer.velocity". Not collective.
+/// "model.parameters" and "optimizer.velocity"; with normalized inputs also field
+/// "input.normalization" (the statistics layout) and arrays "input.mean" and "input.stddev". Not
+/// collective.
 void save_model(const Backend& backend, Checkpoint& checkpoint);
 
-/// Restores what save_model stored into an initialized backend. Throws DataError when the
-/// checkpoint's model config differs from the backend's ("checkpoint model (kind=...) does not match
-/// this run (kind=...)") or an array has the wrong length. Not collective.
+/// Restores what save_model stored into an initialized backend, the input statistics included (the
+/// backend is initialized again with the recorded ones). Throws DataError when the checkpoint's
+/// model config differs from the backend's ("checkpoint model (kind=...) does not match this run
+/// (kind=...)"), one normalizes its inputs and the other does not, or an array has the wrong
+/// length. Not collective.
 void load_model(const Checkpoint& checkpoint, Backend& backend);
 
 }  // namespace strider

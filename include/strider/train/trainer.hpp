@@ -38,6 +38,12 @@ struct TrainerConfig {
   bool resume = false;                ///< resume from checkpoint_path when it exists
   std::string trace_path;             ///< each rank writes trace_path.rank<r>: "epoch step id id ..."
   double step_timeout_seconds = 600.0;  ///< watchdog; <= 0 disables it
+  /// Fixed-size samples: "none" (inputs as stored; when the first rows' mean magnitude exceeds 100,
+  /// one warning says what to pass) or "auto" (inputs become `(x - mean) / stddev` in the backend,
+  /// with statistics over every row computed at start, strider/train/input_statistics.hpp; the
+  /// checkpoint records them and a resume uses the recorded ones).
+  std::string normalize = "none";
+  std::string channel_axis = "auto";  ///< image samples: which axis holds the channels (auto, 1, last)
 
   /// How errors and log lines name this struct's fields: field name ("epochs") -> the caller's
   /// name for it (strider-train: "--epochs"). A field not in the map is named

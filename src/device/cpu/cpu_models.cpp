@@ -138,21 +138,25 @@ class RowModel : public CpuModel {
 class FeatureModel : public RowModel {
  public:
   explicit FeatureModel(const ModelConfig& config)
-      : RowModel(config.num_classes), features_(config.features), row_(static_cast<std::size_t>(features_)) {}
+      : RowModel(config.num_classes),
+        features_(config.features),
+        normalization_(config.normalization),
+        row_(static_cast<std::size_t>(features_)) {}
 
  protected:
   void check_input(const BatchInput& input) const override { check_feature_batch(input, features_); }
   void load_row(const BatchInput& input, std::int64_t i) {
     if (!conversion_ || conversion_->input_type() != input.type) {
-      conversion_.emplace(input.type, features_, ConversionOptions{ElementType::float32, std::nullopt});
+      conversion_.emplace(input.type, features_, ConversionOptions{ElementType::float32, normalization_});
     }
     const auto row_bytes = static_cast<std::int64_t>(element_bytes(input.type)) * features_;
     conversion_->convert(input.samples + i * row_bytes, 1, reinterpret_cast<std::byte*>(row_.data()));
   }
 
   std::int64_t features_;
+  std::optional<Normalization> normalization_;  ///< of the inputs, as they are converted
   std::vector<float> row_;
-  std::optional<ElementConversion> conversion_;  ///< to float32, for the last batch's element type
+  std::optional<ElementConversion> conversion_;  ///< to float32 (normalized), for the last batch's element type
 };
 
 class SoftmaxModel final : public FeatureModel {

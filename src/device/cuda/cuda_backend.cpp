@@ -19,6 +19,7 @@
 #include <chrono>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <thread>
 
 #include "comm/failure_notices.hpp"
@@ -26,6 +27,7 @@
 #include "device/cuda/cuda_check.hpp"
 #include "device/cuda/cuda_handles.hpp"
 #include "device/cuda/cuda_kernels.cuh"
+#include "device/cuda/element_conversion.cuh"
 #include "device/nccl_wait.hpp"
 #include "device/staging_slots.hpp"
 #include "strider/core/log.hpp"
@@ -226,6 +228,10 @@ class CudaBackend final : public Backend {
   DeviceMemory parameters_;
   DeviceMemory gradients_;
   DeviceMemory velocity_;
+  // Normalization of the inputs (config_.normalization): one mean and one standard deviation per
+  // feature on the device, and the conversion of the last batch's element type.
+  DeviceMemory input_means_, input_stddevs_;
+  std::optional<ElementConversion> input_conversion_;
 
   Slot slots_[batch_slots];
   StagingSlots staging_{batch_slots};
@@ -347,6 +353,20 @@ void CudaBackend::initialize(const ModelConfig& config) {
   velocity_ = allocate_device(bytes);
   config_ = config;
   initialized_ = true;
+  input_conversion_.reset();
+  if (config.kind != "bag" && config.normalization) {
+    const ElementConversion expanded(ElementType::float32, config.features,
+                                     ConversionOptions{ElementType::float32, config.normalization});
+    const std::size_t feature_bytes = static_cast<std::size_t>(config.features) * sizeof(float);
+    input_means_ = allocate_device(feature_bytes);
+    input_stddevs_ = allocate_device(feature_bytes);
+    STRIDER_CUDA_CHECK(
+        cudaMemcpy(input_means_.get(), expanded.feature_means().data(), feature_bytes, cudaMemcpyHostToDevice),
+        "copying the input means to the device");
+    STRIDER_CUDA_CHECK(
+        cudaMemcpy(input_stddevs_.get(), expanded.feature_stddevs().data(), feature_bytes, cudaMemcpyHostToDevice),
+        "copying the input standard deviations to the device");
+  }
   upload(initial_parameters(config), parameters_.get(), "parameters");
   STRIDER_CUDA_CHECK(cudaMemsetAsync(gradients_.get(), 0, bytes, compute_stream_.get()), "zeroing the gradients");
   STRIDER_CUDA_CHECK(cudaMemsetAsync(velocity_.get(), 0, bytes, compute_stream_.get()), "zeroing the momentum");
@@ -589,7 +609,16 @@ const float* CudaBackend::forward(const Slot& slot, std::int64_t count, std::int
     return logits;
   }
   float* x = inputs_.get<float>(count * config_.features);
-  kernels::convert_to_float(stream, slot.samples, slot.type, count * config_.features, x);
+  if (config_.normalization) {
+    if (!input_conversion_ || input_conversion_->input_type() != slot.type)
+      input_conversion_.emplace(slot.type, config_.features,
+                                ConversionOptions{ElementType::float32, config_.normalization});
+    detail::launch_element_conversion(stream, *input_conversion_, slot.samples, count,
+                                      static_cast<const float*>(input_means_.get()),
+                                      static_cast<const float*>(input_stddevs_.get()), reinterpret_cast<std::byte*>(x));
+  } else {
+    kernels::convert_to_float(stream, slot.samples, slot.type, count * config_.features, x);
+  }
   if (config_.kind == "softmax") {
     kernels::affine_forward(stream, x, count, config_.features, p + layout_[0].offset, p + layout_[1].offset, classes,
                             false, logits);
