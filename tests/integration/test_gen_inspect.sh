@@ -57,6 +57,45 @@ grep -q "^          1000..1299  $work/g.h5$" <<<"$text" && pass "info lists the 
 expect_equal "dump across a shard boundary: global indices" \
   "$(mpirun_n 2 "$inspect" dump "$work/f.h5,$work/g.h5" --indices 999,1000,1299 | cut -d' ' -f2-)" \
   "$( (mpirun_n 1 "$inspect" dump "$work/f.h5" --indices 999; mpirun_n 1 "$inspect" dump "$work/g.h5" --indices 0,299) | cut -d' ' -f2-)"
+# ---- files as h5py writes them: float16 samples split over three shards, int64 labels ----
+# dump over global indices (every shard boundary, both ends) must equal h5py's own values exactly.
+py=${STRIDER_PYTHON:-/usr/bin/python3}
+"$py" - "$work/h5py" <<'PY' || fail "h5py could not write the shards (scripts/setup.sh installs python3-h5py)"
+import os, sys, h5py, numpy as np
+folder = sys.argv[1]
+os.makedirs(folder, exist_ok=True)
+rng = np.random.default_rng(3)
+x = rng.normal(0, 300, size=(250, 2, 3)).astype(np.float16)
+x[0, 0] = [np.inf, -0.0, np.float16(6.0e-8)]  # infinity, negative zero, a subnormal
+x[1, 0, 0] = 65504                              # the largest float16
+y = rng.integers(0, 5, 250).astype(np.int64)
+bounds = [0, 100, 101, 250]                     # one shard of a single row
+for k in range(3):
+    with h5py.File(f"{folder}/part-{k}.h5", "w") as f:
+        f["samples"] = x[bounds[k]:bounds[k + 1]]
+        f["labels"] = y[bounds[k]:bounds[k + 1]]
+rows = [0, 1, 99, 100, 101, 102, 249, 100, 0]
+with open(f"{folder}/rows", "w") as f:
+    f.write(",".join(map(str, rows)))
+with open(f"{folder}/expected", "w") as f:
+    for i in rows:
+        f.write(" ".join([str(i), str(y[i])] + [repr(float(v)) for v in x[i].ravel()]) + "\n")
+PY
+mpirun_n 2 "$inspect" dump "$work/h5py" --indices "$(cat "$work/h5py/rows")" >"$work/h5py/dumped" 2>/dev/null
+expect_equal "h5py float16 shards: dump over global indices equals h5py's values exactly" \
+  "$("$py" -c '
+import sys
+parse = lambda path: [[float(v) for v in line.split()] for line in open(path)]
+got, want = parse(sys.argv[1]), parse(sys.argv[2])
+print("equal" if got == want and len(got) == 9 else f"dump {got} h5py {want}")' "$work/h5py/dumped" "$work/h5py/expected")" "equal"
+for engine in hdf5 direct mmap; do
+  expect_equal "h5py float16 shards: the $engine engine" \
+    "$(mpirun_n 2 "$inspect" dump "$work/h5py" --indices "$(cat "$work/h5py/rows")" --engine $engine 2>/dev/null)" \
+    "$(cat "$work/h5py/dumped")"
+done
+grep -q '"element_type":"float16"' <<<"$(mpirun_n 1 "$inspect" info "$work/h5py" --json)" &&
+  pass "h5py float16: info says float16" || fail "h5py float16 info"
+
 # ---- stats: per channel for images, per feature otherwise; expected values from dump's rows ----
 mpirun_n 1 "$gen" --kind images --classes 3 --samples 301 --channels 3 --height 4 --width 4 --seed 5 \
   --out "$work/im.h5" >/dev/null
