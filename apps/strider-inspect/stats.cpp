@@ -10,7 +10,6 @@
 
 #include "file_options.hpp"
 #include "strider/comm/mpi_runtime.hpp"
-#include "strider/core/json_writer.hpp"
 #include "strider/core/log.hpp"
 #include "strider/train/input_statistics.hpp"
 #include "subcommands.hpp"
@@ -55,23 +54,7 @@ int stats_main(Communicator& world, int argc, char** argv) {
 
   std::ostringstream out;
   if (json) {
-    JsonWriter writer(out);
-    writer.begin_object();
-    writer.field("path", path);
-    writer.field("rows", stats.rows);
-    writer.key("sample_shape");
-    writer.array(stats.sample_shape);
-    writer.field("element_type", element_name(info.element_type));
-    writer.field("layout", statistics_layout_name(stats.layout));
-    for (const auto& [name, values] : {std::pair{"mean", &stats.mean}, std::pair{"std", &stats.stddev},
-                                       std::pair{"min", &stats.min}, std::pair{"max", &stats.max}}) {
-      writer.key(name);
-      writer.array(*values);
-    }
-    writer.key("count");
-    writer.array(stats.count);
-    writer.end_object();
-    out << '\n';
+    write_input_statistics(out, stats, path, info.element_type);
   } else {
     const char* name = layout == StatisticsLayout::per_feature ? "feature" : "channel";
     out << "stats of " << path << ": " << stats.rows << " rows, " << statistics_layout_name(layout) << "\n"

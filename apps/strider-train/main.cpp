@@ -53,8 +53,9 @@ int train_main(const Communicator& world, int argc, char** argv) {
                      "evaluation file (default: the training file)");
   shared.add(data, {"prefetch"});
   data.add_options()("normalize", po::value<std::string>(&config.normalize)->default_value(config.normalize),
-                     "none | auto: inputs become (x - mean) / std, per feature or per channel, statistics computed "
-                     "over every row at start (recorded in the checkpoint)")(
+                     "none | auto | FILE.json: inputs become (x - mean) / std, per feature or per channel, with "
+                     "statistics computed over every row at start (auto) or written by strider-inspect stats --json; "
+                     "recorded in the checkpoint")(
       "channel-axis", po::value<std::string>(&config.channel_axis)->default_value(config.channel_axis),
       "image samples: channels at axis 1 ([N, C, H, W]) or last ([N, H, W, C]); auto: last when the last dimension "
       "is at most 4 and dimension 1 is larger");

@@ -2,11 +2,17 @@
 #include "strider/train/input_statistics.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <cstdlib>
+#include <fstream>
 #include <limits>
+#include <map>
 #include <numeric>
+#include <sstream>
 
 #include "strider/core/error.hpp"
+#include "strider/core/json_writer.hpp"
 
 namespace strider {
 namespace {
@@ -27,7 +33,171 @@ struct Moments {
   }
 };
 
+/// Just enough JSON for a statistics file: one object whose values are strings, numbers, null
+/// (a non-finite number) or arrays of numbers. Throws DataError naming the file.
+class StatisticsFile {
+ public:
+  explicit StatisticsFile(const std::string& path) : path_(path) {
+    std::ifstream file(path);
+    if (!file) fail("cannot be read");
+    std::ostringstream text;
+    text << file.rdbuf();
+    text_ = text.str();
+    expect('{');
+    if (!consume('}')) {
+      do {
+        const std::string key = string();
+        expect(':');
+        skip_space();
+        if (peek() == '"') {
+          strings_[key] = string();
+        } else if (consume('[')) {
+          std::vector<double>& values = arrays_[key];
+          if (!consume(']')) {
+            do values.push_back(number());
+            while (consume(','));
+            expect(']');
+          }
+        } else {
+          numbers_[key] = number();
+        }
+      } while (consume(','));
+      expect('}');
+    }
+    skip_space();
+    if (position_ != text_.size()) fail("has text after its JSON object");
+  }
+
+  [[noreturn]] void fail(const std::string& why) const {
+    STRIDER_THROW(DataError, "statistics file " + path_ + " " + why +
+                                 " (write it with strider-inspect stats DATA --json > FILE.json)");
+  }
+  const std::string& text(const std::string& key) const {
+    const auto found = strings_.find(key);
+    if (found == strings_.end()) fail("has no \"" + key + "\"");
+    return found->second;
+  }
+  double scalar(const std::string& key) const {
+    const auto found = numbers_.find(key);
+    if (found == numbers_.end()) fail("has no \"" + key + "\"");
+    return found->second;
+  }
+  const std::vector<double>& array(const std::string& key) const {
+    static const std::vector<double> none;
+    const auto found = arrays_.find(key);
+    return found == arrays_.end() ? none : found->second;
+  }
+  bool has_array(const std::string& key) const { return arrays_.count(key) > 0; }
+
+ private:
+  void skip_space() {
+    while (position_ < text_.size() && std::isspace(static_cast<unsigned char>(text_[position_]))) ++position_;
+  }
+  char peek() const { return position_ < text_.size() ? text_[position_] : '\0'; }
+  bool consume(char c) {
+    skip_space();
+    if (peek() != c) return false;
+    ++position_;
+    return true;
+  }
+  void expect(char c) {
+    if (!consume(c))
+      fail(std::string("is not a statistics JSON object (expected '") + c + "' at byte " + std::to_string(position_) +
+           ")");
+  }
+  std::string string() {
+    expect('"');
+    std::string value;
+    while (peek() != '"') {
+      if (peek() == '\0') fail("has an unterminated string");
+      if (peek() == '\\') ++position_;
+      value += text_[position_++];
+    }
+    ++position_;
+    return value;
+  }
+  double number() {
+    skip_space();
+    if (text_.compare(position_, 4, "null") == 0) {
+      position_ += 4;
+      return std::numeric_limits<double>::quiet_NaN();
+    }
+    const char* begin = text_.c_str() + position_;
+    char* end = nullptr;
+    const double value = std::strtod(begin, &end);
+    if (end == begin) fail("has something other than a number at byte " + std::to_string(position_));
+    position_ += static_cast<std::size_t>(end - begin);
+    return value;
+  }
+
+  std::string path_;
+  std::string text_;
+  std::size_t position_ = 0;
+  std::map<std::string, std::string> strings_;
+  std::map<std::string, double> numbers_;
+  std::map<std::string, std::vector<double>> arrays_;
+};
+
 }  // namespace
+
+void write_input_statistics(std::ostream& out, const InputStatistics& stats, const std::string& path,
+                            ElementType element_type) {
+  JsonWriter writer(out);
+  writer.begin_object();
+  writer.field("path", path);
+  writer.field("rows", stats.rows);
+  writer.key("sample_shape");
+  writer.array(stats.sample_shape);
+  writer.field("element_type", element_name(element_type));
+  writer.field("layout", statistics_layout_name(stats.layout));
+  for (const auto& [name, values] : {std::pair{"mean", &stats.mean}, std::pair{"std", &stats.stddev},
+                                     std::pair{"min", &stats.min}, std::pair{"max", &stats.max}}) {
+    writer.key(name);
+    writer.array(*values);
+  }
+  writer.key("count");
+  writer.array(stats.count);
+  writer.end_object();
+  out << '\n';
+}
+
+InputStatistics read_input_statistics(const std::string& path) {
+  const StatisticsFile file(path);
+  InputStatistics stats;
+  const std::string& layout = file.text("layout");
+  bool known = false;
+  for (StatisticsLayout candidate :
+       {StatisticsLayout::per_feature, StatisticsLayout::channels_first, StatisticsLayout::channels_last})
+    if (layout == statistics_layout_name(candidate)) {
+      stats.layout = candidate;
+      known = true;
+    }
+  if (!known) file.fail("has layout '" + layout + "' (per-feature, channels-first or channels-last)");
+  for (double extent : file.array("sample_shape")) {
+    if (!(extent >= 1) || extent != std::floor(extent)) file.fail("has a sample_shape that is not positive integers");
+    stats.sample_shape.push_back(static_cast<std::int64_t>(extent));
+  }
+  if (stats.sample_shape.empty()) file.fail("has no \"sample_shape\"");
+  stats.rows = static_cast<std::int64_t>(file.scalar("rows"));
+  stats.mean = file.array("mean");
+  stats.stddev = file.array("std");
+  stats.min = file.array("min");
+  stats.max = file.array("max");
+  for (double count : file.array("count")) stats.count.push_back(static_cast<std::int64_t>(count));
+  const std::int64_t features = std::accumulate(stats.sample_shape.begin(), stats.sample_shape.end(), std::int64_t{1},
+                                                std::multiplies<std::int64_t>());
+  const std::int64_t groups = stats.layout == StatisticsLayout::channels_first  ? stats.sample_shape.front()
+                              : stats.layout == StatisticsLayout::channels_last ? stats.sample_shape.back()
+                                                                                : features;
+  if (static_cast<std::int64_t>(stats.mean.size()) != groups || stats.stddev.size() != stats.mean.size())
+    file.fail("has " + std::to_string(stats.mean.size()) + " means and " + std::to_string(stats.stddev.size()) +
+              " standard deviations; " + layout + " statistics of samples of " + std::to_string(features) +
+              " elements need " + std::to_string(groups) + " of each");
+  for (std::size_t g = 0; g < stats.mean.size(); ++g)
+    if (!std::isfinite(stats.mean[g]) || !std::isfinite(stats.stddev[g]) || stats.stddev[g] < 0)
+      file.fail("has a mean or standard deviation that is not a finite number (entry " + std::to_string(g) + ")");
+  return stats;
+}
 
 Normalization InputStatistics::normalization() const {
   Normalization normalization;

@@ -41,6 +41,12 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+std::string shape_text(const std::vector<std::int64_t>& shape) {
+  std::string text = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + "]";
+}
+
 /// Refuses settings that cannot work, naming them as the caller does (TrainerConfig::setting_name).
 /// The Loader checks its own options.
 void check_settings(const TrainerConfig& config) {
@@ -51,8 +57,11 @@ void check_settings(const TrainerConfig& config) {
     STRIDER_THROW(UsageError, name("learning_rate") + " must be a positive number");
   if (config.checkpoint_every < 0) STRIDER_THROW(UsageError, name("checkpoint_every") + " must be >= 0");
   if (config.reweight_every < 0) STRIDER_THROW(UsageError, name("reweight_every") + " must be >= 0");
-  if (config.normalize != "none" && config.normalize != "auto")
-    STRIDER_THROW(UsageError, name("normalize") + " must be none or auto, got '" + config.normalize + "'");
+  const std::string& normalize = config.normalize;
+  if (normalize != "none" && normalize != "auto" &&
+      (normalize.size() < 5 || normalize.compare(normalize.size() - 5, 5, ".json") != 0))
+    STRIDER_THROW(UsageError, name("normalize") + " must be none, auto or a FILE.json of strider-inspect stats, got '" +
+                                  normalize + "'");
   if ((config.resume || config.checkpoint_every > 0) && config.checkpoint_path.empty())
     STRIDER_THROW(UsageError, name("resume") + " and " + name("checkpoint_every") + " need " + name("checkpoint_path"));
   if (config.reweight_every > 0 && !detail::sampler_supports_reweighting(config.loader.sampler.mode))
@@ -173,11 +182,27 @@ std::optional<Normalization> TrainingRun::input_normalization() {
   const DatasetInfo& info = loader_->dataset();
   const bool wanted = config_.normalize == "auto";
   comm_.collective_try([&] {
-    if (wanted && info.variable_length)
-      STRIDER_THROW(UsageError, config_.setting_name("normalize") + " auto needs fixed-size samples; " +
-                                    config_.loader.data_path + " holds token sequences");
+    if (config_.normalize != "none" && info.variable_length)
+      STRIDER_THROW(UsageError, config_.setting_name("normalize") + " " + config_.normalize +
+                                    " needs fixed-size samples; " + config_.loader.data_path +
+                                    " holds token sequences");
   });
   if (info.variable_length) return std::nullopt;
+  if (!wanted && config_.normalize != "none") {
+    // Statistics from a file: read on every rank (a file one rank cannot read fails on all).
+    const InputStatistics stats = comm_.collective_try([&] {
+      InputStatistics read = read_input_statistics(config_.normalize);
+      if (read.sample_shape != info.sample_shape)
+        STRIDER_THROW(DataError, "statistics file " + config_.normalize + " is for samples of shape " +
+                                     shape_text(read.sample_shape) + ", but " + config_.loader.data_path + " has " +
+                                     shape_text(info.sample_shape));
+      return read;
+    });
+    if (comm_.is_root())
+      log_info("normalizing the inputs: ", statistics_layout_name(stats.layout), ", ", stats.mean.size(),
+               " means and standard deviations from ", config_.normalize);
+    return stats.normalization();
+  }
   const StatisticsLayout layout =
       comm_.collective_try([&] { return channel_layout(info.sample_shape, config_.channel_axis); });
   // A reader of its own (the Loader's belongs to its I/O thread); without normalization only the

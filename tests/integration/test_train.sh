@@ -205,8 +205,21 @@ expect_error "resume without the normalization it was trained with" \
   "the checkpoint was trained on normalized inputs, this run asks for unnormalized ones" 30 \
   env STRIDER_LOG_LEVEL=error "$STRIDER_MPIEXEC" --bind-to none -np 2 "$train" --data "$work/images.h5" --epochs 4 \
   --model softmax --seed 3 --checkpoint "$work/norm.ckpt" --resume
-expect_error "--normalize of another kind" "--normalize must be none or auto, got 'yes'" 30 \
+expect_error "--normalize of another kind" "--normalize must be none, auto or a FILE.json of strider-inspect stats, got 'yes'" 30 \
   mpirun_n 2 "$train" --data "$work/images.h5" --normalize yes
+# Statistics from a file strider-inspect stats wrote: the same training; a file for another shape is refused.
+mpirun_n 2 "$STRIDER_BIN/strider-inspect" stats "$work/images.h5" --json >"$work/images.stats.json" 2>/dev/null
+mpirun_n 2 "$train" --data "$work/images.h5" --epochs 2 --model softmax --seed 3 --normalize "$work/images.stats.json" \
+  --stats-json "$work/file.json" >/dev/null 2>&1
+expect_at_least "--normalize FILE.json: at least twice chance" "$(json_number "$work/file.json" eval_accuracy)" 0.5
+mpirun_n 2 "$STRIDER_BIN/strider-inspect" stats "$work/balanced.h5" --json >"$work/balanced.stats.json" 2>/dev/null
+expect_error "--normalize with a stats file for another shape" \
+  "statistics file $work/balanced.stats.json is for samples of shape \[16\], but $work/images.h5 has \[16, 16, 3\]" 30 \
+  mpirun_n 2 "$train" --data "$work/images.h5" --normalize "$work/balanced.stats.json"
+printf '{"layout": "channels-last", "sample_shape": [16, 16, 3], "rows": 5, "mean": [1, 2], "std": [1, 1]}\n' \
+  >"$work/short.stats.json"
+expect_error "--normalize with too few means" "has 2 means and 2 standard deviations; channels-last statistics of samples of 768 elements need 3 of each" 30 \
+  mpirun_n 2 "$train" --data "$work/images.h5" --normalize "$work/short.stats.json"
 expect_error "--normalize auto on sequences" "--normalize auto needs fixed-size samples" 30 \
   mpirun_n 2 "$train" --data "$work/sequences.h5" --normalize auto
 finish

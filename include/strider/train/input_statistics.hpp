@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,18 @@ struct InputStatistics {
 /// the last dimension is at most 4 and dimension 1 is larger, else 1. Other shapes: per feature
 /// (and an explicit axis is refused). Throws UsageError with one line. Not collective.
 StatisticsLayout channel_layout(const std::vector<std::int64_t>& sample_shape, const std::string& channel_axis);
+
+/// Writes `stats` as one JSON object (and a newline): {"path", "rows", "sample_shape",
+/// "element_type", "layout", "mean", "std", "min", "max", "count"}, one entry per feature or channel
+/// (what `strider-inspect stats --json` prints; non-finite values are null). Not collective.
+void write_input_statistics(std::ostream& out, const InputStatistics& stats, const std::string& path,
+                            ElementType element_type);
+
+/// Reads what write_input_statistics wrote (the keys it needs: "sample_shape", "layout", "rows",
+/// "mean", "std"; "count", "min" and "max" when present). Throws DataError with one line naming the
+/// file for a file that cannot be read, is not such JSON, or whose layout, means and standard
+/// deviations do not agree. Not collective.
+InputStatistics read_input_statistics(const std::string& path);
 
 /// Collective over comm: every rank must call, with its reader of the same fixed-size dataset (open
 /// on every rank; read() is called from this thread). Statistics over rows [0, rows) (rows <= 0:

@@ -39,9 +39,10 @@ struct TrainerConfig {
   std::string trace_path;             ///< each rank writes trace_path.rank<r>: "epoch step id id ..."
   double step_timeout_seconds = 600.0;  ///< watchdog; <= 0 disables it
   /// Fixed-size samples: "none" (inputs as stored; when the first rows' mean magnitude exceeds 100,
-  /// one warning says what to pass) or "auto" (inputs become `(x - mean) / stddev` in the backend,
-  /// with statistics over every row computed at start, strider/train/input_statistics.hpp; the
-  /// checkpoint records them and a resume uses the recorded ones).
+  /// one warning says what to pass), "auto" (inputs become `(x - mean) / stddev` in the backend,
+  /// with statistics over every row computed at start, strider/train/input_statistics.hpp) or a
+  /// FILE.json that `strider-inspect stats --json` wrote (its statistics; its sample shape must be
+  /// the data's). The checkpoint records the statistics and a resume uses the recorded ones.
   std::string normalize = "none";
   std::string channel_axis = "auto";  ///< image samples: which axis holds the channels (auto, 1, last)
 
