@@ -12,7 +12,8 @@
 #   w3  200,000 sequences (median 64, max 512 int32 tokens), bucketed under 16384 tokens per batch
 #   w4  1,000,000 x 64 float32, 10 classes, imbalance 100, class-balanced (weighted sampler, 1/count)
 # plus, on w1: strider from Python (scripts/bench/python_loop.py: strider.Loader, each batch wrapped with
-# torch.from_numpy) beside strider-bench's C++ loop and the peer; runs with --compute-us at 1x, 2x (and 4x) the
+# torch.from_numpy) beside strider-bench's C++ loop and the peer; the same rows split over 8 shards (read as one
+# dataset; strider-bench within 10% of the one file is the target); runs with --compute-us at 1x, 2x (and 4x) the
 # measured time to read a batch, as a busy wait on the clock, a sleep and fixed CPU work (stall fraction), --cold,
 # and the streaming sampler's peak RSS at N = 100,000, 1,000,000 and 10,000,000 (with and without the labels
 # dataset; the distributed sampler beside it).
@@ -214,6 +215,35 @@ if [[ $read_us != 0 ]]; then
     done
   done
 fi
+
+# ---- w1 split over 8 shards (the same rows, split with h5py) against the one file ----
+if [[ ! -f $data/w1-shards/part-7.h5 || $data/w1-shards/part-7.h5 -ot $data/w1.h5 ]]; then
+  log "splitting w1.h5 into 8 shards"
+  mkdir -p "$data/w1-shards"
+  $python - "$data/w1.h5" "$data/w1-shards" <<'EOF'
+import sys, h5py
+source = h5py.File(sys.argv[1], "r")
+rows = source["samples"].shape[0]
+for k in range(8):
+    first, last = rows * k // 8, rows * (k + 1) // 8
+    with h5py.File(f"{sys.argv[2]}/part-{k}.h5", "w") as shard:
+        shard["samples"] = source["samples"][first:last]
+        shard["labels"] = source["labels"][first:last]
+EOF
+fi
+for ranks in $ranks_list; do
+  strider "w1-shards8-r$ranks" "$ranks" --data "$data/w1-shards" --batch-size 256 --epochs 2
+  ratio=$($python - "$out/strider-w1-r$ranks.json" "$out/strider-w1-shards8-r$ranks.json" <<'EOF'
+import json, sys
+try:
+    one, eight = (json.load(open(p))["samples_per_s"] for p in sys.argv[1:])
+    print(f"{eight / one:.3f}")
+except Exception as error:
+    print(f"unknown ({error})")
+EOF
+  )
+  log "w1 at $ranks ranks, 8 shards / one file: $ratio samples/s (target: within 10%)"
+done
 
 # ---- warm vs cold page cache (w1) ----
 for ranks in $ranks_list; do
