@@ -20,9 +20,9 @@ expect_equal "balanced: deterministic" \
 expect_equal "balanced: --samples agrees with --class-counts" \
   "$($inspect plan --sampler balanced --samples 10250 --class-counts 10000,200,50 --world 8 --batch-size 32 --seed 7 --histogram)" "$hist"
 expect_equal "balanced: min undersamples" \
-  "$($inspect plan --sampler balanced --class-counts 100,20,5 --balance min --world 1 --histogram)" "rank 0: 5 5 5"
+  "$($inspect plan --sampler balanced --class-counts 100,20,5 --balance min --world 1 --batch-size all --histogram)" "rank 0: 5 5 5"
 expect_equal "balanced: a count per class" \
-  "$($inspect plan --sampler balanced --class-counts 100,20,5 --balance 30 --world 1 --histogram)" "rank 0: 30 30 30"
+  "$($inspect plan --sampler balanced --class-counts 100,20,5 --balance 30 --world 1 --batch-size all --histogram)" "rank 0: 30 30 30"
 # JSON: labels parallel to indices, class counts per rank.
 expect_equal "balanced: json" "$($inspect plan --sampler balanced --class-counts 3,1 --world 2 --rank 1 --batch-size 2 --json)" \
   '{"rank":1,"world":2,"epoch":0,"indices":[0,3,0,3],"batches":[[0,3],[0,3]],"labels":[0,1,0,1],"class_counts":[2,2]}'
