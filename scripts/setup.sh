@@ -12,7 +12,7 @@ packages=(
   procps                                 # tests: pgrep/ps find a rank to kill
   time                                   # tests: /usr/bin/time measures a run's peak RSS
   clang-format-14                        # scripts/check-format.sh: the one pinned formatter
-  python3-h5py python3-numpy             # tests: files written as users write them (h5py)
+  python3-h5py                           # tests: files written as users write them (h5py)
   munge slurmctld slurmd slurm-client    # tests: a real one-node Slurm cluster (test_slurm.sh)
   pybind11-dev python3-dev python3-numpy # the Python module (STRIDER_BUILD_PYTHON)
   python3-pytest python3-mpi4py          # its tests (pytest under ctest, mpi4py communicators)

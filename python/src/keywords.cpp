@@ -27,6 +27,12 @@ const char* python_type(OptionType type) {
   return "str";
 }
 
+/// The type Python sees: --batch-size is text in the table (a count or "all") and an int here, 0
+/// standing for "all" (the whole epoch as one batch).
+OptionType python_option_type(const LoaderOption& option) {
+  return option.name == "batch-size" ? OptionType::int64 : option.type;
+}
+
 /// A seed as torch takes one: any int in [-2**63, 2**64-1], as the int64 with the same 64 bits.
 std::string seed_text(const py::int_& number) {
   int overflow = 0;
@@ -52,7 +58,7 @@ std::string list_item_text(const std::string& keyword, py::handle item) {
 }
 
 std::string text_of(const LoaderOption& option, const std::string& keyword, py::handle value) {
-  switch (option.type) {
+  switch (python_option_type(option)) {
     case OptionType::flag:
       if (PyBool_Check(value.ptr()) || type_name(value) == "bool_")
         return PyObject_IsTrue(value.ptr()) ? "true" : "false";
@@ -63,7 +69,9 @@ std::string text_of(const LoaderOption& option, const std::string& keyword, py::
         STRIDER_THROW(UsageError, keyword + " takes an int, got " + type_name(value));
       const auto number = py::reinterpret_steal<py::int_>(PyNumber_Index(value.ptr()));
       if (!number) throw py::error_already_set();
-      return option.name == "seed" ? seed_text(number) : py::str(py::handle(number)).cast<std::string>();
+      if (option.name == "seed") return seed_text(number);
+      const std::string text = py::str(py::handle(number)).cast<std::string>();
+      return option.name == "batch-size" && text == "0" ? "all" : text;
     }
     case OptionType::text:
       break;
@@ -104,7 +112,8 @@ void set_options_from_keywords(LoaderOptions& options, const py::dict& keywords,
 
 py::object option_value(const LoaderOption& option, const std::string& text) {
   if (text.empty()) return py::none();
-  switch (option.type) {
+  if (option.name == "batch-size" && text == "all") return py::int_(0);
+  switch (python_option_type(option)) {
     case OptionType::flag:
       return py::bool_(text == "true");
     case OptionType::int32:
@@ -121,7 +130,7 @@ std::string keywords_doc(std::string_view group) {
   for (const LoaderOption& option : loader_option_table()) {
     if (!group.empty() && option.group != group) continue;
     const py::object value = option_value(option, option.default_text);
-    doc += "    " + keyword_of(option.name) + " (" + python_type(option.type) + ", default " +
+    doc += "    " + keyword_of(option.name) + " (" + python_type(python_option_type(option)) + ", default " +
            std::string(py::repr(value)) + "): " + option.help + "\n";
   }
   return doc;
@@ -137,7 +146,7 @@ void bind_options(py::module_& module) {
           entry["name"] = option.name;
           entry["keyword"] = keyword_of(option.name);
           entry["group"] = option.group;
-          entry["type"] = python_type(option.type);
+          entry["type"] = python_type(python_option_type(option));
           entry["default"] = option_value(option, option.default_text);
           entry["help"] = option.help;
           options.append(entry);

@@ -211,7 +211,7 @@ def test_keywords_take_values_and_refuse_bad_ones_with_the_apps_words(files):
         assert loader.options()["class_weights"] == "1,0.5,2"
         assert loader.options()["no_shuffle"] is True
     cases = [
-        (dict(batch_size=-1), strider.UsageError, "--batch-size must be >= 0, got -1"),
+        (dict(batch_size=-1), strider.UsageError, "--batch-size must be >= 1, or 'all' for one batch of the whole epoch; got -1"),
         (dict(batch_sizes=4), strider.UsageError, "unknown keyword 'batch_sizes'"),
         (dict(batch_size="4"), strider.UsageError, "batch_size takes an int, got str"),
         (dict(no_shuffle=1), strider.UsageError, "no_shuffle takes True or False"),

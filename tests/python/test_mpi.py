@@ -47,7 +47,7 @@ def test_state_dict_resume_and_sampler_defaults_at_two_ranks(files, tmp_path):
 @pytest.mark.parametrize("which, error, words", [
     ("missing", "DataError", "features.h5.missing"),
     ("unusable", "DataError", "labels_short"),
-    ("value_on_one_rank", "UsageError", "--batch-size must be >= 0, got -1"),
+    ("value_on_one_rank", "UsageError", "--batch-size must be >= 1, or 'all' for one batch of the whole epoch; got -1"),
     ("keyword_on_one_rank", "UsageError", "unknown keyword 'batch_sizes'"),
     ("type_on_one_rank", "UsageError", "seed takes an int, got str"),
 ])
@@ -83,7 +83,7 @@ def test_an_error_every_rank_raised_lets_every_rank_exit_by_itself(files, tmp_pa
     run = mpirun(2, [script("mpi_cases.py"), "agreed_uncaught", files["features"]], TIMEOUT, results=tmp_path)
     assert run.returncode != 0
     for rank in (0, 1):  # each rank's own traceback, ending in the same line
-        assert "strider.UsageError: --batch-size must be >= 0, got -1" in rank_output(tmp_path, rank)
+        assert "strider.UsageError: --batch-size must be >= 1, or 'all' for one batch of the whole epoch; got -1" in rank_output(tmp_path, rank)
     assert "MPI_ABORT" not in run.stderr
 
 
