@@ -13,7 +13,8 @@
 
 namespace strider::io_detail {
 
-FileDescriptor::FileDescriptor(const std::string& path) : descriptor_(::open(path.c_str(), O_RDONLY | O_CLOEXEC)) {
+FileDescriptor::FileDescriptor(const std::string& path, int extra_flags)
+    : descriptor_(::open(path.c_str(), O_RDONLY | O_CLOEXEC | extra_flags)) {
   if (descriptor_ < 0) STRIDER_THROW_ERRNO("open()", "opening " + path, errno);
 }
 

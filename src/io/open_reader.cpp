@@ -637,6 +637,9 @@ std::unique_ptr<BatchReader> open_reader(const Communicator& comm, const std::st
       STRIDER_THROW(UsageError, "unknown engine '" + options.engine + "' (auto, hdf5, direct or mmap)");
     if (options.copy_threads < 1) STRIDER_THROW(UsageError, "copy_threads must be >= 1");
     if (options.max_open_files < 1) STRIDER_THROW(UsageError, "max_open_files must be >= 1");
+    if (options.odirect && (options.engine == "hdf5" || options.engine == "mmap"))
+      STRIDER_THROW(UsageError, "--odirect reads with the direct engine; the " + options.engine +
+                                    " engine reads through the page cache (use --engine direct or auto)");
     for (const std::string* key :
          {&options.keys.data, &options.keys.labels, &options.keys.tokens, &options.keys.offsets})
       if (key->empty()) STRIDER_THROW(UsageError, "a dataset key is empty");
@@ -660,13 +663,15 @@ std::unique_ptr<BatchReader> open_reader(const Communicator& comm, const std::st
   });
 
   std::string engine = options.engine;
-  if (engine == "auto") engine = dataset.raw_readable ? "mmap" : "hdf5";
+  if (engine == "auto") engine = options.odirect ? "direct" : dataset.raw_readable ? "mmap" : "hdf5";
   std::unique_ptr<BatchReader> reader = comm.collective_try([&]() -> std::unique_ptr<BatchReader> {
     if (engine != "hdf5" && !dataset.raw_readable)
       STRIDER_THROW(UsageError, "the " + engine + " engine cannot read " + path + ": " + dataset.raw_refusal +
-                                    " (use --engine hdf5 or auto)");
+                                    (options.odirect ? " (--odirect reads only contiguous, uncompressed data)"
+                                                     : " (use --engine hdf5 or auto)"));
     if (engine == "hdf5") return make_hdf5_reader(dataset, options.max_open_files);
-    if (engine == "direct") return make_direct_reader(dataset, options.copy_threads, options.max_open_files);
+    if (engine == "direct")
+      return make_direct_reader(dataset, options.copy_threads, options.max_open_files, options.odirect);
     return make_mmap_reader(dataset, options.copy_threads);
   });
   if (comm.is_root()) {
@@ -674,7 +679,8 @@ std::unique_ptr<BatchReader> open_reader(const Communicator& comm, const std::st
     log_info("reading ", path, " (", info.num_samples, " ", info.variable_length ? "sequences" : "samples", ", ",
              element_name(info.element_type), ", ", info.layout, info.compressed ? ", compressed" : "",
              info.shards.size() > 1 ? ", " + std::to_string(info.shards.size()) + " shards" : "", ") with the ",
-             reader->engine(), " engine", options.engine == "auto" ? " (chosen by auto)" : "");
+             reader->engine(), " engine", options.odirect ? " and O_DIRECT" : "",
+             options.engine == "auto" ? " (chosen by auto)" : "");
   }
   return reader;
 }

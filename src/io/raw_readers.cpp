@@ -1,8 +1,9 @@
 // The engines that bypass HDF5 in the data path: `direct` (pread of coalesced runs at the dataset's
-// file offset) and `mmap` (the file mapped read-only, rows gathered by memcpy). Both need a
-// contiguous, unfiltered, allocated dataset whose stored type is the native one (open_reader checks),
-// and read every shard on its own: direct keeps at most max_open_files descriptors, mmap maps each
-// shard it reads (a single file at open) and closes its descriptor at once.
+// file offset, optionally with O_DIRECT) and `mmap` (the file mapped read-only, rows gathered by
+// memcpy). Both need a contiguous, unfiltered, allocated dataset whose stored type is the native one
+// (open_reader checks), and read every shard on its own: direct keeps at most max_open_files
+// descriptors, mmap maps each shard it reads (a single file at open) and closes its descriptor at once.
+#include <fcntl.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -36,6 +37,49 @@ std::int64_t part_begin(std::int64_t count, int parts, int part) {
 int parts_for(std::int64_t bytes, int threads) {
   const std::int64_t by_size = bytes / (256 * 1024);
   return static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(threads, by_size)));
+}
+
+std::int64_t align_down(std::int64_t value) {
+  return value / kDirectIoAlignmentBytes * kDirectIoAlignmentBytes;
+}
+std::int64_t align_up(std::int64_t value) {
+  return align_down(value + kDirectIoAlignmentBytes - 1);
+}
+bool is_aligned(const void* pointer) {
+  return reinterpret_cast<std::uintptr_t>(pointer) % static_cast<std::uintptr_t>(kDirectIoAlignmentBytes) == 0;
+}
+
+/// Memory aligned for O_DIRECT reads, grown on demand (the contents are not kept when it grows).
+class AlignedScratch {
+ public:
+  /// At least `bytes` of aligned memory.
+  std::byte* reserve(std::int64_t bytes) {
+    if (bytes > capacity_) {
+      const std::int64_t rounded = align_up(bytes);
+      void* memory =
+          std::aligned_alloc(static_cast<std::size_t>(kDirectIoAlignmentBytes), static_cast<std::size_t>(rounded));
+      if (memory == nullptr)
+        STRIDER_THROW(SystemError,
+                      "cannot allocate " + std::to_string(rounded) + " bytes of aligned memory for O_DIRECT reads");
+      data_.reset(static_cast<std::byte*>(memory));
+      capacity_ = rounded;
+    }
+    return data_.get();
+  }
+
+ private:
+  struct Free {
+    void operator()(std::byte* memory) const noexcept { std::free(memory); }
+  };
+  std::unique_ptr<std::byte, Free> data_;
+  std::int64_t capacity_ = 0;
+};
+
+/// The one line for a file system that will not do O_DIRECT.
+[[noreturn]] void refuse_odirect(const std::string& path, const std::string& call, int error_number) {
+  STRIDER_THROW(UsageError, "--odirect: the file system of " + path + " refuses O_DIRECT (" + call + ": " +
+                                std::strerror(error_number) +
+                                "); read it without --odirect or from another file system");
 }
 
 class MmapReader final : public ReaderBase {
@@ -103,13 +147,15 @@ class MmapReader final : public ReaderBase {
 
 class DirectReader final : public ReaderBase {
  public:
-  DirectReader(OpenedDataset dataset, int copy_threads, int max_open_files)
+  DirectReader(OpenedDataset dataset, int copy_threads, int max_open_files, bool odirect)
       : ReaderBase(std::move(dataset)),
+        odirect_(odirect),
         files_(dataset_.shards.size(), max_open_files,
                [this](std::size_t shard_index) {
                  const ShardLayout& file = shard(shard_index);
-                 auto descriptor = std::make_unique<FileDescriptor>(file.path);
-                 data_bytes_checked(file, dataset_.info.element_type, descriptor->get());
+                 std::unique_ptr<FileDescriptor> descriptor = open_data(file.path, odirect_);
+                 const std::int64_t bytes = data_bytes_checked(file, dataset_.info.element_type, descriptor->get());
+                 if (odirect_) probe_odirect(file, bytes, descriptor->get());
                  return descriptor;
                }),
         pool_(copy_threads) {
@@ -123,41 +169,49 @@ class DirectReader final : public ReaderBase {
     plan_.build(indices, count, shard_index_);
     const std::int64_t size = element_size();
     const std::size_t slots = plan_.unique_rows.size();
-    // A row alone in its run is read straight into the first batch position that wants it; longer
-    // runs go through scratch, one pread each.
+    // A row alone in its run is read straight into the first batch position that wants it (with
+    // O_DIRECT only where that read is aligned in the file and in memory); the other runs go through
+    // scratch, one pread each.
     first_position_.assign(slots, -1);
     for (std::int64_t k = 0; k < count; ++k) {
       std::int64_t& first = first_position_[plan_.slot_of_position[k]];
       if (first < 0) first = k;
     }
     source_.assign(slots, nullptr);
-    spans_.clear();
+    reads_.clear();
     std::int64_t scratch_bytes = 0, bytes_read = 0;
     for (const BatchPlan::Run& run : plan_.runs) {
-      spans_.push_back(run_span(plan_, run));
-      bytes_read += spans_.back().elements * size;
-      if (run.slots > 1) scratch_bytes += spans_.back().elements * size;
+      Read read;
+      read.span = run_span(plan_, run);
+      read.shard = run.shard;
+      const ShardLayout& file = shard(run.shard);
+      read.begin = file.file_offset_bytes + (read.span.first_element - file.first_element) * size;
+      read.bytes = read.span.elements * size;
+      read.read_begin = odirect_ ? align_down(read.begin) : read.begin;
+      read.read_bytes = (odirect_ ? align_up(read.begin + read.bytes) : read.begin + read.bytes) - read.read_begin;
+      std::byte* batch_target = run.slots == 1 ? out + out_offsets[first_position_[run.first_slot]] : nullptr;
+      const bool straight =
+          batch_target != nullptr &&
+          (!odirect_ || (read.read_begin == read.begin && read.read_bytes == read.bytes && is_aligned(batch_target)));
+      read.target = straight ? batch_target : nullptr;
+      read.scratch_offset = straight ? -1 : scratch_bytes;
+      if (!straight) scratch_bytes += read.read_bytes;
+      bytes_read += read.read_bytes;
+      reads_.push_back(read);
     }
-    if (static_cast<std::int64_t>(scratch_.size()) < scratch_bytes)
-      scratch_.resize(static_cast<std::size_t>(scratch_bytes));
-    targets_.resize(plan_.runs.size());
-    std::int64_t scratch_offset = 0;
+    std::byte* scratch = odirect_ ? aligned_scratch_.reserve(scratch_bytes) : plain_scratch(scratch_bytes);
     for (std::size_t r = 0; r < plan_.runs.size(); ++r) {
       const BatchPlan::Run& run = plan_.runs[r];
-      if (run.slots == 1) {
-        targets_[r] = out + out_offsets[first_position_[run.first_slot]];
-        source_[run.first_slot] = targets_[r];
-      } else {
-        targets_[r] = scratch_.data() + scratch_offset;
-        for (std::int64_t slot = run.first_slot; slot < run.first_slot + run.slots; ++slot)
-          source_[slot] = targets_[r] + (first_element(plan_.unique_rows[slot]) - spans_[r].first_element) * size;
-        scratch_offset += spans_[r].elements * size;
-      }
+      Read& read = reads_[r];
+      if (read.target == nullptr) read.target = scratch + read.scratch_offset;
+      // The run's first row starts (begin - read_begin) bytes into what is read.
+      const std::byte* first_row = read.target + (read.begin - read.read_begin);
+      for (std::int64_t slot = run.first_slot; slot < run.first_slot + run.slots; ++slot)
+        source_[slot] = first_row + (first_element(plan_.unique_rows[slot]) - read.span.first_element) * size;
     }
     // The runs in groups of at most max_open_files shards (runs come in shard order): a group's
     // files are all open while its runs are read in parallel.
     const auto runs = static_cast<std::int64_t>(plan_.runs.size());
-    descriptors_.resize(plan_.runs.size());
     std::int64_t group_begin = 0;
     while (group_begin < runs) {
       std::int64_t group_end = group_begin;
@@ -167,14 +221,15 @@ class DirectReader final : public ReaderBase {
             group_end == group_begin || plan_.runs[group_end].shard != plan_.runs[group_end - 1].shard;
         if (new_shard && shards_in_group == files_.bound()) break;
         if (new_shard) ++shards_in_group;
-        descriptors_[group_end] = files_.get(plan_.runs[group_end].shard).get();
+        reads_[group_end].descriptor = files_.get(plan_.runs[group_end].shard).get();
       }
       std::int64_t group_bytes = 0;
-      for (std::int64_t r = group_begin; r < group_end; ++r) group_bytes += spans_[r].elements * size;
+      for (std::int64_t r = group_begin; r < group_end; ++r) group_bytes += reads_[r].read_bytes;
       const int parts = parts_for(group_bytes, pool_.threads());
       pool_.run(parts, [&](int part) {
         const std::int64_t end = group_begin + part_begin(group_end - group_begin, parts, part + 1);
-        for (std::int64_t r = group_begin + part_begin(group_end - group_begin, parts, part); r < end; ++r) read_run(r);
+        for (std::int64_t r = group_begin + part_begin(group_end - group_begin, parts, part); r < end; ++r)
+          read_run(reads_[r]);
       });
       group_begin = group_end;
     }
@@ -189,32 +244,91 @@ class DirectReader final : public ReaderBase {
   }
 
  private:
-  /// Reads run r (one pread, retried until whole) from its shard's descriptor.
-  void read_run(std::int64_t r) {
-    const RunSpan& span = spans_[r];
-    const std::size_t shard_index = plan_.runs[r].shard;
-    const ShardLayout& file = shard(shard_index);
-    const std::int64_t size = element_size();
-    pread_exactly(descriptors_[r], targets_[r], span.elements * size,
-                  file.file_offset_bytes + (span.first_element - file.first_element) * size,
-                  [&] { return file.data_key + " " + describe_rows(shard_index, span.first_row, span.last_row); });
+  /// One pread: the run's bytes [begin, begin + bytes) of its shard's file, within what is read
+  /// [read_begin, read_begin + read_bytes) (the same without O_DIRECT; else widened to alignment).
+  struct Read {
+    RunSpan span;
+    std::size_t shard = 0;
+    int descriptor = -1;
+    std::int64_t begin = 0, bytes = 0, read_begin = 0, read_bytes = 0;
+    std::int64_t scratch_offset = -1;  // where in scratch, or -1: straight into the batch
+    std::byte* target = nullptr;
+  };
+
+  static std::unique_ptr<FileDescriptor> open_data(const std::string& path, bool odirect) {
+    if (!odirect) return std::make_unique<FileDescriptor>(path);
+    try {
+      return std::make_unique<FileDescriptor>(path, O_DIRECT);
+    } catch (const SystemError& error) {
+      if (error.context().code == EINVAL) refuse_odirect(path, "open", EINVAL);
+      throw;
+    }
   }
 
+  /// Some file systems take O_DIRECT at open and refuse the reads: read the data's first block now,
+  /// so that the refusal is an error at open (agreed by open_reader) rather than at the first batch.
+  /// Its own block: a shard opened mid-batch must not overwrite the scratch that holds earlier runs.
+  static void probe_odirect(const ShardLayout& file, std::int64_t data_bytes, int descriptor) {
+    if (data_bytes == 0) return;
+    AlignedScratch probe;
+    std::byte* block = probe.reserve(kDirectIoAlignmentBytes);
+    const ssize_t got = ::pread(descriptor, block, static_cast<std::size_t>(kDirectIoAlignmentBytes),
+                                align_down(file.file_offset_bytes));
+    if (got < 0 && errno == EINVAL) refuse_odirect(file.path, "pread", EINVAL);
+    if (got < 0) STRIDER_THROW_ERRNO("pread()", "reading the first block of " + file.path + " with O_DIRECT", errno);
+  }
+
+  std::byte* plain_scratch(std::int64_t bytes) {
+    if (static_cast<std::int64_t>(scratch_.size()) < bytes) scratch_.resize(static_cast<std::size_t>(bytes));
+    return scratch_.data();
+  }
+
+  /// Reads one run (retried until whole) from its shard's descriptor.
+  void read_run(const Read& read) {
+    const ShardLayout& file = shard(read.shard);
+    const auto describe = [&] {
+      return file.data_key + " " + describe_rows(read.shard, read.span.first_row, read.span.last_row) +
+             (odirect_ ? " with O_DIRECT" : "");
+    };
+    if (!odirect_) {
+      pread_exactly(read.descriptor, read.target, read.bytes, read.begin, describe);
+      return;
+    }
+    // The widened read may pass the end of the file (in its last block): a short read there is
+    // fine once the run's own bytes have arrived.
+    const std::int64_t needed = read.begin + read.bytes - read.read_begin;
+    std::int64_t done = 0;
+    while (done < needed) {
+      const ssize_t got = ::pread(read.descriptor, read.target + done,
+                                  static_cast<std::size_t>(read.read_bytes - done), read.read_begin + done);
+      if (got < 0) {
+        if (errno == EINTR) continue;
+        if (errno == EINVAL) refuse_odirect(file.path, "pread", EINVAL);
+        STRIDER_THROW_ERRNO("pread()", "reading " + describe(), errno);
+      }
+      done += got;
+      // A read that ends off the alignment ended at the end of the file: nothing more can come.
+      if (got == 0 || (done < needed && done % kDirectIoAlignmentBytes != 0))
+        STRIDER_THROW(DataError, "reading " + describe() + ": unexpected end of file");
+    }
+  }
+
+  bool odirect_;
   ShardHandles<FileDescriptor> files_;
   CopyPool pool_;
   BatchPlan plan_;
   std::vector<std::int64_t> first_position_;
   std::vector<const std::byte*> source_;
-  std::vector<RunSpan> spans_;
-  std::vector<std::byte*> targets_;
-  std::vector<int> descriptors_;  // per run
-  std::vector<std::byte> scratch_;
+  std::vector<Read> reads_;
+  std::vector<std::byte> scratch_;  // without O_DIRECT
+  AlignedScratch aligned_scratch_;  // with O_DIRECT
 };
 
 }  // namespace
 
-std::unique_ptr<BatchReader> make_direct_reader(OpenedDataset dataset, int copy_threads, int max_open_files) {
-  return std::make_unique<DirectReader>(std::move(dataset), copy_threads, max_open_files);
+std::unique_ptr<BatchReader> make_direct_reader(OpenedDataset dataset, int copy_threads, int max_open_files,
+                                                bool odirect) {
+  return std::make_unique<DirectReader>(std::move(dataset), copy_threads, max_open_files, odirect);
 }
 
 std::unique_ptr<BatchReader> make_mmap_reader(OpenedDataset dataset, int copy_threads) {

@@ -99,7 +99,8 @@ void broadcast_dataset(const Communicator& comm, OpenedDataset& dataset);
 /// A read-only file descriptor.
 class FileDescriptor {
  public:
-  explicit FileDescriptor(const std::string& path);
+  /// Opens `path` read-only with `extra_flags` (O_DIRECT, ...) added; throws SystemError.
+  explicit FileDescriptor(const std::string& path, int extra_flags = 0);
   ~FileDescriptor();
   FileDescriptor(const FileDescriptor&) = delete;
   FileDescriptor& operator=(const FileDescriptor&) = delete;
@@ -312,7 +313,9 @@ class ReaderBase : public BatchReader {
 };
 
 std::unique_ptr<BatchReader> make_hdf5_reader(OpenedDataset dataset, int max_open_files);
-std::unique_ptr<BatchReader> make_direct_reader(OpenedDataset dataset, int copy_threads, int max_open_files);
+/// `odirect`: read with O_DIRECT (ReaderOptions::odirect); a file system that refuses it is a UsageError.
+std::unique_ptr<BatchReader> make_direct_reader(OpenedDataset dataset, int copy_threads, int max_open_files,
+                                                bool odirect);
 std::unique_ptr<BatchReader> make_mmap_reader(OpenedDataset dataset, int copy_threads);
 
 }  // namespace strider::io_detail

@@ -87,6 +87,10 @@ std::vector<LoaderOption> build_table() {
           "engine", "data",
           "reader engine: auto | hdf5 | direct | mmap (auto: mmap for contiguous native data, else hdf5)",
           [](auto& o) -> auto& { return o.reader.engine; }),
+      flag_option(
+          "odirect", "data",
+          "direct engine: read with O_DIRECT, bypassing the page cache (4 KiB-aligned reads; auto then picks direct)",
+          [](auto& o) -> auto& { return o.reader.odirect; }),
       // ---- sampling: the mode, the seed, the batch and every mode's options ----
       text_option(
           "sampler", "sampling", "sampling mode: " + modes, [](auto& o) -> auto& { return o.sampler.mode; }),

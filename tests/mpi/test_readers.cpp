@@ -83,8 +83,11 @@ void write_dataset(hid_t file, const std::string& key, hid_t file_type, hid_t me
   STRIDER_H5_CHECK(H5Dwrite(dataset.get(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, values), key);
 }
 
-H5File create_file(const std::string& path) {
-  return H5File(STRIDER_H5_CHECK(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), path));
+/// `alignment` > 0: objects of at least that many bytes start at multiples of it (H5Pset_alignment).
+H5File create_file(const std::string& path, hsize_t alignment = 0) {
+  H5PropertyList access(STRIDER_H5_CHECK(H5Pcreate(H5P_FILE_ACCESS), path));
+  if (alignment > 0) STRIDER_H5_CHECK(H5Pset_alignment(access.get(), alignment, alignment), path);
+  return H5File(STRIDER_H5_CHECK(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, access.get()), path));
 }
 
 template <typename T>
@@ -224,12 +227,18 @@ WrittenData fixed_data(const FixedCase& test) {
   return WrittenData{};
 }
 
-void write_fixed(const std::string& path, const FixedCase& test, const WrittenData& data, const Layout& layout) {
-  H5File file = create_file(path);
-  write_dataset(file.get(), "/samples", test.file_type, data.memory_type, test.dims, data.values.data(), layout);
+/// `alignment`: see create_file. `labels_first`: the samples are the file's last dataset.
+void write_fixed(const std::string& path, const FixedCase& test, const WrittenData& data, const Layout& layout,
+                 hsize_t alignment = 0, bool labels_first = false) {
+  H5File file = create_file(path, alignment);
   std::vector<std::int64_t> labels(test.dims[0]);
   for (std::size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<std::int64_t>(i % 7);
-  write_dataset(file.get(), "/labels", H5T_STD_I64LE, H5T_NATIVE_INT64, {test.dims[0]}, labels.data(), layout);
+  const auto write_labels = [&] {
+    write_dataset(file.get(), "/labels", H5T_STD_I64LE, H5T_NATIVE_INT64, {test.dims[0]}, labels.data(), layout);
+  };
+  if (labels_first) write_labels();
+  write_dataset(file.get(), "/samples", test.file_type, data.memory_type, test.dims, data.values.data(), layout);
+  if (!labels_first) write_labels();
 }
 
 void write_fixed_any(const std::string& path, const FixedCase& test, const Layout& layout) {
@@ -288,16 +297,14 @@ std::vector<std::vector<std::int64_t>> test_batches(std::int64_t rows) {
   return batches;
 }
 
-/// Collective: reads every test batch with `engine` and counts what differs from `data` (this rank's
-/// count). `labels_in_memory` false: labels are read per batch where the file allows
-/// (*labels_per_batch says). Reads are local: a failure on one rank is agreed before the reader,
-/// whose close is collective, goes away.
-std::int64_t mismatches(const std::string& path, const std::string& engine, const WrittenData& data,
-                        std::string* chosen_engine, bool labels_in_memory = true, bool* labels_per_batch = nullptr) {
-  ReaderOptions options;
-  options.engine = engine;
-  options.copy_threads = engine == "mmap" ? 3 : 1;
-  options.labels_in_memory = labels_in_memory;
+/// Collective: reads every test batch with `options` and counts what differs from `data` (this
+/// rank's count). labels_in_memory false: labels are read per batch where the file allows
+/// (*labels_per_batch says). `destination_offset` >= 0: the batch lands that many bytes past a
+/// 4 KiB boundary (else wherever a vector puts it). Reads are local: a failure on one rank is agreed
+/// before the reader, whose close is collective, goes away.
+std::int64_t mismatches(const std::string& path, const ReaderOptions& options, const WrittenData& data,
+                        std::string* chosen_engine, bool* labels_per_batch = nullptr,
+                        std::int64_t destination_offset = -1) {
   std::unique_ptr<BatchReader> reader = open_reader(world(), path, options);
   return world().collective_try([&] {
     *chosen_engine = reader->engine();
@@ -319,11 +326,17 @@ std::int64_t mismatches(const std::string& path, const std::string& engine, cons
       const std::vector<std::byte> expected = data.expected_bytes(batch);
       const std::int64_t bytes = reader->samples_bytes(batch.data(), count);
       if (bytes != static_cast<std::int64_t>(expected.size())) ++wrong;
-      std::vector<std::byte> samples(static_cast<std::size_t>(bytes) + 1);
+      std::vector<std::byte> memory(static_cast<std::size_t>(bytes + 2 * kDirectIoAlignmentBytes));
+      std::byte* samples = memory.data();
+      if (destination_offset >= 0) {
+        const auto address = reinterpret_cast<std::uintptr_t>(samples);
+        const auto alignment = static_cast<std::uintptr_t>(kDirectIoAlignmentBytes);
+        samples += (alignment - address % alignment) % alignment + static_cast<std::uintptr_t>(destination_offset);
+      }
       std::vector<std::int32_t> labels(batch.size() + 1, -1);
       std::vector<std::int64_t> offsets(batch.size() + 1, -1);
-      reader->read(batch.data(), count, BatchDestination{samples.data(), bytes, labels.data(), offsets.data()});
-      if (!expected.empty() && std::memcmp(expected.data(), samples.data(), expected.size()) != 0) ++wrong;
+      reader->read(batch.data(), count, BatchDestination{samples, bytes, labels.data(), offsets.data()});
+      if (!expected.empty() && std::memcmp(expected.data(), samples, expected.size()) != 0) ++wrong;
       for (std::size_t k = 0; k < batch.size(); ++k) {
         if (labels[k] != batch[k] % data.label_modulus) ++wrong;
         if (!info.labels_per_batch && reader->labels()[batch[k]] != batch[k] % data.label_modulus) ++wrong;
@@ -384,9 +397,13 @@ void check_every_engine(const std::string& path, const std::string& refusal, boo
     }
     for (const bool labels_in_memory : {true, false}) {
       CAPTURE(labels_in_memory);
+      ReaderOptions options;
+      options.engine = engine;
+      options.copy_threads = engine == "mmap" ? 3 : 1;
+      options.labels_in_memory = labels_in_memory;
       std::string chosen;
       bool per_batch = false;
-      REQUIRE_ON_ALL_RANKS(agreed_sum(mismatches(path, engine, data, &chosen, labels_in_memory, &per_batch)) == 0);
+      REQUIRE_ON_ALL_RANKS(agreed_sum(mismatches(path, options, data, &chosen, &per_batch)) == 0);
       REQUIRE_ON_ALL_RANKS(per_batch == (!labels_in_memory && labels_raw));
       if (engine == std::string("auto")) REQUIRE_ON_ALL_RANKS(chosen == (raw ? "mmap" : "hdf5"));
     }
@@ -448,6 +465,78 @@ TEST_CASE("every engine reads the variable-length sequences the test wrote", "[m
     std::string refusal = layout_refusal(layout);
     if (!refusal.empty()) refusal.replace(0, std::string("/samples").size(), "/tokens");
     check_every_engine(path, refusal, layout.name == "contiguous", data);
+  }
+}
+
+/// The file offset of a contiguous dataset and the file's size (opened read-only on this rank).
+std::pair<std::int64_t, std::int64_t> data_offset_and_file_size(const std::string& path, const std::string& key) {
+  H5File file(STRIDER_H5_CHECK(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), path));
+  H5Dataset dataset(STRIDER_H5_CHECK(H5Dopen2(file.get(), key.c_str(), H5P_DEFAULT), key));
+  hsize_t size = 0;
+  STRIDER_H5_CHECK(H5Fget_filesize(file.get(), &size), path);
+  return {static_cast<std::int64_t>(H5Dget_offset(dataset.get())), static_cast<std::int64_t>(size)};
+}
+
+// Hidden from the default run (a file system may refuse O_DIRECT): tests/integration/test_odirect.sh
+// runs it where /tmp takes O_DIRECT and reports skipped elsewhere.
+TEST_CASE("--odirect reads the bytes the test wrote, rows aligned or not", "[mpi][io][.odirect]") {
+  const std::int64_t alignment = kDirectIoAlignmentBytes;
+  // Rows of 8 KiB in a file whose data starts on a 4 KiB boundary: every row is read straight into
+  // an aligned destination.
+  const FixedCase aligned{"u8_8k_rows", ElementType::uint8, H5T_STD_U8LE, {24, 8192}};
+  const WrittenData aligned_data = fixed_data(aligned);
+  const std::string aligned_path = make_file("odirect_aligned", [&](const std::string& p) {
+    write_fixed(p, aligned, aligned_data, layouts()[0], static_cast<hsize_t>(alignment));
+  });
+  REQUIRE_ON_ALL_RANKS(data_offset_and_file_size(aligned_path, "/samples").first % alignment == 0);
+  // Rows of 100 bytes at an unaligned offset, the samples last in the file and ending off a block
+  // boundary: every read is widened to whole blocks (through the bounce region), and the last
+  // row's widened read passes the end of the file.
+  const FixedCase unaligned{"i32_100_byte_rows", ElementType::int32, H5T_STD_I32LE, {501, 25}};
+  const WrittenData unaligned_data = fixed_data(unaligned);
+  const std::string unaligned_path = make_file("odirect_unaligned", [&](const std::string& p) {
+    write_fixed(p, unaligned, unaligned_data, layouts()[0], 0, true);
+  });
+  const auto [unaligned_offset, unaligned_file_size] = data_offset_and_file_size(unaligned_path, "/samples");
+  const std::int64_t unaligned_end = unaligned_offset + 501 * 100;
+  REQUIRE_ON_ALL_RANKS(unaligned_offset % alignment != 0);
+  REQUIRE_ON_ALL_RANKS(unaligned_end == unaligned_file_size);
+  REQUIRE_ON_ALL_RANKS(unaligned_end % alignment != 0);
+  // Variable-length rows (some empty).
+  const WrittenData sequences = sequence_data(333);
+  const std::string sequences_path =
+      make_file("odirect_sequences", [&](const std::string& p) { write_sequences(p, sequences, layouts()[0]); });
+
+  const std::vector<std::pair<std::string, const WrittenData*>> files = {
+      {aligned_path, &aligned_data}, {unaligned_path, &unaligned_data}, {sequences_path, &sequences}};
+  for (const auto& [path, data] : files) {
+    for (const int copy_threads : {1, 3}) {
+      // Destinations on a 4 KiB boundary and 8 bytes past one (aligned rows then go through the
+      // bounce region too).
+      for (const std::int64_t destination_offset : {std::int64_t{0}, std::int64_t{8}}) {
+        INFO(path << ", " << copy_threads << " copy threads, destination " << destination_offset
+                  << " bytes past a 4 KiB boundary");
+        ReaderOptions options;
+        options.engine = "direct";
+        options.odirect = true;
+        options.copy_threads = copy_threads;
+        std::string chosen;
+        REQUIRE_ON_ALL_RANKS(agreed_sum(mismatches(path, options, *data, &chosen, nullptr, destination_offset)) == 0);
+        REQUIRE_ON_ALL_RANKS(chosen == "direct");
+      }
+    }
+  }
+  // auto picks direct; the engines that read through the page cache refuse it.
+  ReaderOptions automatic;
+  automatic.odirect = true;
+  std::string chosen;
+  REQUIRE_ON_ALL_RANKS(agreed_sum(mismatches(aligned_path, automatic, aligned_data, &chosen)) == 0);
+  REQUIRE_ON_ALL_RANKS(chosen == "direct");
+  for (const std::string engine : {"hdf5", "mmap"}) {
+    ReaderOptions refused;
+    refused.engine = engine;
+    refused.odirect = true;
+    REQUIRE_ON_ALL_RANKS(open_refused(aligned_path, refused));
   }
 }
 

@@ -85,7 +85,18 @@ struct ReaderOptions {
   /// Shards a reader keeps open at once (hdf5: HDF5 files, direct: descriptors; the least recently
   /// read is closed first). mmap maps the shards it reads and keeps no descriptor open.
   int max_open_files = 64;
+  /// The direct engine reads with O_DIRECT, bypassing the page cache (what a storage benchmark
+  /// needs without a dataset several times the memory). Every read is kDirectIoAlignmentBytes
+  /// aligned in the file, in length and in memory: a row that is not (its offset or size, or its
+  /// place in the destination) is read through an aligned bounce region and copied. "auto" then
+  /// picks direct; hdf5 and mmap refuse it. A file system that refuses O_DIRECT is an error at open.
+  /// Labels read per batch still go through the page cache.
+  bool odirect = false;
 };
+
+/// The alignment of O_DIRECT reads (file offset, length, memory): 4 KiB, the logical block of
+/// every common device and a multiple of the others (512 bytes).
+inline constexpr std::int64_t kDirectIoAlignmentBytes = 4096;
 
 /// Reads batches of one dataset. Not thread-safe: after open, one thread calls read().
 class BatchReader {
