@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cmath>
 #include <exception>
 #include <future>
 #include <mutex>
@@ -69,8 +70,36 @@ void check_options(const LoaderOptions& options) {
   if (options.max_steps_per_epoch < 0)
     STRIDER_THROW(UsageError, "LoaderOptions::max_steps_per_epoch must be >= 0, got " +
                                   std::to_string(options.max_steps_per_epoch));
+  if (options.max_ring_bytes < 0)
+    STRIDER_THROW(UsageError,
+                  "LoaderOptions::max_ring_bytes must be >= 0, got " + std::to_string(options.max_ring_bytes));
   if (options.epochs < 0)
     STRIDER_THROW(UsageError, "LoaderOptions::epochs must be >= 0, got " + std::to_string(options.epochs));
+}
+
+/// `depth` lowered so that its batches fit LoaderOptions::max_ring_bytes (an explicit depth is kept
+/// or refused); UsageError when not even one batch fits.
+int depth_within_ring_memory(int depth, const LoaderOptions& options, const DatasetInfo& info) {
+  if (options.max_ring_bytes <= 0) return depth;
+  const double batch_bytes = expected_batch_bytes(info, options.sampler.batch_size, options.sampler.max_tokens);
+  const double limit = static_cast<double>(options.max_ring_bytes);
+  const auto fitting = static_cast<std::int64_t>(batch_bytes > 0 ? std::floor(limit / batch_bytes) : depth);
+  const std::string batch = std::to_string(static_cast<std::int64_t>(batch_bytes)) + " bytes";
+  const std::string limit_text =
+      "the ring memory limit of " + std::to_string(options.max_ring_bytes) + " bytes per rank";
+  if (fitting < 1)
+    STRIDER_THROW(UsageError, "a batch of " + batch + " does not fit " + limit_text +
+                                  ": run fewer ranks per node or smaller batches");
+  // A consumer that holds several batches needs one more in the ring for the I/O thread (prefetch_depth).
+  const int least = options.batches_held > 1 ? options.batches_held + 1 : 1;
+  if (fitting < least)
+    STRIDER_THROW(UsageError, std::to_string(least) + " batches of " + batch + " (" +
+                                  std::to_string(options.batches_held) + " held, 1 read ahead) exceed " + limit_text +
+                                  " (" + std::to_string(fitting) + " fit)");
+  if (options.prefetch > 0 && options.prefetch > fitting)
+    STRIDER_THROW(UsageError, "--prefetch " + std::to_string(options.prefetch) + ": batches of " + batch + " exceed " +
+                                  limit_text + " (" + std::to_string(fitting) + " fit)");
+  return static_cast<int>(std::min<std::int64_t>(depth, fitting));
 }
 
 }  // namespace
@@ -271,6 +300,7 @@ Loader::Loader(const Communicator& comm, LoaderOptions options) : state_(std::ma
   s.options = std::move(options);
   // An agreed failure here destroys the reader on every rank (a collective close for hdf5).
   comm.collective_try([&] {
+    s.depth = depth_within_ring_memory(s.depth, s.options, s.info);
     s.current = s.make_plan();
     if (s.options.plan_ahead) s.upcoming = s.make_plan();
   });

@@ -139,6 +139,15 @@ struct Prefetcher::State {
   std::thread thread;          // not started without an I/O thread
 };
 
+double expected_batch_bytes(const DatasetInfo& info, std::int64_t batch_size, std::int64_t max_tokens) noexcept {
+  const double rows = batch_size > 0 ? static_cast<double>(batch_size) : static_cast<double>(info.num_samples);
+  if (!info.variable_length) return rows * static_cast<double>(info.sample_bytes);
+  const double token_bytes = static_cast<double>(element_bytes(info.element_type));
+  const double mean_tokens =
+      info.num_samples > 0 ? static_cast<double>(info.num_tokens) / static_cast<double>(info.num_samples) : 0.0;
+  return token_bytes * (max_tokens > 0 ? static_cast<double>(max_tokens) : rows * mean_tokens);
+}
+
 int prefetch_depth(int requested, const DatasetInfo& info, std::int64_t batch_size, std::int64_t max_tokens,
                    int batches_held) noexcept {
   // One held batch: a ring of 1 is a valid (if slow) choice and an explicit one is kept.
@@ -146,14 +155,7 @@ int prefetch_depth(int requested, const DatasetInfo& info, std::int64_t batch_si
   if (requested > 0) return std::max(requested, least);
   constexpr double ring_bytes = 16.0 * 1024 * 1024;
   const int min_depth = std::max(4, least);
-  const double rows = batch_size > 0 ? static_cast<double>(batch_size) : static_cast<double>(info.num_samples);
-  double batch_bytes = rows * static_cast<double>(info.sample_bytes);
-  if (info.variable_length) {
-    const double token_bytes = static_cast<double>(element_bytes(info.element_type));
-    const double mean_tokens =
-        info.num_samples > 0 ? static_cast<double>(info.num_tokens) / static_cast<double>(info.num_samples) : 0.0;
-    batch_bytes = token_bytes * (max_tokens > 0 ? static_cast<double>(max_tokens) : rows * mean_tokens);
-  }
+  const double batch_bytes = expected_batch_bytes(info, batch_size, max_tokens);
   if (batch_bytes <= 0) return min_depth;
   const double depth = std::ceil(ring_bytes / batch_bytes);
   return static_cast<int>(std::clamp(depth, static_cast<double>(min_depth), static_cast<double>(kMaxPrefetchDepth)));

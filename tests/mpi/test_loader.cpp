@@ -614,6 +614,52 @@ TEST_CASE("loader: bad options and bad calls fail on every rank with the same er
   REQUIRE(failures == 0);
 }
 
+TEST_CASE("loader: the ring's depth fits max_ring_bytes, or the Loader says what does not fit",
+          "[mpi][loader][errors]") {
+  const Communicator& comm = world();
+  const TestFile features(comm, "features", 203);
+  // 8 rows of 6 float32: 192 bytes per batch. Without a limit the auto depth is 64 (16 MiB of
+  // batches, at most 64); 500 bytes hold 2 batches.
+  LoaderOptions options = options_for(features.path(), "distributed", 8);
+  {
+    Loader unlimited(comm, options);
+    REQUIRE(everywhere(comm, unlimited.prefetch_depth() == 64));
+  }
+  options.max_ring_bytes = 500;
+  {
+    Loader limited(comm, options);
+    REQUIRE(everywhere(comm, limited.prefetch_depth() == 2));
+    std::int64_t batches = 0;
+    for (Batch batch : limited.epoch(0)) batches += batch.size() > 0 ? 1 : 0;
+    REQUIRE(everywhere(comm, batches == limited.steps(0)));
+  }
+  options.prefetch = 2;  // an explicit depth that fits is kept
+  {
+    Loader explicit_depth(comm, options);
+    REQUIRE(everywhere(comm, explicit_depth.prefetch_depth() == 2));
+  }
+  int failures = 0;
+  options.prefetch = 3;
+  if (ranks_agreeing(
+          comm, [&] { Loader loader(comm, options); },
+          "--prefetch 3: batches of 192 bytes exceed the ring memory limit of 500 bytes per rank (2 fit)") !=
+      comm.size())
+    ++failures;
+  options.prefetch = 0;
+  options.max_ring_bytes = 191;
+  if (ranks_agreeing(
+          comm, [&] { Loader loader(comm, options); },
+          "a batch of 192 bytes does not fit the ring memory limit of 191 bytes per rank") != comm.size())
+    ++failures;
+  // One rank alone short of memory: every rank fails.
+  options.max_ring_bytes = comm.rank() == comm.size() - 1 ? 100 : 500;
+  if (ranks_agreeing(
+          comm, [&] { Loader loader(comm, options); }, "does not fit the ring memory limit of 100 bytes") !=
+      comm.size())
+    ++failures;
+  REQUIRE(failures == 0);
+}
+
 TEST_CASE("loader: a file changed since it was opened is refused at the next epoch", "[mpi][loader][errors]") {
   const Communicator& comm = world();
   const TestFile features(comm, "features", 203);

@@ -52,6 +52,11 @@ struct LoaderOptions {
   /// disagree).
   std::optional<std::int64_t> seed;
   int prefetch = 0;  ///< batches read ahead per rank, 1..kMaxPrefetchDepth; 0: auto (prefetch_depth)
+  /// The most bytes the ring's batches may take on this rank (0: no limit), for batches so large
+  /// that the auto depth would not fit in memory (a 1 GB batch, 4 deep, on every rank of a node).
+  /// The auto depth is lowered to fit; a batch that alone does not fit, or an explicit depth that
+  /// does not, is a UsageError at construction.
+  std::int64_t max_ring_bytes = 0;
   /// Memory of the ring's buffers; null: page-aligned. A trainer passes its backend's allocator
   /// (pinned host memory where the backend copies to a GPU).
   std::shared_ptr<HostAllocator> allocator;

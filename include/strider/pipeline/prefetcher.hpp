@@ -60,6 +60,11 @@ struct PrefetcherOptions {
 int prefetch_depth(int requested, const DatasetInfo& info, std::int64_t batch_size, std::int64_t max_tokens,
                    int batches_held = 1) noexcept;
 
+/// The bytes of samples in one batch, as prefetch_depth estimates them: `batch_size` rows (0: the
+/// whole dataset) of fixed-size samples; for sequences `max_tokens` tokens when set, else batch_size
+/// rows of the mean length.
+double expected_batch_bytes(const DatasetInfo& info, std::int64_t batch_size, std::int64_t max_tokens) noexcept;
+
 /// Counters of one rank's prefetcher, cumulative since construction (or reset_stats()).
 struct PrefetchStats {
   double stall_seconds = 0.0;                 ///< time the consumer waited inside next() for a batch
