@@ -10,28 +10,50 @@
 #include "strider/core/log.hpp"
 #include "strider/core/option_text.hpp"
 #include "strider/io/synthetic_dataset.hpp"
+#include "strider/pipeline/workload_preset.hpp"
 
 namespace {
 
 constexpr const char* usage =
-    "usage: [mpirun -np R] strider-gen --out FILE [--kind features|images|sequences] [--samples N | --class-counts "
-    "A,B,...]\n"
-    "Writes a synthetic dataset: features (Gaussian class clusters of --dim float32 or float16), images (uint8 [N, C, "
-    "H, W]) or\n"
-    "sequences (int32 tokens + int64 offsets, log-normal lengths, tokens that predict the label), with int32 labels\n"
-    "written in class blocks. Deterministic from --seed whatever the number of ranks.";
+    "usage: [mpirun -np R] strider-gen --out FILE [--kind features|images|sequences|records] [--samples N | "
+    "--class-counts A,B,...]\n"
+    "Writes a synthetic dataset: features (Gaussian class clusters of --dim float32 or float16), images (uint8 [N, C, H, W]),\n"
+    "sequences (int32 tokens + int64 offsets, log-normal lengths, tokens that predict the label) or records (uint8\n"
+    "[N, --record-bytes] of pseudo-random bytes), with int32 labels written in class blocks. --workload W writes\n"
+    "records of that MLPerf-Storage workload's sample size, 4 KiB-aligned for O_DIRECT. Deterministic from --seed\n"
+    "whatever the number of ranks.";
+
+/// --workload: records of the preset's sample size, aligned for O_DIRECT, unless given otherwise.
+void apply_workload(const std::string& name, const strider::cli::po::variables_map& values,
+                    strider::SyntheticOptions& options) {
+  using namespace strider;
+  const WorkloadPreset& preset = workload_preset(name);
+  if (!values["kind"].defaulted() && options.kind != "records")
+    STRIDER_THROW(UsageError, "--workload writes records, not --kind " + options.kind);
+  if (values["samples"].defaulted() && !values.count("class-counts"))
+    STRIDER_THROW(UsageError, "--workload " + name + " writes " + std::to_string(preset.sample_bytes) +
+                                  " bytes per sample: give --samples (or --class-counts)");
+  options.kind = "records";
+  if (values["record-bytes"].defaulted()) options.record_bytes = preset.sample_bytes;
+  if (values["align"].defaulted()) options.alignment_bytes = kDirectIoAlignmentBytes;
+}
 
 int gen_main(strider::Communicator& world, int argc, char** argv) {
   using namespace strider;
   namespace po = cli::po;
   SyntheticOptions options;
-  std::string out, class_counts;
+  std::string out, class_counts, workload;
   const cli::Parsed parsed = world.collective_try([&] {
     po::options_description description("strider-gen options");
     description.add_options()("out", po::value<std::string>(&out)->required(),
                               "the file to write (truncated if it exists)")(
-        "kind", po::value<std::string>(&options.kind)->default_value(options.kind), "features | images | sequences")(
-        "samples", po::value<std::int64_t>(&options.samples)->default_value(options.samples), "N, with --classes")(
+        "kind", po::value<std::string>(&options.kind)->default_value(options.kind),
+        "features | images | sequences | records")(
+        "workload", po::value<std::string>(&workload),
+        ("records of an MLPerf-Storage workload's samples: " + workload_preset_names() +
+         " (sets --kind records, --record-bytes, --align 4096)")
+            .c_str())("samples", po::value<std::int64_t>(&options.samples)->default_value(options.samples),
+                      "N, with --classes")(
         "classes", po::value<std::int64_t>(&options.classes)->default_value(options.classes), "K classes")(
         "imbalance", po::value<double>(&options.imbalance)->default_value(options.imbalance),
         "largest / smallest class count (1: balanced); counts fall geometrically from class 0")(
@@ -53,9 +75,14 @@ int gen_main(strider::Communicator& world, int argc, char** argv) {
         "median-len", po::value<std::int64_t>(&options.median_length)->default_value(options.median_length),
         "sequences: median length")("vocab", po::value<std::int64_t>(&options.vocab)->default_value(options.vocab),
                                     "sequences: tokens in [0, vocab)")(
-        "layout", po::value<std::string>(&options.layout)->default_value(options.layout), "contiguous | chunked")(
-        "chunk-rows", po::value<std::int64_t>(&options.chunk_rows)->default_value(0),
-        "chunked: rows (sequences: tokens) per chunk; 0: about 64 KiB")(
+        "record-bytes", po::value<std::int64_t>(&options.record_bytes)->default_value(options.record_bytes),
+        "records: bytes per sample")(
+        "align", po::value<std::int64_t>(&options.alignment_bytes)->default_value(options.alignment_bytes),
+        "datasets of at least this many bytes start at a multiple of it (4096: rows aligned for --odirect); 0: "
+        "HDF5's layout")("layout", po::value<std::string>(&options.layout)->default_value(options.layout),
+                         "contiguous | chunked")("chunk-rows",
+                                                 po::value<std::int64_t>(&options.chunk_rows)->default_value(0),
+                                                 "chunked: rows (sequences: tokens) per chunk; 0: about 64 KiB")(
         "compress", po::value<int>(&options.compression)->default_value(0),
         "deflate level 1..9 (implies chunked); 0: none")("no-progress", po::bool_switch(), "no progress lines");
     cli::SharedOptions shared;
@@ -67,6 +94,7 @@ int gen_main(strider::Communicator& world, int argc, char** argv) {
       options.keys = names.reader.keys;
     }
     if (!result.help && !class_counts.empty()) options.class_counts = parse_integer_list(class_counts, "class-counts");
+    if (!result.help && !workload.empty()) apply_workload(workload, result.values, options);
     options.progress = !(result.values.count("no-progress") && result.values["no-progress"].as<bool>());
     return result;
   });

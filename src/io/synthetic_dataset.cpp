@@ -124,6 +124,14 @@ class Generator {
           *out++ = static_cast<std::uint8_t>(std::clamp(value, 0.0, 255.0));
         }
   }
+  /// Records: bytes of a counter-based stream, 8 at a time (cheap enough for 100 MB samples).
+  void record(std::int64_t row, std::uint8_t* out) const {
+    RowRandom random(options_.seed, kRow, static_cast<std::uint64_t>(row));
+    for (std::int64_t at = 0; at < options_.record_bytes; at += 8) {
+      const std::uint64_t value = random.next();
+      std::memcpy(out + at, &value, static_cast<std::size_t>(std::min<std::int64_t>(8, options_.record_bytes - at)));
+    }
+  }
   std::int64_t length(std::int64_t row) const {
     RowRandom random(options_.seed, kLength, static_cast<std::uint64_t>(row));
     const double value = std::exp(std::log(static_cast<double>(options_.median_length)) + 0.6 * random.gaussian());
@@ -149,8 +157,11 @@ class Generator {
 };
 
 void check_options(const SyntheticOptions& options) {
-  if (options.kind != "features" && options.kind != "images" && options.kind != "sequences")
-    STRIDER_THROW(UsageError, "--kind must be features, images or sequences, got '" + options.kind + "'");
+  if (options.kind != "features" && options.kind != "images" && options.kind != "sequences" &&
+      options.kind != "records")
+    STRIDER_THROW(UsageError, "--kind must be features, images, sequences or records, got '" + options.kind + "'");
+  if (options.record_bytes <= 0) STRIDER_THROW(UsageError, "--record-bytes must be positive");
+  if (options.alignment_bytes < 0) STRIDER_THROW(UsageError, "--align must be >= 0");
   if (options.layout != "contiguous" && options.layout != "chunked")
     STRIDER_THROW(UsageError, "--layout must be contiguous or chunked, got '" + options.layout + "'");
   if (options.compression < 0 || options.compression > 9) STRIDER_THROW(UsageError, "--compress must be 0..9");
@@ -207,10 +218,11 @@ SyntheticSummary write_synthetic_dataset(const Communicator& comm, const std::st
   comm.collective_try([&] {
     check_options(options);
     summary.class_counts = synthetic_class_counts(options);
-    sample_elements = options.kind == "features" ? options.dim
-                      : options.kind == "images" ? options.channels * options.height * options.width
-                                                 : 1;
-    element_size = options.kind == "images" ? 1 : options.dtype == "float16" ? 2 : 4;
+    sample_elements = options.kind == "features"  ? options.dim
+                      : options.kind == "images"  ? options.channels * options.height * options.width
+                      : options.kind == "records" ? options.record_bytes
+                                                  : 1;
+    element_size = options.kind == "images" || options.kind == "records" ? 1 : options.dtype == "float16" ? 2 : 4;
     if (options.layout == "chunked" || options.compression > 0)
       chunk_rows = options.chunk_rows > 0 ? options.chunk_rows
                                           : std::max<std::int64_t>(1, 65536 / (sample_elements * element_size));
@@ -223,6 +235,10 @@ SyntheticSummary write_synthetic_dataset(const Communicator& comm, const std::st
     H5PropertyList access(STRIDER_H5_CHECK(H5Pcreate(H5P_FILE_ACCESS), "creating a file access property list"));
     STRIDER_H5_CHECK(H5Pset_fapl_mpio(access.get(), comm.native(), MPI_INFO_NULL), "selecting the MPI-IO driver");
     STRIDER_H5_CHECK(H5Pset_coll_metadata_write(access.get(), true), "making metadata writes collective");
+    if (options.alignment_bytes > 0) {
+      const auto alignment = static_cast<hsize_t>(options.alignment_bytes);
+      STRIDER_H5_CHECK(H5Pset_alignment(access.get(), alignment, alignment), "aligning the datasets");
+    }
     return H5File(
         STRIDER_H5_CHECK(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, access.get()), "creating " + path));
   });
@@ -246,19 +262,22 @@ SyntheticSummary write_synthetic_dataset(const Communicator& comm, const std::st
     data_dims = {static_cast<hsize_t>(summary.tokens)};
   } else if (options.kind == "features") {
     data_dims = {static_cast<hsize_t>(rows), static_cast<hsize_t>(options.dim)};
+  } else if (options.kind == "records") {
+    data_dims = {static_cast<hsize_t>(rows), static_cast<hsize_t>(options.record_bytes)};
   } else {
     data_dims = {static_cast<hsize_t>(rows), static_cast<hsize_t>(options.channels),
                  static_cast<hsize_t>(options.height), static_cast<hsize_t>(options.width)};
   }
   const bool half = options.dtype == "float16";
-  const hid_t file_type = options.kind == "images" ? H5T_STD_U8LE
-                          : sequences              ? H5T_STD_I32LE
-                          : half                   ? io_detail::float16_hdf5_type()
-                                                   : H5T_IEEE_F32LE;
-  const hid_t memory_type = options.kind == "images" ? H5T_NATIVE_UINT8
-                            : sequences              ? H5T_NATIVE_INT32
-                            : half                   ? io_detail::float16_hdf5_type()
-                                                     : H5T_NATIVE_FLOAT;
+  const bool bytes = options.kind == "images" || options.kind == "records";
+  const hid_t file_type = bytes      ? H5T_STD_U8LE
+                          : sequences ? H5T_STD_I32LE
+                          : half      ? io_detail::float16_hdf5_type()
+                                      : H5T_IEEE_F32LE;
+  const hid_t memory_type = bytes      ? H5T_NATIVE_UINT8
+                            : sequences ? H5T_NATIVE_INT32
+                            : half      ? io_detail::float16_hdf5_type()
+                                        : H5T_NATIVE_FLOAT;
   H5Dataset data, labels, offsets;
   comm.collective_try([&] {
     data = create_dataset(file.get(), data_key, file_type, data_dims, chunk_rows, options.compression);
@@ -317,6 +336,8 @@ SyntheticSummary write_synthetic_dataset(const Communicator& comm, const std::st
           }
         } else if (options.kind == "features") {
           generator.features(row, reinterpret_cast<float*>(out));
+        } else if (options.kind == "records") {
+          generator.record(row, reinterpret_cast<std::uint8_t*>(out));
         } else {
           generator.image(row, reinterpret_cast<std::uint8_t*>(out));
         }

@@ -9,7 +9,8 @@ inspect=$STRIDER_BIN/strider-inspect
 
 # ---- the same file whatever the rank count, for every kind and layout ----
 all_rows() { seq -s, 0 $(($1 - 1)); }
-for case in "features --layout chunked --chunk-rows 7" "images --compress 3" "sequences --compress 3"; do
+for case in "features --layout chunked --chunk-rows 7" "images --compress 3" "sequences --compress 3" \
+  "records --record-bytes 40 --align 4096"; do
   read -r kind layout <<<"$case"
   {
     args=(--kind "$kind" --class-counts 60,25,15 --seed 7 --dim 5 --height 4 --width 4 --median-len 6 --max-len 20 $layout)

@@ -780,6 +780,37 @@ TEST_CASE("unusable files fail on every rank with a reason", "[mpi][io][errors]"
   require_failure(tokens_only, "has /tokens but no /offsets");
 }
 
+TEST_CASE("strider-gen records: uint8 [N, record_bytes], rows on 4 KiB boundaries when aligned", "[mpi][io][gen]") {
+  SyntheticOptions options;
+  options.kind = "records";
+  options.samples = 10;
+  options.record_bytes = 3 * kDirectIoAlignmentBytes;
+  options.progress = false;
+  for (const std::int64_t alignment : {std::int64_t{0}, kDirectIoAlignmentBytes}) {
+    INFO("alignment " << alignment);
+    options.alignment_bytes = alignment;
+    const std::string path = test_folder() + "/records_" + std::to_string(alignment) + ".h5";
+    write_synthetic_dataset(world(), path, options);
+    const auto [offset, file_size] = data_offset_and_file_size(path, "/samples");
+    // HDF5 alone puts the data after its metadata, off any 4 KiB boundary; aligned, every row starts
+    // on one (a row is 3 blocks).
+    REQUIRE_ON_ALL_RANKS((offset % kDirectIoAlignmentBytes == 0) == (alignment > 0));
+    REQUIRE_ON_ALL_RANKS(offset + 10 * 3 * kDirectIoAlignmentBytes <= file_size);
+    std::unique_ptr<BatchReader> reader = open_reader(world(), path, ReaderOptions{});
+    const DatasetInfo info = reader->info();
+    REQUIRE_ON_ALL_RANKS(info.element_type == ElementType::uint8);
+    REQUIRE_ON_ALL_RANKS(info.sample_shape == std::vector<std::int64_t>{3 * kDirectIoAlignmentBytes});
+    REQUIRE_ON_ALL_RANKS(info.num_samples == 10);
+    // Opaque bytes: rows differ, and a row is not constant.
+    const std::vector<std::int64_t> rows = {0, 1};
+    std::vector<std::byte> bytes(static_cast<std::size_t>(2 * info.sample_bytes));
+    reader->read(rows.data(), 2, BatchDestination{bytes.data(), 2 * info.sample_bytes});
+    const auto half = bytes.begin() + info.sample_bytes;
+    REQUIRE_ON_ALL_RANKS(!std::equal(bytes.begin(), half, half));
+    REQUIRE_ON_ALL_RANKS(std::count(bytes.begin(), half, bytes.front()) < info.sample_bytes / 8);
+  }
+}
+
 TEST_CASE("strider-gen's data can be learnt: features by a softmax, sequences by their tokens", "[mpi][io][gen]") {
   SyntheticOptions options;
   options.samples = 3000;

@@ -15,7 +15,7 @@ namespace strider {
 
 /// What to generate.
 struct SyntheticOptions {
-  std::string kind = "features";           ///< features | images | sequences
+  std::string kind = "features";           ///< features | images | sequences | records
   std::int64_t samples = 10000;            ///< N (ignored when class_counts is given: their sum)
   std::vector<std::int64_t> class_counts;  ///< labels in blocks: the first class_counts[0] rows are class 0, ...
   std::int64_t classes = 10;               ///< K, when class_counts is empty
@@ -29,9 +29,13 @@ struct SyntheticOptions {
   std::int64_t channels = 3, height = 32, width = 32;                 ///< images: uint8 [N, C, H, W]
   std::int64_t min_length = 4, max_length = 512, median_length = 64;  ///< sequences: log-normal lengths, clamped
   std::int64_t vocab = 1000;                                          ///< sequences: int32 tokens in [0, vocab)
-  std::string layout = "contiguous";                                  ///< contiguous | chunked
-  std::int64_t chunk_rows = 0;  ///< chunked: rows (sequences: tokens) per chunk; 0: about 64 KiB
-  int compression = 0;          ///< deflate level 0..9 (> 0 implies chunked)
+  std::int64_t record_bytes = 4096;  ///< records: uint8 [N, record_bytes] of pseudo-random bytes (opaque samples)
+  /// > 0: every dataset of at least this many bytes starts at a multiple of it in the file
+  /// (H5Pset_alignment); kDirectIoAlignmentBytes makes rows of whole blocks aligned for O_DIRECT.
+  std::int64_t alignment_bytes = 0;
+  std::string layout = "contiguous";  ///< contiguous | chunked
+  std::int64_t chunk_rows = 0;        ///< chunked: rows (sequences: tokens) per chunk; 0: about 64 KiB
+  int compression = 0;                ///< deflate level 0..9 (> 0 implies chunked)
   DatasetKeys keys;
   bool progress = true;  ///< print a progress line on rank 0 for files above 256 MiB
 };
