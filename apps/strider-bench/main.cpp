@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
@@ -21,7 +22,9 @@
 #include "strider/core/json_writer.hpp"
 #include "strider/core/log.hpp"
 #include "strider/io/data_paths.hpp"
+#include "strider/pipeline/accelerator_utilization.hpp"
 #include "strider/pipeline/loader.hpp"
+#include "strider/pipeline/workload_preset.hpp"
 
 namespace {
 
@@ -33,24 +36,31 @@ constexpr const char* usage =
     "usage: mpirun -np R strider-bench --data FILE [options]\n"
     "Runs strider's data pipeline (sampler, reader, prefetcher) without a model and reports samples/s, useful\n"
     "GB/s, time to first batch, stall fraction (time waiting for a batch / wall time), read amplification,\n"
-    "peak RSS and per-rank imbalance. --compute-us emulates a step (MLPerf Storage style).";
+    "peak RSS and per-rank imbalance. --compute-us emulates a step (MLPerf Storage style); --workload runs one of\n"
+    "MLPerf Storage's workloads (DLIO's H100 batch and compute time, a sleeping step) and reports the accelerator\n"
+    "utilization (AU) against its threshold.";
 
 struct BenchOptions {
   LoaderOptions loading;  // the file, its engine, the sampler, the seed, prefetch, copy threads
   std::int64_t epochs = 1;
   std::int64_t max_steps = 0;
-  int prefetch = 0;  // the depth used, once the file is open
+  int prefetch = 0;               // the depth used, once the file is open
+  std::int64_t sample_bytes = 0;  // of the file's samples, once it is open (0 for sequences)
   bool labels_per_batch = false;
   double compute_us = 0.0;
   std::string compute_mode = "busy";
   std::string json;
   bool cold = false;
+  std::string workload;  // a WorkloadPreset's name, or empty
+  double accelerator_slowdown = 1.0;
+  double ring_memory_gb = 0.0;  // the node's rings together; 0: no limit (with --workload: half the memory available)
 };
 
 /// One rank's figures.
 struct RankFigures {
   int rank = 0;
   double wall_seconds = 0, stall_seconds = 0, io_seconds = 0, time_to_first_batch_seconds = 0;
+  double au = 0;  // accelerator utilization of this rank's steps (accelerator_utilization.hpp)
   std::int64_t samples = 0, batches = 0, useful_bytes = 0, bytes_read = 0, peak_rss_bytes = 0;
 };
 
@@ -135,6 +145,38 @@ void write_figures(JsonWriter& json, double samples_per_s, double bytes_per_s, d
 
 void report(const Communicator& world, const BenchOptions& options, const std::vector<RankFigures>& ranks);
 
+/// MemAvailable of /proc/meminfo in bytes (0 when it cannot be read).
+std::int64_t memory_available_bytes() {
+  std::FILE* file = std::fopen("/proc/meminfo", "r");
+  if (file == nullptr) return 0;
+  char line[256];
+  long long kib = 0;
+  while (std::fgets(line, sizeof line, file) != nullptr)
+    if (std::sscanf(line, "MemAvailable: %lld kB", &kib) == 1) break;
+  std::fclose(file);
+  return static_cast<std::int64_t>(kib) * 1024;
+}
+
+/// --workload: the preset's batch and step (its compute time x --accelerator-slowdown, sleeping: an
+/// accelerator the host waits on). Options the preset sets may not be given as well.
+void apply_workload(const po::variables_map& values, BenchOptions& options) {
+  if (!(options.accelerator_slowdown > 0) || !std::isfinite(options.accelerator_slowdown))
+    STRIDER_THROW(UsageError, "--accelerator-slowdown must be a positive number");
+  if (options.ring_memory_gb < 0) STRIDER_THROW(UsageError, "--ring-memory-gb must be >= 0");
+  if (options.workload.empty()) {
+    if (!values["accelerator-slowdown"].defaulted())
+      STRIDER_THROW(UsageError, "--accelerator-slowdown needs --workload");
+    return;
+  }
+  const WorkloadPreset& preset = workload_preset(options.workload);
+  for (const char* name : {"batch-size", "compute-us", "compute-mode"})
+    if (values.count(name) && !values[name].defaulted())
+      STRIDER_THROW(UsageError, std::string("--workload ") + preset.name + " sets --" + name + "; drop --" + name);
+  options.loading.sampler.batch_size = preset.batch_size;
+  options.compute_us = preset.compute_seconds * options.accelerator_slowdown * 1e6;
+  options.compute_mode = "sleep";
+}
+
 int bench_main(const Communicator& world, int argc, char** argv) {
   BenchOptions options;
   po::options_description description("strider-bench options");
@@ -150,7 +192,15 @@ int bench_main(const Communicator& world, int argc, char** argv) {
       "compute-mode", po::value<std::string>(&options.compute_mode)->default_value("busy"),
       "busy (spin on the clock) | sleep | work (fixed CPU work)")("json", po::value<std::string>(&options.json),
                                                                   "write the figures as JSON")(
-      "cold", po::bool_switch(&options.cold), "drop the file from the page cache first (posix_fadvise DONTNEED)");
+      "cold", po::bool_switch(&options.cold), "drop the file from the page cache first (posix_fadvise DONTNEED)")(
+      "workload", po::value<std::string>(&options.workload),
+      ("an MLPerf Storage workload: " + workload_preset_names() +
+       " (sets --batch-size and a sleeping step of the H100 compute time; reports AU against its threshold)")
+          .c_str())("accelerator-slowdown", po::value<double>(&options.accelerator_slowdown)->default_value(1),
+                    "--workload: the step is this many times an H100's (counts in H100s: ranks / this)")(
+      "ring-memory-gb", po::value<double>(&options.ring_memory_gb)->default_value(0),
+      "the batches read ahead by this node's ranks together may take this many GB (0: no limit; with "
+      "--workload half the memory available)");
   const cli::Parsed parsed = world.collective_try([&] {
     cli::Parsed result = cli::parse(cli::arguments(argc, argv, 1), description, usage);
     if (result.help) return result;
@@ -160,6 +210,7 @@ int bench_main(const Communicator& world, int argc, char** argv) {
     if (options.compute_us < 0) STRIDER_THROW(UsageError, "--compute-us must be >= 0");
     if (options.compute_mode != "busy" && options.compute_mode != "sleep" && options.compute_mode != "work")
       STRIDER_THROW(UsageError, "--compute-mode must be busy, sleep or work, got '" + options.compute_mode + "'");
+    apply_workload(result.values, options);
     return result;
   });
   if (parsed.help) return 0;
@@ -178,23 +229,52 @@ int bench_main(const Communicator& world, int argc, char** argv) {
   // memory does not grow with N), and plans each next epoch on another thread while one is read.
   options.loading.epochs = options.epochs;
   options.loading.max_steps_per_epoch = options.max_steps;
+  // Large batches (a unet3d batch is about 1 GB) cap the ring's depth by memory, shared by the
+  // node's ranks.
+  double ring_bytes_per_node = options.ring_memory_gb * 1e9;
+  if (ring_bytes_per_node <= 0 && !options.workload.empty())
+    ring_bytes_per_node = static_cast<double>(memory_available_bytes()) / 2;
+  if (ring_bytes_per_node > 0)
+    options.loading.max_ring_bytes = static_cast<std::int64_t>(ring_bytes_per_node / world.local_size());
   Loader loader(world, options.loading);
+  if (world.is_root() && !options.workload.empty() &&
+      loader.dataset().sample_bytes != workload_preset(options.workload).sample_bytes)
+    log_warn("the samples of ", options.loading.data_path, " are ", loader.dataset().sample_bytes, " bytes, ",
+             options.workload, "'s are ", workload_preset(options.workload).sample_bytes,
+             " (write them with strider-gen --workload ", options.workload, "): the figures are not ", options.workload,
+             "'s");
   options.prefetch = loader.prefetch_depth();
-  if (world.is_root()) log_info("prefetch depth ", options.prefetch, options.loading.prefetch > 0 ? "" : " (auto)");
+  options.sample_bytes = loader.dataset().sample_bytes;
+  if (world.is_root())
+    log_info("prefetch depth ", options.prefetch, options.loading.prefetch > 0 ? "" : " (auto)",
+             options.loading.max_ring_bytes > 0
+                 ? ", within " + std::to_string(options.loading.max_ring_bytes) + " bytes of batches per rank"
+                 : "");
   options.labels_per_batch = loader.dataset().labels_per_batch;
 
   StepEmulator step(options.compute_us, options.compute_mode);  // calibrates before the clock starts
   world.barrier();
   const Clock::time_point start = Clock::now();
   loader.reset_stats();
+  const auto since_start = [&start] { return std::chrono::duration<double>(Clock::now() - start).count(); };
+  std::vector<StepTiming> steps;  // for the accelerator utilization; no barrier per step (as in DLIO)
   for (std::int64_t epoch = 0; epoch < options.epochs; ++epoch) {
     LoaderEpoch batches = loader.epoch(epoch);  // collective, its errors agreed
     world.collective_try([&] {
-      for (Batch batch : batches) step.run();
+      while (true) {
+        StepTiming timing{epoch, since_start(), 0, 0};
+        std::optional<Batch> batch = batches.next();  // released at the end of the iteration
+        if (!batch) break;
+        timing.compute_start_s = since_start();
+        step.run();
+        timing.compute_end_s = since_start();
+        steps.push_back(timing);
+      }
     });
   }
   RankFigures mine;
-  mine.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  mine.wall_seconds = since_start();
+  mine.au = accelerator_utilization(steps);
   const PrefetchStats stats = loader.stats();
   mine.rank = world.rank();
   mine.stall_seconds = stats.stall_seconds;
@@ -234,13 +314,20 @@ void report(const Communicator& world, const BenchOptions& options, const std::v
   const double stall_fraction = wall > 0 ? stall / wall : 0;
   const double amplification = useful > 0 ? static_cast<double>(read) / static_cast<double>(useful) : 0;
   const double imbalance = io_sum > 0 ? io_max / (io_sum / static_cast<double>(ranks.size())) : 1.0;
+  std::vector<double> per_rank_au;
+  for (const RankFigures& rank : ranks) per_rank_au.push_back(rank.au);
+  const WorkloadPreset* preset = options.workload.empty() ? nullptr : &workload_preset(options.workload);
+  const UtilizationSummary utilization = summarize_utilization(per_rank_au, preset ? preset->au_threshold : 0.0);
 
   std::ostringstream table;
   table << std::fixed << std::setprecision(3);
   table << "strider-bench: " << options.loading.data_path << ", " << world.size() << " ranks, sampler "
         << options.loading.sampler.mode << ", batch " << options.loading.sampler.batch_size << ", engine "
-        << options.loading.reader.engine << (options.cold ? ", cold cache" : ", warm cache") << ", compute "
-        << options.compute_us << " us\n";
+        << options.loading.reader.engine
+        << (options.loading.reader.odirect ? ", O_DIRECT"
+            : options.cold                 ? ", cold cache"
+                                           : ", warm cache")
+        << ", compute " << options.compute_us << " us\n";
   table << "  rank  samples/s     GB/s  stall  first-batch(s)  read/useful  io(s)\n";
   for (const RankFigures& rank : ranks) {
     table << "  " << std::setw(4) << rank.rank << std::setw(11) << std::setprecision(0)
@@ -258,6 +345,15 @@ void report(const Communicator& world, const BenchOptions& options, const std::v
         << "%, first batch " << std::setprecision(4) << first_batch << " s, read/useful " << std::setprecision(3)
         << amplification << ", peak RSS " << std::setprecision(1) << static_cast<double>(rss) / 1048576.0
         << " MiB, read-time imbalance " << std::setprecision(3) << imbalance << "\n";
+  if (options.compute_us > 0)
+    table << "  AU " << std::setprecision(1) << 100 * utilization.au << "% (lowest rank " << 100 * utilization.au_min
+          << "%)";
+  if (preset != nullptr)
+    table << (utilization.passed ? " >= " : " < ") << 100 * preset->au_threshold
+          << "%: " << (utilization.passed ? "passed" : "failed") << "; " << world.size() << " accelerators of "
+          << options.workload << " x" << std::setprecision(3) << options.accelerator_slowdown << " = "
+          << world.size() / options.accelerator_slowdown << " H100s";
+  if (options.compute_us > 0) table << "\n";
   std::cout << table.str() << std::flush;
 
   if (!options.json.empty()) {
@@ -270,6 +366,7 @@ void report(const Communicator& world, const BenchOptions& options, const std::v
     json.field("sampler", options.loading.sampler.mode);
     json.field("engine", options.loading.reader.engine);
     json.field("batch_size", options.loading.sampler.batch_size);
+    json.field("sample_bytes", options.sample_bytes);
     json.field("compute_us", options.compute_us);
     json.field("prefetch", options.prefetch);
     json.field("labels_per_batch", options.labels_per_batch);
@@ -279,6 +376,17 @@ void report(const Communicator& world, const BenchOptions& options, const std::v
     json.field("bytes_read", read);
     json.field("wall_s", max_wall);
     json.field("read_time_imbalance", imbalance);
+    json.field("odirect", options.loading.reader.odirect);
+    json.field("au", utilization.au);
+    json.field("au_min", utilization.au_min);
+    if (preset != nullptr) {
+      json.field("workload", options.workload);
+      json.field("au_threshold", utilization.au_threshold);
+      json.field("passed", utilization.passed);
+      json.field("accelerator_slowdown", options.accelerator_slowdown);
+      json.field("h100_equivalents", world.size() / options.accelerator_slowdown);
+      json.field("preset_sample_bytes", preset->sample_bytes);
+    }
     write_figures(json, samples_per_s, bytes_per_s, stall_fraction, first_batch, amplification, rss);
     json.key("ranks");
     json.begin_array();
@@ -293,6 +401,7 @@ void report(const Communicator& world, const BenchOptions& options, const std::v
           rank.peak_rss_bytes);
       json.field("io_seconds", rank.io_seconds);
       json.field("samples", rank.samples);
+      json.field("au", rank.au);
       json.end_object();
     }
     json.end_array();

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # strider-bench end to end: the JSON contract (job and per-rank keys), sample counts that follow from
 # the sampler, the auto prefetch depth, labels read per batch unless the sampler needs them, and the
-# three step emulations. No timing is asserted (performance lives in scripts/bench/compare.sh).
+# three step emulations, and the MLPerf Storage workloads (--workload: the preset's batch and step, the AU
+# keys and their arithmetic, the ring's memory limit). No timing is asserted (performance lives in
+# scripts/bench/compare.sh and scripts/bench/storage.sh).
 source "$(dirname "$0")/common.sh"
 gen=$STRIDER_BIN/strider-gen
 bench=$STRIDER_BIN/strider-bench
@@ -71,4 +73,53 @@ for mode in busy sleep work; do
   expect_equal "compute mode $mode recorded" "$(json_number "$work/c-$mode.json" compute_us)" 100
   expect_equal "compute mode $mode: one epoch" "$(json_number "$work/c-$mode.json" samples)" 5000
 done
+
+# ---- MLPerf Storage workloads: the preset's batch and sleeping step, the AU keys and their arithmetic ----
+mpirun_n 2 "$gen" --workload cosmoflow --samples 8 --seed 3 --out "$work/cf.h5" --no-progress >/dev/null
+# au_consistent FILE: au is the mean of the ranks' au, au_min their least, passed is au >= au_threshold.
+au_consistent() {
+  local ranks
+  ranks=$(grep -o '"au":[-0-9.eE+]*' "$1" | tail -n +2 | cut -d: -f2 | tr '\n' ' ')
+  awk -v ranks="$ranks" -v au="$(json_number "$1" au)" -v au_min="$(json_number "$1" au_min)" \
+    -v threshold="$(json_number "$1" au_threshold)" -v passed="$(grep -o '"passed":[a-z]*' "$1" | cut -d: -f2)" '
+    BEGIN { n = split(ranks, r, " "); sum = 0; least = 2; for (i = 1; i <= n; i++) { sum += r[i]; if (r[i] < least) least = r[i] }
+            ok = n == 2 && (sum / n - au) ^ 2 < 1e-12 && (least - au_min) ^ 2 < 1e-12 && au >= 0 && au <= 1 &&
+                 passed == (au >= threshold ? "true" : "false")
+            exit !ok }'
+}
+for slowdown in 1 4; do
+  mpirun_n 2 "$bench" --data "$work/cf.h5" --workload cosmoflow --accelerator-slowdown $slowdown --epochs 2 \
+    --engine direct --odirect --json "$work/w$slowdown.json" >"$work/w.txt" 2>&1 ||
+    fail "--workload cosmoflow x$slowdown: $(tail -n 3 "$work/w.txt")"
+  expect_equal "cosmoflow x$slowdown: the preset's batch" "$(json_number "$work/w$slowdown.json" batch_size)" 1
+  # DLIO's H100 step of 3.5 ms, times the slowdown, in microseconds.
+  expect_equal "cosmoflow x$slowdown: the step" "$(json_number "$work/w$slowdown.json" compute_us)" $((3500 * slowdown))
+  expect_equal "cosmoflow x$slowdown: the threshold" "$(json_number "$work/w$slowdown.json" au_threshold)" 0.7
+  expect_equal "cosmoflow x$slowdown: H100 equivalents" "$(json_number "$work/w$slowdown.json" h100_equivalents)" \
+    "$(awk -v s=$slowdown 'BEGIN { printf "%.9g", 2 / s }')"
+  expect_equal "cosmoflow x$slowdown: 8 samples, 2 epochs" "$(json_number "$work/w$slowdown.json" samples)" 16
+  expect_equal "cosmoflow x$slowdown: read with O_DIRECT" "$(grep -o '"odirect":[a-z]*' "$work/w$slowdown.json")" '"odirect":true'
+  au_consistent "$work/w$slowdown.json" && pass "cosmoflow x$slowdown: au, au_min and passed follow from the ranks' AU" ||
+    fail "cosmoflow x$slowdown: inconsistent AU keys in $(cat "$work/w$slowdown.json")"
+  grep -q "^  AU .* 2 accelerators of cosmoflow" "$work/w.txt" && pass "cosmoflow x$slowdown: the AU line" ||
+    fail "cosmoflow x$slowdown: no AU line in $(cat "$work/w.txt")"
+done
+# A file of other samples runs, with a warning that the figures are not the workload's.
+mpirun_n 1 "$bench" --data "$work/f.h5" --workload cosmoflow --steps 3 >"$work/wf.txt" 2>&1 ||
+  fail "--workload on another file: $(tail -n 3 "$work/wf.txt")"
+grep -q "the samples of $work/f.h5 are 32 bytes, cosmoflow's are 2830336" "$work/wf.txt" &&
+  pass "--workload on other samples: a warning" || fail "no warning about the sample size: $(cat "$work/wf.txt")"
+expect_error "--workload with --batch-size" "--workload cosmoflow sets --batch-size; drop --batch-size" 30 \
+  mpirun_n 2 "$bench" --data "$work/cf.h5" --workload cosmoflow --batch-size 4
+expect_error "unknown --workload" "unknown workload 'bert' \(unet3d, resnet50, cosmoflow\)" 30 \
+  mpirun_n 2 "$bench" --data "$work/cf.h5" --workload bert
+expect_error "--accelerator-slowdown 0" "--accelerator-slowdown must be a positive number" 30 \
+  mpirun_n 1 "$bench" --data "$work/cf.h5" --workload cosmoflow --accelerator-slowdown 0
+# The ring's memory: 1 MB for the node's 2 ranks cannot hold one 2,830,336-byte batch.
+expect_error "--ring-memory-gb too small" \
+  "a batch of 2830336 bytes does not fit the ring memory limit of 500000 bytes per rank" 30 \
+  mpirun_n 2 "$bench" --data "$work/cf.h5" --workload cosmoflow --ring-memory-gb 0.001
+# --odirect reads with the direct engine only.
+expect_error "--odirect with --engine mmap" "--odirect reads with the direct engine" 30 \
+  mpirun_n 2 "$bench" --data "$work/cf.h5" --engine mmap --odirect
 finish
