@@ -19,6 +19,7 @@ constexpr const char* usage =
     "  dump   rows of a dataset file as the pipeline's reader returns them: index label v0 v1 ...\n"
     "  read-speed  samples/s of one reader engine on shuffled batches (mpirun for several ranks)\n"
     "  stats  count, mean, std, min and max per feature or per channel over all rows (mpirun: in parallel)\n"
+    "  workloads   the MLPerf Storage workloads of --workload (sample, batch, compute, AU threshold)\n"
     "run 'strider-inspect <command> --help' for a command's options";
 
 }  // namespace

@@ -16,6 +16,7 @@ int run_info(int argc, char** argv);
 int run_dump(int argc, char** argv);
 int run_read_speed(int argc, char** argv);
 int run_stats(int argc, char** argv);
+int run_workloads(int argc, char** argv);
 
 /// Every subcommand, in the order --help lists them.
 const std::vector<Subcommand>& subcommands();
