@@ -60,7 +60,7 @@ struct BenchOptions {
 struct RankFigures {
   int rank = 0;
   double wall_seconds = 0, stall_seconds = 0, io_seconds = 0, time_to_first_batch_seconds = 0;
-  double au = 0;  // accelerator utilization of this rank's steps (accelerator_utilization.hpp)
+  RankUtilization utilization;  // AU and rates over this rank's steps (accelerator_utilization.hpp)
   std::int64_t samples = 0, batches = 0, useful_bytes = 0, bytes_read = 0, peak_rss_bytes = 0;
 };
 
@@ -262,10 +262,12 @@ int bench_main(const Communicator& world, int argc, char** argv) {
     LoaderEpoch batches = loader.epoch(epoch);  // collective, its errors agreed
     world.collective_try([&] {
       while (true) {
-        StepTiming timing{epoch, since_start(), 0, 0};
+        StepTiming timing{epoch, since_start(), 0, 0, 0, 0};
         std::optional<Batch> batch = batches.next();  // released at the end of the iteration
         if (!batch) break;
         timing.compute_start_s = since_start();
+        timing.samples = batch->size();
+        timing.bytes = batch->samples_bytes();
         step.run();
         timing.compute_end_s = since_start();
         steps.push_back(timing);
@@ -274,7 +276,7 @@ int bench_main(const Communicator& world, int argc, char** argv) {
   }
   RankFigures mine;
   mine.wall_seconds = since_start();
-  mine.au = accelerator_utilization(steps);
+  mine.utilization = accelerator_utilization(steps);
   const PrefetchStats stats = loader.stats();
   mine.rank = world.rank();
   mine.stall_seconds = stats.stall_seconds;
@@ -314,10 +316,10 @@ void report(const Communicator& world, const BenchOptions& options, const std::v
   const double stall_fraction = wall > 0 ? stall / wall : 0;
   const double amplification = useful > 0 ? static_cast<double>(read) / static_cast<double>(useful) : 0;
   const double imbalance = io_sum > 0 ? io_max / (io_sum / static_cast<double>(ranks.size())) : 1.0;
-  std::vector<double> per_rank_au;
-  for (const RankFigures& rank : ranks) per_rank_au.push_back(rank.au);
+  std::vector<RankUtilization> per_rank;
+  for (const RankFigures& rank : ranks) per_rank.push_back(rank.utilization);
   const WorkloadPreset* preset = options.workload.empty() ? nullptr : &workload_preset(options.workload);
-  const UtilizationSummary utilization = summarize_utilization(per_rank_au, preset ? preset->au_threshold : 0.0);
+  const UtilizationSummary utilization = summarize_utilization(per_rank, preset ? preset->au_threshold : 0.0);
 
   std::ostringstream table;
   table << std::fixed << std::setprecision(3);
@@ -345,15 +347,17 @@ void report(const Communicator& world, const BenchOptions& options, const std::v
         << "%, first batch " << std::setprecision(4) << first_batch << " s, read/useful " << std::setprecision(3)
         << amplification << ", peak RSS " << std::setprecision(1) << static_cast<double>(rss) / 1048576.0
         << " MiB, read-time imbalance " << std::setprecision(3) << imbalance << "\n";
-  if (options.compute_us > 0)
+  if (options.compute_us > 0) {
     table << "  AU " << std::setprecision(1) << 100 * utilization.au << "% (lowest rank " << 100 * utilization.au_min
           << "%)";
-  if (preset != nullptr)
-    table << (utilization.passed ? " >= " : " < ") << 100 * preset->au_threshold
-          << "%: " << (utilization.passed ? "passed" : "failed") << "; " << world.size() << " accelerators of "
-          << options.workload << " x" << std::setprecision(3) << options.accelerator_slowdown << " = "
-          << world.size() / options.accelerator_slowdown << " H100s";
-  if (options.compute_us > 0) table << "\n";
+    if (preset != nullptr)
+      table << (utilization.passed ? " >= " : " < ") << 100 * preset->au_threshold
+            << "%: " << (utilization.passed ? "passed" : "failed") << "; " << world.size() << " accelerators of "
+            << options.workload << " x" << std::setprecision(3) << options.accelerator_slowdown << " = "
+            << world.size() / options.accelerator_slowdown << " H100s";
+    table << "; " << std::setprecision(3) << utilization.bytes_per_s / 1e9
+          << " GB/s useful in the AU window (each epoch's first step left out)\n";
+  }
   std::cout << table.str() << std::flush;
 
   if (!options.json.empty()) {
@@ -379,6 +383,8 @@ void report(const Communicator& world, const BenchOptions& options, const std::v
     json.field("odirect", options.loading.reader.odirect);
     json.field("au", utilization.au);
     json.field("au_min", utilization.au_min);
+    json.field("steady_samples_per_s", utilization.samples_per_s);
+    json.field("steady_bytes_per_s", utilization.bytes_per_s);
     if (preset != nullptr) {
       json.field("workload", options.workload);
       json.field("au_threshold", utilization.au_threshold);
@@ -401,7 +407,8 @@ void report(const Communicator& world, const BenchOptions& options, const std::v
           rank.peak_rss_bytes);
       json.field("io_seconds", rank.io_seconds);
       json.field("samples", rank.samples);
-      json.field("au", rank.au);
+      json.field("au", rank.utilization.au);
+      json.field("steady_samples_per_s", rank.utilization.samples_per_s);
       json.end_object();
     }
     json.end_array();

@@ -76,15 +76,19 @@ done
 
 # ---- MLPerf Storage workloads: the preset's batch and sleeping step, the AU keys and their arithmetic ----
 mpirun_n 2 "$gen" --workload cosmoflow --samples 8 --seed 3 --out "$work/cf.h5" --no-progress >/dev/null
-# au_consistent FILE: au is the mean of the ranks' au, au_min their least, passed is au >= au_threshold.
+# au_consistent FILE: au is the mean of the ranks' au, au_min their least, passed is au >= au_threshold,
+# steady_samples_per_s the sum of the ranks'.
 au_consistent() {
-  local ranks
+  local ranks rates
   ranks=$(grep -o '"au":[-0-9.eE+]*' "$1" | tail -n +2 | cut -d: -f2 | tr '\n' ' ')
-  awk -v ranks="$ranks" -v au="$(json_number "$1" au)" -v au_min="$(json_number "$1" au_min)" \
-    -v threshold="$(json_number "$1" au_threshold)" -v passed="$(grep -o '"passed":[a-z]*' "$1" | cut -d: -f2)" '
-    BEGIN { n = split(ranks, r, " "); sum = 0; least = 2; for (i = 1; i <= n; i++) { sum += r[i]; if (r[i] < least) least = r[i] }
+  rates=$(grep -o '"steady_samples_per_s":[-0-9.eE+]*' "$1" | tail -n +2 | cut -d: -f2 | tr '\n' ' ')
+  awk -v ranks="$ranks" -v rates="$rates" -v au="$(json_number "$1" au)" -v au_min="$(json_number "$1" au_min)" \
+    -v rate="$(json_number "$1" steady_samples_per_s)" -v threshold="$(json_number "$1" au_threshold)" \
+    -v passed="$(grep -o '"passed":[a-z]*' "$1" | cut -d: -f2)" '
+    BEGIN { n = split(ranks, r, " "); split(rates, q, " "); sum = 0; least = 2; total = 0
+            for (i = 1; i <= n; i++) { sum += r[i]; total += q[i]; if (r[i] < least) least = r[i] }
             ok = n == 2 && (sum / n - au) ^ 2 < 1e-12 && (least - au_min) ^ 2 < 1e-12 && au >= 0 && au <= 1 &&
-                 passed == (au >= threshold ? "true" : "false")
+                 passed == (au >= threshold ? "true" : "false") && (total - rate) ^ 2 < 1e-6 * rate ^ 2
             exit !ok }'
 }
 for slowdown in 1 4; do
@@ -104,6 +108,12 @@ for slowdown in 1 4; do
   grep -q "^  AU .* 2 accelerators of cosmoflow" "$work/w.txt" && pass "cosmoflow x$slowdown: the AU line" ||
     fail "cosmoflow x$slowdown: no AU line in $(cat "$work/w.txt")"
 done
+# strider-inspect workloads lists what --workload sets (scripts read it from there).
+expect_equal "strider-inspect workloads: cosmoflow's sample, batch, step, threshold" \
+  "$("$STRIDER_BIN/strider-inspect" workloads | awk '$1 == "cosmoflow" { print $2, $4, $5, $6 }')" "2830336 1 0.0035 0.7"
+expect_equal "strider-inspect workloads --json: three" \
+  "$("$STRIDER_BIN/strider-inspect" workloads --json | grep -o '"workload":"[a-z0-9]*"' | tr '\n' ' ')" \
+  '"workload":"unet3d" "workload":"resnet50" "workload":"cosmoflow" '
 # A file of other samples runs, with a warning that the figures are not the workload's.
 mpirun_n 1 "$bench" --data "$work/f.h5" --workload cosmoflow --steps 3 >"$work/wf.txt" 2>&1 ||
   fail "--workload on another file: $(tail -n 3 "$work/wf.txt")"
