@@ -11,6 +11,7 @@ packages=(
   catch2                                 # tests (Catch2 2.13)
   procps                                 # tests: pgrep/ps find a rank to kill
   time                                   # tests: /usr/bin/time measures a run's peak RSS
+  fio python3                            # tests: scripts/bench/storage.sh (fio's limit, the summary)
   clang-format-14                        # scripts/check-format.sh: the one pinned formatter
   python3-h5py                           # tests: files written as users write them (h5py)
   munge slurmctld slurmd slurm-client    # tests: a real one-node Slurm cluster (test_slurm.sh)

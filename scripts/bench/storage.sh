@@ -1,0 +1,251 @@
+#!/usr/bin/env bash
+# Storage-bound training, MLPerf Storage style (DLIO's workloads; these are not MLPerf results): for
+# unet3d, resnet50 and cosmoflow, how many emulated accelerators (one rank each, a sleeping step of
+# the workload's H100 compute time x a slowdown) this node's storage keeps at or above the
+# workload's accelerator utilization (AU) threshold, with strider reading with O_DIRECT and with the
+# PyTorch DataLoader + h5py; and what share of fio's bandwidth strider delivers there. Prints a table
+# and writes $BENCH_OUT/storage.json, storage.md and storage.png.
+#
+#   scripts/bench/setup-bench.sh              # once: fio, torch, h5py-mpi, matplotlib (Debian packages)
+#   scripts/bench/storage.sh                  # see the README (Performance) for how long it takes
+#   STORAGE_QUICK=1 scripts/bench/storage.sh  # tiny files, counts 1 and 2: the script end to end (CI)
+#
+# Per workload:
+#   1. the file: strider-gen --workload W (records of the preset's sample size, rows 4 KiB-aligned),
+#      enough samples for the steps per epoch at the largest count the file serves (unet3d: 4, else
+#      MAX_ACCELERATORS; FILE_ACCELERATORS_<workload> sets it); kept in $BENCH_DIR.
+#   2. the limit: fio on the same file (O_DIRECT, psync, the sample size as the block size, random and
+#      sequential, as many jobs as strider has reading threads: ranks x copy threads).
+#   3. the slowdown X (counts are also given in H100s: count / X; X < 1 is an accelerator faster than
+#      an H100): chosen so that TARGET_ACCELERATORS accelerators ask for 95% of fio's random-read
+#      bandwidth at as many jobs, so that the search below ends near what the storage can feed on any
+#      machine (the answer in H100s does not depend on X); SLOWDOWN_<workload> sets it.
+#   4. strider-bench --workload W --accelerator-slowdown X --engine direct --odirect at 1, 2, 4, ...
+#      ranks until the AU falls below the threshold or memory caps the count (the cap itself is tried
+#      when it lies between two powers of two).
+#   5. the peer (storage_peer.py: DataLoader + DistributedSampler + h5py, the file dropped from the page
+#      cache at each epoch's start) at the same counts, with its own memory cap.
+# The AU, samples/s and GB/s are those of the AU window (each epoch's first step left out, as DLIO).
+#
+# Memory: the batches read ahead by all ranks together stay within RING_MEMORY_GB (default 40% of the
+# memory available at the start): strider needs 2 batches per rank, the peer (workers x prefetch
+# factor 2 + 2) (a unet3d batch is about 1 GB), which caps the counts.
+#
+# Environment: STRIDER_BIN (default build/bin), BENCH_DIR (the files; default /tmp/strider-storage, or
+# /tmp/strider-storage-quick), BENCH_OUT (default $BENCH_DIR/results), WORKLOADS ("unet3d resnet50
+# cosmoflow"), MAX_ACCELERATORS (8; quick 2), TARGET_ACCELERATORS (4), COPY_THREADS (strider's
+# --copy-threads, 1), PEER_WORKERS (2), PEER_DROP (file: posix_fadvise DONTNEED on the file; all:
+# /proc/sys/vm/drop_caches, root only, empties the whole machine's page cache), FIO_SECONDS (3; quick
+# 1), RING_MEMORY_GB, SLOWDOWN_unet3d / SLOWDOWN_resnet50 / SLOWDOWN_cosmoflow.
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+source "$here/../common.sh"
+
+quick=${STORAGE_QUICK:-0}
+bin=${STRIDER_BIN:-$build_dir/bin}
+if [[ $quick == 1 ]]; then data=${BENCH_DIR:-/tmp/strider-storage-quick}; else data=${BENCH_DIR:-/tmp/strider-storage}; fi
+out=${BENCH_OUT:-$data/results}
+workloads=${WORKLOADS:-unet3d resnet50 cosmoflow}
+max_accelerators=${MAX_ACCELERATORS:-$([[ $quick == 1 ]] && echo 2 || echo 8)}
+target=${TARGET_ACCELERATORS:-4}
+copy_threads=${COPY_THREADS:-1}
+peer_workers_wanted=${PEER_WORKERS:-2}
+peer_drop=${PEER_DROP:-file}
+fio_seconds=${FIO_SECONDS:-$([[ $quick == 1 ]] && echo 1 || echo 3)}
+python=/usr/bin/python3
+seed=0
+
+for tool in strider-gen strider-bench strider-inspect; do
+  [[ -x $bin/$tool ]] || { echo "storage: $bin/$tool is missing: build first (or set STRIDER_BIN)" >&2; exit 1; }
+done
+command -v fio >/dev/null || { echo "storage: fio is missing: run scripts/bench/setup-bench.sh" >&2; exit 1; }
+[[ -x $python ]] || { echo "storage: $python is missing (the summary needs it): run scripts/setup.sh" >&2; exit 1; }
+peer_ready=1
+peer_missing=$($python -c "import torch, h5py" 2>&1 | tail -n 1) || peer_ready=0
+
+mkdir -p "$data" "$out/logs"
+rm -f "$out"/*.json "$out"/*.jsonl "$out"/storage.md "$out"/storage.png
+started=$(date +%s)
+log() { printf '[%4ds] %s\n' $(($(date +%s) - started)) "$*"; }
+launch=(mpirun --bind-to none)
+
+available_kib=$(awk '/^MemAvailable:/ { print $2 }' /proc/meminfo)
+ring_memory_gb=${RING_MEMORY_GB:-$(awk -v k="$available_kib" 'BEGIN { printf "%.1f", k * 1024 * 0.4 / 1e9 }')}
+ring_memory_bytes=$(awk -v g="$ring_memory_gb" 'BEGIN { printf "%.0f", g * 1e9 }')
+filesystem="$(df -h --output=source,fstype,size "$data" | tail -n 1 | awk '{ print $1 " (" $2 ", " $3 ")" }')"
+{
+  echo "machine: $(nproc) cores, $(free -g | awk '/^Mem:/ {print $2}') GiB, $(. /etc/os-release && echo "$PRETTY_NAME"), kernel $(uname -r)"
+  echo "storage: $data on $filesystem; a virtual disk's host may cache what it reads"
+  echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "memory for batches read ahead: $ring_memory_gb GB (of $((available_kib / 1048576)) GiB available)"
+  echo "peer page cache drop: $peer_drop ($([[ $peer_drop == file ]] && echo 'posix_fadvise DONTNEED on the file, every rank' || echo '/proc/sys/vm/drop_caches'))"
+  [[ $quick == 1 ]] && echo "STORAGE_QUICK=1: tiny records, counts 1 and 2, slowdown 1: the figures are not the workloads'"
+  [[ $peer_ready == 1 ]] || echo "peer skipped: python3-torch and python3-h5py-mpi are needed ($peer_missing): scripts/bench/setup-bench.sh"
+} | tee "$out/machine.txt"
+
+# The presets, as strider-bench --workload sets them.
+preset() { "$bin/strider-inspect" workloads | awk -v w="$1" '$1 == w { print $2, $4, $5, $6 }'; }
+
+# fio_rate MODE JOBS FILE BLOCK: bytes/s of O_DIRECT psync reads (MODE read or randread) over the file.
+fio_rate() {
+  local mode=$1 jobs=$2 file=$3 block=$4 size region
+  size=$(stat -c %s "$file")
+  region=$((size / jobs / block * block))
+  local extra=()
+  # Sequential jobs each read their own part; random ones roam the whole file.
+  [[ $mode == read ]] && extra=(--size="$region" --offset_increment="$region")
+  fio --name=limit --filename="$file" --readonly --rw="$mode" --bs="$block" --direct=1 --ioengine=psync \
+    --numjobs="$jobs" --time_based --runtime="$fio_seconds" --group_reporting --output-format=terse \
+    "${extra[@]}" 2>>"$out/logs/fio.err" | awk -F';' 'NR == 1 { printf "%.0f\n", $7 * 1024 }'
+}
+
+# best_of_two COMMAND...: the larger of two runs' numbers (the least disturbed, on a shared machine).
+best_of_two() {
+  local first second
+  first=$("$@")
+  second=$("$@")
+  echo $((first > second ? first : second))
+}
+
+# fio_at WORKLOAD JOBS FILE BLOCK: both rates at JOBS jobs (each the best of two; one run in quick
+# mode), once, kept in $out/fio.jsonl.
+declare -A fio_random
+fio_at() {
+  local key="$1/$2"
+  [[ -n ${fio_random[$key]:-} ]] && return
+  local random sequential
+  local repeat=(best_of_two)
+  [[ $quick == 1 ]] && repeat=()
+  random=$("${repeat[@]}" fio_rate randread "$2" "$3" "$4")
+  sequential=$("${repeat[@]}" fio_rate read "$2" "$3" "$4")
+  fio_random[$key]=$random
+  printf '{"workload": "%s", "jobs": %s, "block_bytes": %s, "random_bytes_per_s": %s, "sequential_bytes_per_s": %s}\n' \
+    "$1" "$2" "$4" "$random" "$sequential" >>"$out/fio.jsonl"
+  log "fio $1, $2 jobs, $4-byte reads: random $(awk -v b="$random" 'BEGIN { printf "%.3f", b / 1e9 }') GB/s, sequential $(awk -v b="$sequential" 'BEGIN { printf "%.3f", b / 1e9 }') GB/s"
+}
+
+# counts_to_try CAP: 1 2 4 ... up to CAP (and CAP itself after the last power of two).
+counts_to_try() {
+  local cap=$1 n=1
+  while ((n <= cap)); do
+    echo $n
+    n=$((n * 2))
+  done
+  ((cap > n / 2)) && echo "$cap"
+  return 0
+}
+
+json_field() { $python -c "import json, sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$1" "$2" 2>/dev/null; }
+
+port=$((29500 + RANDOM % 2000))
+for workload in $workloads; do
+  read -r sample_bytes batch compute_s threshold < <(preset "$workload")
+  [[ -n ${sample_bytes:-} ]] || { echo "storage: unknown workload '$workload' (strider-inspect workloads)" >&2; exit 1; }
+  # Steps per epoch and epochs (each epoch's first step is outside the AU window), and the most
+  # accelerators the file serves that many steps per epoch (a unet3d sample is 146.6 MB: 56 of them
+  # are 8.2 GB).
+  case $workload in
+    unet3d) steps=2 epochs=3 file_accelerators=4 ;;
+    resnet50) steps=4 epochs=3 file_accelerators=$max_accelerators ;;
+    *) steps=32 epochs=3 file_accelerators=$max_accelerators ;;
+  esac
+  record_bytes=$sample_bytes
+  if [[ $quick == 1 ]]; then
+    steps=2 epochs=2 file_accelerators=$max_accelerators
+    record_bytes=$((sample_bytes / 4096 / 256 * 4096))
+    ((record_bytes >= 4096)) || record_bytes=4096
+  fi
+  variable=FILE_ACCELERATORS_$workload
+  file_accelerators=${!variable:-$file_accelerators}
+  batch_bytes=$((record_bytes * batch))
+  # Memory caps: strider needs 2 batches per rank, the peer (workers x 2 + 2); and the file's.
+  strider_cap=$((ring_memory_bytes / (2 * batch_bytes)))
+  ((strider_cap > file_accelerators)) && strider_cap=$file_accelerators
+  peer_workers=$peer_workers_wanted
+  peer_cap=$((ring_memory_bytes / ((peer_workers * 2 + 2) * batch_bytes)))
+  if ((peer_cap < 2 && peer_workers > 1)); then
+    peer_workers=1
+    peer_cap=$((ring_memory_bytes / (4 * batch_bytes)))
+  fi
+  ((peer_cap > file_accelerators)) && peer_cap=$file_accelerators
+  if ((strider_cap < 1)); then
+    log "$workload: one rank needs 2 batches of $batch_bytes bytes, more than $ring_memory_gb GB: skipped"
+    continue
+  fi
+  # Strider's ring depth: 2 for batches of 256 MB or more (touching each costs about a second here), else auto.
+  prefetch=()
+  ((batch_bytes >= 256000000)) && prefetch=(--prefetch 2)
+
+  # ---- the file ----
+  samples=$((file_accelerators * batch * steps))
+  file=$data/$workload.h5
+  stamp="--workload $workload --record-bytes $record_bytes --samples $samples --seed 1"
+  if [[ -f $file && -f $file.options && $(cat "$file.options") == "$stamp" ]]; then
+    log "$workload.h5 present ($samples samples of $record_bytes bytes)"
+  else
+    log "generating $workload.h5: $samples samples of $record_bytes bytes"
+    rm -f "$file" "$file.options"
+    # shellcheck disable=SC2086
+    "${launch[@]}" -np 2 "$bin/strider-gen" --out "$file" --no-progress $stamp >"$out/logs/gen-$workload.log" 2>&1
+    echo "$stamp" >"$file.options"
+  fi
+  sync "$file"
+  dd if="$file" iflag=nocache count=0 status=none  # out of the page cache (the peer reads through it)
+
+  # ---- the slowdown ----
+  fio_at "$workload" $((target * copy_threads)) "$file" "$record_bytes"
+  variable=SLOWDOWN_$workload
+  if [[ -n ${!variable:-} ]]; then
+    slowdown=${!variable}
+    why="set by $variable"
+  elif [[ $quick == 1 ]]; then
+    slowdown=1
+    why="quick mode"
+  else
+    slowdown=$(awk -v n="$target" -v b="$batch_bytes" -v c="$compute_s" -v f="${fio_random[$workload/$((target * copy_threads))]}" \
+      'BEGIN { printf "%.3g", n * b / c / (0.95 * f) }')
+    why="$target accelerators ask for 95% of fio's random-read bandwidth at $((target * copy_threads)) jobs"
+  fi
+  step_s=$(awk -v c="$compute_s" -v x="$slowdown" 'BEGIN { printf "%.6g", c * x }')
+  log "$workload: batch $batch x $record_bytes bytes, step $step_s s (x$slowdown: $why); counts up to $strider_cap (strider), $peer_cap (peer, $peer_workers workers)"
+  order=$((${order:-0} + 1))
+  printf '{"order": %s, "workload": "%s", "sample_bytes": %s, "batch_size": %s, "compute_s": %s, "au_threshold": %s, "slowdown": %s, "slowdown_why": "%s", "step_s": %s, "steps_per_epoch": %s, "epochs": %s, "samples": %s, "strider_cap": %s, "peer_cap": %s, "peer_workers": %s, "copy_threads": %s, "target_accelerators": %s}\n' \
+    "$order" "$workload" "$record_bytes" "$batch" "$compute_s" "$threshold" "$slowdown" "$why" "$step_s" "$steps" "$epochs" \
+    "$samples" "$strider_cap" "$peer_cap" "$peer_workers" "$copy_threads" "$target" >"$out/setup-$workload.json"
+
+  # ---- strider ----
+  for count in $(counts_to_try "$strider_cap"); do
+    fio_at "$workload" $((count * copy_threads)) "$file" "$record_bytes"
+    result=$out/strider-$workload-$count.json
+    if ! "${launch[@]}" -np "$count" "$bin/strider-bench" --data "$file" --workload "$workload" \
+      --accelerator-slowdown "$slowdown" --engine direct --odirect --copy-threads "$copy_threads" --epochs "$epochs" \
+      --steps "$steps" --ring-memory-gb "$ring_memory_gb" --seed $seed "${prefetch[@]}" --json "$result" \
+      >"$out/logs/strider-$workload-$count.log" 2>&1; then
+      log "strider $workload at $count: FAILED (see $out/logs/strider-$workload-$count.log)"
+      break
+    fi
+    log "strider $workload at $count: $(grep -m1 '^  AU' "$out/logs/strider-$workload-$count.log" | sed 's/^  //')"
+    [[ $(json_field "$result" passed) == True ]] || break
+  done
+
+  # ---- the peer ----
+  [[ $peer_ready == 1 ]] || continue
+  for count in $(counts_to_try "$peer_cap"); do
+    result=$out/peer-$workload-$count.json
+    port=$((port + 1))
+    if ! "${launch[@]}" -np "$count" -x MASTER_ADDR=127.0.0.1 -x MASTER_PORT=$port -x PYTHONWARNINGS=ignore \
+      $python "$here/storage_peer.py" --data "$file" --workload "$workload" --batch-size "$batch" --compute-s "$step_s" \
+      --au-threshold "$threshold" --epochs "$epochs" --steps "$steps" --workers "$peer_workers" --drop "$peer_drop" \
+      --seed $seed --json "$result" >"$out/logs/peer-$workload-$count.log" 2>&1; then
+      log "peer $workload at $count: FAILED (see $out/logs/peer-$workload-$count.log)"
+      break
+    fi
+    log "$(grep -m1 '^peer' "$out/logs/peer-$workload-$count.log")"
+    [[ $(json_field "$result" passed) == True ]] || break
+  done
+done
+
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$out/machine.txt"
+echo "seconds: $(($(date +%s) - started))" >>"$out/machine.txt"
+$python "$here/storage_summary.py" "$out" $([[ $quick == 1 ]] && echo --quick)
+log "done in $(($(date +%s) - started)) s: $out/storage.json, $out/storage.md, $out/storage.png"

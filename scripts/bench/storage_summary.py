@@ -1,0 +1,161 @@
+#!/usr/bin/python3
+"""Reads storage.sh's files in OUT and writes OUT/storage.json (every figure and the goals),
+OUT/storage.md (the table) and OUT/storage.png (AU against the accelerator count, strider and the
+peer; matplotlib, when installed), and prints the table. Standard library only, but for the plot."""
+
+import glob
+import json
+import math
+import os
+import sys
+
+from summarize import load  # compare.sh's reader: a JSON file, or None
+
+
+def runs(out, who, workload):
+    """Every run of `who` (strider or peer) on `workload`, by accelerator count."""
+    found = []
+    for path in glob.glob(os.path.join(out, f"{who}-{workload}-*.json")):
+        run = load(path)
+        if run is None:
+            continue
+        found.append(dict(accelerators=run["world"], au=run["au"], au_min=run["au_min"], passed=bool(run["passed"]),
+                          samples_per_s=run["steady_samples_per_s"], bytes_per_s=run["steady_bytes_per_s"]))
+    return sorted(found, key=lambda run: run["accelerators"])
+
+
+def largest_held(series):
+    """The largest count that held the threshold (the search stops at the first failure), or None."""
+    held = [run for run in series if run["passed"]]
+    return held[-1] if held else None
+
+
+def main(out, quick):
+    machine = open(os.path.join(out, "machine.txt")).read().strip() if os.path.exists(os.path.join(out, "machine.txt")) else ""
+    fio = []
+    if os.path.exists(os.path.join(out, "fio.jsonl")):
+        fio = [json.loads(line) for line in open(os.path.join(out, "fio.jsonl")) if line.strip()]
+    results = dict(machine=machine.splitlines(), workloads=[], goals=[],
+                   note=("MLPerf-Storage-style (DLIO's workloads and AU), not MLPerf results: one HDF5 file of "
+                         "fixed-size samples, not a file per sample of varying sizes; strider reads with O_DIRECT "
+                         "instead of a dataset 5x the memory; a virtual disk's host may cache what it reads"))
+    rows = []
+    setups = sorted((load(path) for path in glob.glob(os.path.join(out, "setup-*.json"))), key=lambda s: s["order"])
+    for setup in setups:
+        workload = setup["workload"]
+        strider, peer = runs(out, "strider", workload), runs(out, "peer", workload)
+        limits = {entry["jobs"]: entry for entry in fio if entry["workload"] == workload}
+        best, peer_best = largest_held(strider), largest_held(peer)
+        copy_threads = setup["copy_threads"]
+        # What one accelerator asks for at full utilization, and how many fio's random reads could feed
+        # at the threshold (at the jobs of the target count).
+        demand = setup["batch_size"] * setup["sample_bytes"] / setup["step_s"]
+        target_limit = limits.get(setup["target_accelerators"] * copy_threads, {}).get("random_bytes_per_s", 0)
+        feedable = math.floor(target_limit / (setup["au_threshold"] * demand)) if demand > 0 else 0
+        entry = dict(setup, demand_bytes_per_s=demand, fio=sorted(limits.values(), key=lambda e: e["jobs"]),
+                     strider=strider, peer=peer, feedable_by_fio=feedable)
+        if best:
+            limit = limits.get(best["accelerators"] * copy_threads, {}).get("random_bytes_per_s", 0)
+            entry["strider_largest"] = dict(best, h100_equivalents=best["accelerators"] / setup["slowdown"],
+                                            fio_random_bytes_per_s=limit,
+                                            fraction_of_fio=best["bytes_per_s"] / limit if limit else None)
+        if peer_best:
+            entry["peer_largest"] = dict(peer_best, h100_equivalents=peer_best["accelerators"] / setup["slowdown"])
+        results["workloads"].append(entry)
+
+        strider_count = best["accelerators"] if best else 0
+        peer_count = peer_best["accelerators"] if peer_best else 0
+        failed_at = next((run["accelerators"] for run in strider if not run["passed"]), None)
+        # All the storage can feed: no count fio could feed failed (the next count tried was beyond it).
+        feeds_all = strider_count > 0 and (failed_at is None or failed_at > feedable)
+        if best and entry["strider_largest"]["fraction_of_fio"] is not None:
+            fraction = entry["strider_largest"]["fraction_of_fio"]
+            results["goals"].append(dict(workload=workload, goal="at the largest count that holds, >= 90% of fio's bandwidth",
+                                         value=fraction, met=fraction >= 0.9))
+        if peer:
+            results["goals"].append(dict(workload=workload,
+                                         goal="holds the threshold with >= 4x the peer's accelerators (or all the storage can feed)",
+                                         value=[strider_count, peer_count, feedable],
+                                         met=strider_count >= 4 * peer_count or feeds_all))
+        rows.append((workload, setup, best, peer_best, entry, peer))
+    if quick:
+        results["goals"] = []
+        results["quick"] = True
+
+    lines = [f"| workload | step (x slowdown) | fio random GB/s (jobs) | strider: accelerators (H100s) | AU | samples/s | "
+             f"GB/s | of fio | peer: accelerators (H100s) | peer AU | strider / peer |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for workload, setup, best, peer_best, entry, peer in rows:
+        largest = entry.get("strider_largest")
+        fio_text = "-"
+        if largest:
+            fio_text = f"{largest['fio_random_bytes_per_s'] / 1e9:.2f} ({largest['accelerators'] * setup['copy_threads']})"
+        strider_text = f"{best['accelerators']} ({best['accelerators'] / setup['slowdown']:.2f})" if best else "none"
+        if peer:
+            peer_text = f"{peer_best['accelerators']} ({peer_best['accelerators'] / setup['slowdown']:.2f})" if peer_best else "none"
+            peer_au = f"{100 * (peer_best or peer[0])['au']:.1f}%"
+            ratio = (f"{best['accelerators'] / peer_best['accelerators']:.1f}x" if best and peer_best
+                     else ("peer holds none" if best else "-"))
+        else:
+            peer_text, peer_au, ratio = "not run", "-", "-"
+        fraction = largest.get("fraction_of_fio") if largest else None
+        lines.append(
+            f"| {workload} | {setup['step_s']:.4g} s (x{setup['slowdown']}) | {fio_text} | {strider_text} | "
+            + (f"{100 * best['au']:.1f}% | {best['samples_per_s']:.1f} | {best['bytes_per_s'] / 1e9:.3f} | "
+               if best else "- | - | - | ")
+            + (f"{100 * fraction:.0f}% | " if fraction is not None else "- | ")
+            + f"{peer_text} | {peer_au} | {ratio} |")
+    lines.append("")
+    lines.append("AU at each count (strider / peer):")
+    for workload, setup, best, peer_best, entry, peer in rows:
+        by_count = {}
+        for run in entry["strider"]:
+            by_count.setdefault(run["accelerators"], ["-", "-"])[0] = f"{100 * run['au']:.1f}%"
+        for run in entry["peer"]:
+            by_count.setdefault(run["accelerators"], ["-", "-"])[1] = f"{100 * run['au']:.1f}%"
+        lines.append(f"- {workload} (threshold {100 * setup['au_threshold']:.0f}%): " +
+                     ", ".join(f"{count}: {pair[0]} / {pair[1]}" for count, pair in sorted(by_count.items())))
+    table = "\n".join(lines)
+    print(machine)
+    print(table)
+    if quick:
+        print("STORAGE_QUICK=1: no goals (tiny records, the figures are not the workloads')")
+    for goal in results["goals"]:
+        print(f"goal, {goal['workload']}: {goal['goal']}: {'met' if goal['met'] else 'MISSED'} ({goal['value']})")
+    with open(os.path.join(out, "storage.md"), "w") as file:
+        file.write(table + "\n")
+    with open(os.path.join(out, "storage.json"), "w") as file:
+        json.dump(results, file, indent=1)
+
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("no plot: python3-matplotlib is not installed (scripts/bench/setup-bench.sh)")
+        return 0
+    if not rows:
+        return 0
+    figure, axes = plt.subplots(1, len(rows), figsize=(4.2 * len(rows), 3.6), squeeze=False)
+    for axis, (workload, setup, best, peer_best, entry, peer) in zip(axes[0], rows):
+        for series, label, marker in ((entry["strider"], "strider (O_DIRECT)", "o"), (entry["peer"], "DataLoader + h5py", "s")):
+            if series:
+                axis.plot([run["accelerators"] for run in series], [100 * run["au"] for run in series], marker=marker, label=label)
+        axis.axhline(100 * setup["au_threshold"], color="grey", linestyle="--", linewidth=1, label="threshold")
+        axis.set_xscale("log", base=2)
+        counts = sorted({run["accelerators"] for run in entry["strider"] + entry["peer"]})
+        axis.set_xticks(counts)
+        axis.set_xticklabels([str(count) for count in counts])
+        axis.minorticks_off()
+        axis.set_title(f"{workload} (step x{setup['slowdown']}: {setup['step_s']:.3g} s)")
+        axis.set_xlabel("simulated accelerators (ranks)")
+        axis.set_ylabel("AU %")
+        axis.set_ylim(0, 105)
+        axis.legend(fontsize=7, loc="lower left")
+    figure.tight_layout()
+    figure.savefig(os.path.join(out, "storage.png"), dpi=110)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1], "--quick" in sys.argv[2:]))

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# scripts/bench/storage.sh end to end on tiny settings (STORAGE_QUICK=1): the files, fio, strider at 1
+# and 2 simulated accelerators with O_DIRECT, the peer where torch and h5py are installed (else the
+# line that says it was skipped), and the summary. No figure is asserted (they live in the script's
+# output); the results' structure and their arithmetic are.
+source "$(dirname "$0")/common.sh"
+# ctest-processors: 2
+python=/usr/bin/python3
+command -v fio >/dev/null || { echo "skipped: fio is not installed (scripts/setup.sh installs it)"; exit 77; }
+[[ -x $python ]] || { echo "skipped: $python is not installed (scripts/setup.sh installs it)"; exit 77; }
+head -c 8192 /dev/zero >"$work/probe"
+dd if="$work/probe" of=/dev/null iflag=direct bs=4096 count=1 status=none 2>/dev/null ||
+  { echo "skipped: /tmp refuses O_DIRECT, which the benchmark reads with"; exit 77; }
+
+out=$work/storage/results
+if BENCH_DIR=$work/storage STORAGE_QUICK=1 STRIDER_BIN=$STRIDER_BIN bash "$STRIDER_SOURCE_DIR/scripts/bench/storage.sh" \
+  >"$work/storage.txt" 2>&1; then
+  pass "storage.sh ran: $(grep -o 'done in [0-9]* s' "$work/storage.txt")"
+else
+  fail "storage.sh: $(tail -n 20 "$work/storage.txt")"
+  finish
+fi
+
+# Every workload: its setup, fio at 1 job (both patterns), strider at 1 accelerator (and at 2 where 1
+# held), each run's AU keys consistent; the table names it.
+peer_ready=0
+$python -c "import torch, h5py" 2>/dev/null && peer_ready=1
+check=$($python - "$out" "$peer_ready" <<'PY'
+import glob, json, os, sys
+out, peer_ready = sys.argv[1], sys.argv[2] == "1"
+problems = []
+summary = json.load(open(os.path.join(out, "storage.json")))
+names = [w["workload"] for w in summary["workloads"]]
+if names != ["unet3d", "resnet50", "cosmoflow"]:
+    problems.append(f"workloads {names}")
+fio = [json.loads(line) for line in open(os.path.join(out, "fio.jsonl"))]
+for workload in summary["workloads"]:
+    name = workload["workload"]
+    if workload["slowdown"] != 1 or workload["steps_per_epoch"] != 2:
+        problems.append(f"{name}: quick settings {workload['slowdown']}, {workload['steps_per_epoch']}")
+    ones = [f for f in fio if f["workload"] == name and f["jobs"] == 1]
+    if not ones or ones[0]["random_bytes_per_s"] <= 0 or ones[0]["sequential_bytes_per_s"] <= 0:
+        problems.append(f"{name}: no fio figures at 1 job")
+    for who, runs in (("strider", workload["strider"]), ("peer", workload["peer"])):
+        counts = [r["accelerators"] for r in runs]
+        expected = [1, 2] if runs and runs[0]["passed"] else [1]
+        if (who == "strider" or peer_ready) and counts != expected:
+            problems.append(f"{name}: {who} ran at {counts}, expected {expected}")
+        if who == "peer" and not peer_ready and counts:
+            problems.append(f"{name}: the peer ran without torch")
+    for path in glob.glob(os.path.join(out, f"*-{name}-*.json")):
+        run = json.load(open(path))
+        per_rank = [r["au"] for r in run["ranks"]]
+        rates = sum(r["steady_samples_per_s"] for r in run["ranks"])
+        if (abs(sum(per_rank) / len(per_rank) - run["au"]) > 1e-9 or abs(min(per_rank) - run["au_min"]) > 1e-9
+                or run["passed"] != (run["au"] >= run["au_threshold"]) or not 0 <= run["au"] <= 1
+                or abs(rates - run["steady_samples_per_s"]) > 1e-6 * max(1.0, rates) or len(per_rank) != run["world"]):
+            problems.append(f"{os.path.basename(path)}: AU keys inconsistent")
+        if os.path.basename(path).startswith("strider") and not run["odirect"]:
+            problems.append(f"{os.path.basename(path)}: not read with O_DIRECT")
+table = open(os.path.join(out, "storage.md")).read()
+for name in ("unet3d", "resnet50", "cosmoflow"):
+    if f"| {name} |" not in table:
+        problems.append(f"the table has no row for {name}")
+print("; ".join(problems) if problems else "ok")
+PY
+)
+expect_equal "results: every workload, fio, strider's counts, consistent AU keys, the table" "$check" ok
+if ((peer_ready)); then
+  # The peer computes the AU as strider does: the unit test's trace (test_storage_workload.cpp).
+  expect_equal "the peer's AU arithmetic on the fixed trace" "$(cd "$STRIDER_SOURCE_DIR/scripts/bench" && $python -c "
+from storage_peer import accelerator_utilization as au
+trace = [(0, 0.0, 1.0, 2.0, 7, 700), (0, 2.0, 2.5, 3.5, 7, 700), (0, 3.5, 3.5, 4.5, 7, 700),
+         (1, 5.0, 7.0, 8.0, 9, 900), (1, 8.0, 8.0, 8.5, 3, 300), (1, 8.5, 10.0, 10.5, 5, 500)]
+print(' '.join(f'{v:.9g}' for v in au(trace)))")" "0.6 4.4 440"
+else
+  grep -q "^peer skipped: python3-torch and python3-h5py-mpi are needed" "$work/storage.txt" &&
+    pass "no torch here: the peer is skipped, and the output says so" || fail "no line saying the peer was skipped"
+fi
+grep -q "STORAGE_QUICK=1: no goals" "$work/storage.txt" && pass "quick mode claims no goals" || fail "quick mode printed goals"
+finish
