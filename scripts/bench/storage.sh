@@ -17,14 +17,16 @@
 #   2. the limit: fio on the same file (O_DIRECT, psync, the sample size as the block size, random and
 #      sequential, as many jobs as strider has reading threads: ranks x copy threads).
 #   3. the slowdown X (counts are also given in H100s: count / X; X < 1 is an accelerator faster than
-#      an H100): chosen so that TARGET_ACCELERATORS accelerators ask for 95% of fio's random-read
+#      an H100): chosen so that TARGET_ACCELERATORS accelerators ask for all of fio's random-read
 #      bandwidth at as many jobs, so that the search below ends near what the storage can feed on any
-#      machine (the answer in H100s does not depend on X); SLOWDOWN_<workload> sets it.
+#      machine (the answer in H100s does not depend on X), and so that holding a 90% threshold there
+#      means delivering at least 90% of fio's bandwidth; SLOWDOWN_<workload> sets it.
 #   4. strider-bench --workload W --accelerator-slowdown X --engine direct --odirect at 1, 2, 4, ...
 #      ranks until the AU falls below the threshold or memory caps the count (the cap itself is tried
-#      when it lies between two powers of two).
+#      when it lies between two powers of two), then by bisection between the largest count that held
+#      and the first that did not.
 #   5. the peer (storage_peer.py: DataLoader + DistributedSampler + h5py, the file dropped from the page
-#      cache at each epoch's start) at the same counts, with its own memory cap.
+#      cache at each epoch's start), searched the same way, with its own memory cap.
 # The AU, samples/s and GB/s are those of the AU window (each epoch's first step left out, as DLIO).
 #
 # Memory: the batches read ahead by all ranks together stay within RING_MEMORY_GB (default 40% of the
@@ -124,15 +126,31 @@ fio_at() {
   log "fio $1, $2 jobs, $4-byte reads: random $(awk -v b="$random" 'BEGIN { printf "%.3f", b / 1e9 }') GB/s, sequential $(awk -v b="$sequential" 'BEGIN { printf "%.3f", b / 1e9 }') GB/s"
 }
 
-# counts_to_try CAP: 1 2 4 ... up to CAP (and CAP itself after the last power of two).
-counts_to_try() {
-  local cap=$1 n=1
-  while ((n <= cap)); do
-    echo $n
-    n=$((n * 2))
+# search CAP RUN: the largest count in 1..CAP at which `RUN count` holds the threshold (RUN returns 0
+# when it held, 1 when not, 2 when it failed to run): 1, 2, 4, ... (CAP after the last power of two)
+# until one does not hold, then bisection between the last that held and the first that did not.
+search() {
+  local cap=$1 run=$2 held=0 failed=0 count=1 status
+  while ((count <= cap)); do
+    status=0
+    $run $count || status=$?
+    ((status == 2)) && return 0
+    if ((status == 0)); then
+      held=$count
+      ((count == cap)) && break
+      count=$((count * 2 > cap ? cap : count * 2))
+    else
+      failed=$count
+      break
+    fi
   done
-  ((cap > n / 2)) && echo "$cap"
-  return 0
+  while ((failed > held + 1)); do
+    count=$(((held + failed) / 2))
+    status=0
+    $run $count || status=$?
+    ((status == 2)) && return 0
+    if ((status == 0)); then held=$count; else failed=$count; fi
+  done
 }
 
 json_field() { $python -c "import json, sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$1" "$2" 2>/dev/null; }
@@ -203,8 +221,8 @@ for workload in $workloads; do
     why="quick mode"
   else
     slowdown=$(awk -v n="$target" -v b="$batch_bytes" -v c="$compute_s" -v f="${fio_random[$workload/$((target * copy_threads))]}" \
-      'BEGIN { printf "%.3g", n * b / c / (0.95 * f) }')
-    why="$target accelerators ask for 95% of fio's random-read bandwidth at $((target * copy_threads)) jobs"
+      'BEGIN { printf "%.3g", n * b / c / f }')
+    why="$target accelerators ask for all of fio's random-read bandwidth at $((target * copy_threads)) jobs"
   fi
   step_s=$(awk -v c="$compute_s" -v x="$slowdown" 'BEGIN { printf "%.6g", c * x }')
   log "$workload: batch $batch x $record_bytes bytes, step $step_s s (x$slowdown: $why); counts up to $strider_cap (strider), $peer_cap (peer, $peer_workers workers)"
@@ -214,35 +232,37 @@ for workload in $workloads; do
     "$samples" "$strider_cap" "$peer_cap" "$peer_workers" "$copy_threads" "$target" >"$out/setup-$workload.json"
 
   # ---- strider ----
-  for count in $(counts_to_try "$strider_cap"); do
+  run_strider() {
+    local count=$1 result=$out/strider-$workload-$1.json
     fio_at "$workload" $((count * copy_threads)) "$file" "$record_bytes"
-    result=$out/strider-$workload-$count.json
     if ! "${launch[@]}" -np "$count" "$bin/strider-bench" --data "$file" --workload "$workload" \
       --accelerator-slowdown "$slowdown" --engine direct --odirect --copy-threads "$copy_threads" --epochs "$epochs" \
       --steps "$steps" --ring-memory-gb "$ring_memory_gb" --seed $seed "${prefetch[@]}" --json "$result" \
       >"$out/logs/strider-$workload-$count.log" 2>&1; then
       log "strider $workload at $count: FAILED (see $out/logs/strider-$workload-$count.log)"
-      break
+      return 2
     fi
     log "strider $workload at $count: $(grep -m1 '^  AU' "$out/logs/strider-$workload-$count.log" | sed 's/^  //')"
-    [[ $(json_field "$result" passed) == True ]] || break
-  done
+    [[ $(json_field "$result" passed) == True ]]
+  }
+  search "$strider_cap" run_strider
 
   # ---- the peer ----
   [[ $peer_ready == 1 ]] || continue
-  for count in $(counts_to_try "$peer_cap"); do
-    result=$out/peer-$workload-$count.json
+  run_peer() {
+    local count=$1 result=$out/peer-$workload-$1.json
     port=$((port + 1))
     if ! "${launch[@]}" -np "$count" -x MASTER_ADDR=127.0.0.1 -x MASTER_PORT=$port -x PYTHONWARNINGS=ignore \
       $python "$here/storage_peer.py" --data "$file" --workload "$workload" --batch-size "$batch" --compute-s "$step_s" \
       --au-threshold "$threshold" --epochs "$epochs" --steps "$steps" --workers "$peer_workers" --drop "$peer_drop" \
       --seed $seed --json "$result" >"$out/logs/peer-$workload-$count.log" 2>&1; then
       log "peer $workload at $count: FAILED (see $out/logs/peer-$workload-$count.log)"
-      break
+      return 2
     fi
     log "$(grep -m1 '^peer' "$out/logs/peer-$workload-$count.log")"
-    [[ $(json_field "$result" passed) == True ]] || break
-  done
+    [[ $(json_field "$result" passed) == True ]]
+  }
+  search "$peer_cap" run_peer
 done
 
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$out/machine.txt"
