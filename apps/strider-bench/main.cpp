@@ -60,7 +60,7 @@ struct BenchOptions {
 struct RankFigures {
   int rank = 0;
   double wall_seconds = 0, stall_seconds = 0, io_seconds = 0, time_to_first_batch_seconds = 0;
-  RankUtilization utilization;  // AU and rates over this rank's steps (accelerator_utilization.hpp)
+  double au = 0;  // this rank's accelerator utilization (accelerator_utilization.hpp)
   std::int64_t samples = 0, batches = 0, useful_bytes = 0, bytes_read = 0, peak_rss_bytes = 0;
 };
 
@@ -143,7 +143,23 @@ void write_figures(JsonWriter& json, double samples_per_s, double bytes_per_s, d
   json.field("peak_rss_bytes", rss);
 }
 
-void report(const Communicator& world, const BenchOptions& options, const std::vector<RankFigures>& ranks);
+void report(const Communicator& world, const BenchOptions& options, const std::vector<RankFigures>& ranks,
+            const UtilizationSummary& utilization);
+
+/// Collective: every rank's AU windows, on every rank (ranks[r] = rank r's). Every rank has as many
+/// epochs, so mostly as many windows; shorter lists are padded with empty windows and trimmed back.
+std::vector<std::vector<EpochWindow>> gather_windows(const Communicator& world, const std::vector<EpochWindow>& mine) {
+  const std::vector<std::int64_t> counts = world.all_gather(static_cast<std::int64_t>(mine.size()));
+  const std::int64_t most = *std::max_element(counts.begin(), counts.end());
+  std::vector<std::vector<EpochWindow>> ranks(counts.size());
+  for (std::int64_t i = 0; i < most; ++i) {
+    const std::vector<EpochWindow> gathered =
+        world.all_gather(i < static_cast<std::int64_t>(mine.size()) ? mine[i] : EpochWindow{});
+    for (std::size_t rank = 0; rank < ranks.size(); ++rank)
+      if (i < counts[rank]) ranks[rank].push_back(gathered[rank]);
+  }
+  return ranks;
+}
 
 /// MemAvailable of /proc/meminfo in bytes (0 when it cannot be read).
 std::int64_t memory_available_bytes() {
@@ -276,7 +292,8 @@ int bench_main(const Communicator& world, int argc, char** argv) {
   }
   RankFigures mine;
   mine.wall_seconds = since_start();
-  mine.utilization = accelerator_utilization(steps);
+  const std::vector<EpochWindow> windows = epoch_windows(steps);
+  mine.au = accelerator_utilization(windows);
   const PrefetchStats stats = loader.stats();
   mine.rank = world.rank();
   mine.stall_seconds = stats.stall_seconds;
@@ -289,14 +306,19 @@ int bench_main(const Communicator& world, int argc, char** argv) {
   mine.peak_rss_bytes = peak_rss_bytes();
   loader.close();
   const std::vector<RankFigures> ranks = world.all_gather(mine);
+  // Times are seconds since the barrier before the first epoch, so windows compare across ranks.
+  const WorkloadPreset* preset = options.workload.empty() ? nullptr : &workload_preset(options.workload);
+  const UtilizationSummary utilization =
+      summarize_utilization(gather_windows(world, windows), preset ? preset->au_threshold : 0.0);
   world.collective_try([&] {
-    if (world.is_root()) report(world, options, ranks);
+    if (world.is_root()) report(world, options, ranks, utilization);
   });
   return 0;
 }
 
 /// Rank 0: the table on stdout and the JSON file.
-void report(const Communicator& world, const BenchOptions& options, const std::vector<RankFigures>& ranks) {
+void report(const Communicator& world, const BenchOptions& options, const std::vector<RankFigures>& ranks,
+            const UtilizationSummary& utilization) {
   double max_wall = 0, stall = 0, wall = 0, first_batch = 0, io_max = 0, io_sum = 0;
   std::int64_t samples = 0, useful = 0, read = 0, rss = 0;
   for (const RankFigures& rank : ranks) {
@@ -316,10 +338,7 @@ void report(const Communicator& world, const BenchOptions& options, const std::v
   const double stall_fraction = wall > 0 ? stall / wall : 0;
   const double amplification = useful > 0 ? static_cast<double>(read) / static_cast<double>(useful) : 0;
   const double imbalance = io_sum > 0 ? io_max / (io_sum / static_cast<double>(ranks.size())) : 1.0;
-  std::vector<RankUtilization> per_rank;
-  for (const RankFigures& rank : ranks) per_rank.push_back(rank.utilization);
   const WorkloadPreset* preset = options.workload.empty() ? nullptr : &workload_preset(options.workload);
-  const UtilizationSummary utilization = summarize_utilization(per_rank, preset ? preset->au_threshold : 0.0);
 
   std::ostringstream table;
   table << std::fixed << std::setprecision(3);
@@ -407,8 +426,7 @@ void report(const Communicator& world, const BenchOptions& options, const std::v
           rank.peak_rss_bytes);
       json.field("io_seconds", rank.io_seconds);
       json.field("samples", rank.samples);
-      json.field("au", rank.utilization.au);
-      json.field("steady_samples_per_s", rank.utilization.samples_per_s);
+      json.field("au", rank.au);
       json.end_object();
     }
     json.end_array();

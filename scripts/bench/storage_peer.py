@@ -11,7 +11,7 @@ needs root, and empties the page cache of everything else on the machine too).
 
 Started with mpirun (one process per rank); gloo is initialised from the MPI rank and size. Writes
 one JSON object with the keys strider-bench uses: au, au_min, au_threshold, passed,
-steady_samples_per_s, steady_bytes_per_s (over the AU window), samples_per_s, bytes_per_s, ranks.
+steady_samples_per_s, steady_bytes_per_s (over the ranks' AU windows), samples_per_s, bytes_per_s, ranks.
 """
 
 import argparse
@@ -20,34 +20,49 @@ import os
 import sys
 import time
 
-import torch
-import torch.distributed as dist
-from torch.utils.data import DataLoader, DistributedSampler
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_peer import H5Rows, mpi_rank_size, peak_rss_bytes  # noqa: E402 (the same dataset as compare.sh's peer)
-
-
-def accelerator_utilization(steps):
-    """(AU, samples/s, bytes/s) of one rank from (epoch, requested, compute_start, compute_end, samples,
-    bytes) tuples in run order, as strider::accelerator_utilization: per epoch, the window runs from
-    the end of its first step to its last compute end; AU is the other steps' compute time over it,
-    the rates their samples and bytes over it; each the mean over epochs with two steps or more."""
-    epochs = []
+def epoch_windows(steps):
+    """One rank's AU windows from (epoch, requested, compute_start, compute_end, samples, bytes) tuples
+    in run order, as strider::epoch_windows: per epoch with two steps or more, (epoch, start, end,
+    computing, samples, bytes) from the end of its first step (left out) to its last compute end, with
+    the other steps' compute time, samples and bytes."""
+    windows = []
     first = 0
     while first < len(steps):
         end = first + 1
         while end < len(steps) and steps[end][0] == steps[first][0]:
             end += 1
-        window = steps[end - 1][3] - steps[first][3]
-        if end - first >= 2 and window > 0:
-            counted = steps[first + 1:end]
-            epochs.append((sum(s[3] - s[2] for s in counted) / window, sum(s[4] for s in counted) / window,
-                           sum(s[5] for s in counted) / window))
+        counted = steps[first + 1:end]
+        start, stop = steps[first][3], steps[end - 1][3]
+        if counted and stop > start:
+            windows.append((steps[first][0], start, stop, sum(s[3] - s[2] for s in counted),
+                            sum(s[4] for s in counted), sum(s[5] for s in counted)))
         first = end
-    if not epochs:
-        return 0.0, 0.0, 0.0
-    return tuple(sum(e[i] for e in epochs) / len(epochs) for i in range(3))
+    return windows
+
+
+def accelerator_utilization(windows):
+    """One rank's AU: the mean over its windows of compute time / window (0 without windows)."""
+    return sum(w[3] / (w[2] - w[1]) for w in windows) / len(windows) if windows else 0.0
+
+
+def summarize_utilization(ranks):
+    """(AU, lowest rank's AU, samples/s, bytes/s) of a job from every rank's windows, as
+    strider::summarize_utilization: the mean of the ranks' AU; the rates per epoch over the span from
+    the earliest window start to the latest window end, averaged over epochs."""
+    if not ranks:
+        return 0.0, 0.0, 0.0, 0.0
+    per_rank = [accelerator_utilization(windows) for windows in ranks]
+    spans = {}
+    for windows in ranks:
+        for epoch, start, stop, _, samples, nbytes in windows:
+            span = spans.setdefault(epoch, [start, stop, 0, 0])
+            span[0], span[1] = min(span[0], start), max(span[1], stop)
+            span[2] += samples
+            span[3] += nbytes
+    rates = [(s[2] / (s[1] - s[0]), s[3] / (s[1] - s[0])) for s in spans.values()]
+    return (sum(per_rank) / len(per_rank), min(per_rank), sum(r[0] for r in rates) / len(rates) if rates else 0.0,
+            sum(r[1] for r in rates) / len(rates) if rates else 0.0)
 
 
 def drop_page_cache(path, how, rank):
@@ -79,6 +94,14 @@ def main():
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", required=True)
     args = parser.parse_args()
+
+    # Imported here so that the AU arithmetic above can be imported (and tested) without torch.
+    import torch
+    import torch.distributed as dist
+    from torch.utils.data import DataLoader, DistributedSampler
+
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from torch_peer import H5Rows, mpi_rank_size, peak_rss_bytes  # the same dataset as compare.sh's peer
 
     rank, size = mpi_rank_size()
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
@@ -122,15 +145,13 @@ def main():
             step += 1
         del iterator
     wall = time.perf_counter() - start
-    au, steady_samples, steady_bytes = accelerator_utilization(steps)
-    mine = dict(rank=rank, samples=samples, wall_s=wall, au=au, steady_samples_per_s=steady_samples,
-                steady_bytes_per_s=steady_bytes, steps=len(steps),
+    windows = epoch_windows(steps)  # times are seconds since the barrier before the first epoch
+    mine = dict(rank=rank, samples=samples, wall_s=wall, au=accelerator_utilization(windows), steps=len(steps),
                 time_to_first_batch_s=first_batch or 0.0, peak_rss_bytes=peak_rss_bytes())
     ranks = [None] * size
-    dist.all_gather_object(ranks, mine)
+    dist.all_gather_object(ranks, dict(mine, windows=windows))
     if rank == 0:
-        per_rank = [r["au"] for r in ranks]
-        au = sum(per_rank) / len(per_rank)
+        au, au_min, steady_samples, steady_bytes = summarize_utilization([r.pop("windows") for r in ranks])
         wall = max(r["wall_s"] for r in ranks)
         total = sum(r["samples"] for r in ranks)
         result = dict(data=args.data, workload=args.workload, world=size, batch_size=args.batch_size,
@@ -138,14 +159,14 @@ def main():
                       page_cache_drop=args.drop, epochs=args.epochs, samples=total, wall_s=wall,
                       samples_per_s=total / wall if wall > 0 else 0.0,
                       bytes_per_s=total * dataset.row_bytes / wall if wall > 0 else 0.0,
-                      au=au, au_min=min(per_rank), au_threshold=args.au_threshold, passed=au >= args.au_threshold,
-                      steady_samples_per_s=sum(r["steady_samples_per_s"] for r in ranks),
-                      steady_bytes_per_s=sum(r["steady_bytes_per_s"] for r in ranks),
+                      sample_bytes=dataset.row_bytes,
+                      au=au, au_min=au_min, au_threshold=args.au_threshold, passed=au >= args.au_threshold,
+                      steady_samples_per_s=steady_samples, steady_bytes_per_s=steady_bytes,
                       torch=torch.__version__, ranks=ranks)
         with open(args.json, "w") as out:
             json.dump(result, out, indent=1)
         print(f"peer {args.workload}: {size} ranks, {args.workers} workers, AU {100 * au:.1f}% "
-              f"(lowest rank {100 * min(per_rank):.1f}%), {result['steady_bytes_per_s'] / 1e9:.3f} GB/s useful in the "
+              f"(lowest rank {100 * au_min:.1f}%), {result['steady_bytes_per_s'] / 1e9:.3f} GB/s useful in the "
               f"AU window", flush=True)
     dist.destroy_process_group()
 

@@ -1,53 +1,73 @@
 #include "strider/pipeline/accelerator_utilization.hpp"
 
 #include <algorithm>
+#include <map>
 
 namespace strider {
 
-RankUtilization accelerator_utilization(const std::vector<StepTiming>& steps) {
-  RankUtilization sums;
-  int epochs = 0;
+std::vector<EpochWindow> epoch_windows(const std::vector<StepTiming>& steps) {
+  std::vector<EpochWindow> windows;
   for (std::size_t first = 0; first < steps.size();) {
     std::size_t end = first + 1;
     while (end < steps.size() && steps[end].epoch == steps[first].epoch) ++end;
     // The epoch is steps [first, end); its first step is left out.
-    const double window = steps[end - 1].compute_end_s - steps[first].compute_end_s;
-    if (end - first >= 2 && window > 0) {
-      double computing = 0.0, samples = 0.0, bytes = 0.0;
-      for (std::size_t step = first + 1; step < end; ++step) {
-        computing += steps[step].compute_end_s - steps[step].compute_start_s;
-        samples += static_cast<double>(steps[step].samples);
-        bytes += static_cast<double>(steps[step].bytes);
-      }
-      sums.au += computing / window;
-      sums.samples_per_s += samples / window;
-      sums.bytes_per_s += bytes / window;
-      sums.counted_steps += static_cast<std::int64_t>(end - first - 1);
-      ++epochs;
+    EpochWindow window;
+    window.epoch = steps[first].epoch;
+    window.start_s = steps[first].compute_end_s;
+    window.end_s = steps[end - 1].compute_end_s;
+    for (std::size_t step = first + 1; step < end; ++step) {
+      window.computing_s += steps[step].compute_end_s - steps[step].compute_start_s;
+      window.samples += steps[step].samples;
+      window.bytes += steps[step].bytes;
+      ++window.steps;
     }
+    if (window.steps > 0 && window.end_s > window.start_s) windows.push_back(window);
     first = end;
   }
-  if (epochs > 0) {
-    sums.au /= epochs;
-    sums.samples_per_s /= epochs;
-    sums.bytes_per_s /= epochs;
-  }
-  return sums;
+  return windows;
 }
 
-UtilizationSummary summarize_utilization(const std::vector<RankUtilization>& ranks, double threshold) {
+double accelerator_utilization(const std::vector<EpochWindow>& windows) {
+  if (windows.empty()) return 0.0;
+  double sum = 0.0;
+  for (const EpochWindow& window : windows) sum += window.computing_s / (window.end_s - window.start_s);
+  return sum / static_cast<double>(windows.size());
+}
+
+UtilizationSummary summarize_utilization(const std::vector<std::vector<EpochWindow>>& ranks, double threshold) {
   UtilizationSummary summary;
   summary.au_threshold = threshold;
   if (ranks.empty()) return summary;
-  summary.au_min = ranks.front().au;
-  for (const RankUtilization& rank : ranks) {
-    summary.au += rank.au;
-    summary.au_min = std::min(summary.au_min, rank.au);
-    summary.samples_per_s += rank.samples_per_s;
-    summary.bytes_per_s += rank.bytes_per_s;
+  summary.au_min = 1.0;
+  // Per epoch: the span of every rank's window, and what they read in it.
+  struct Span {
+    double start_s, end_s;
+    std::int64_t samples = 0, bytes = 0;
+  };
+  std::map<std::int64_t, Span> spans;
+  for (const std::vector<EpochWindow>& windows : ranks) {
+    const double au = accelerator_utilization(windows);
+    summary.au += au;
+    summary.au_min = std::min(summary.au_min, au);
+    for (const EpochWindow& window : windows) {
+      auto [at, inserted] = spans.try_emplace(window.epoch, Span{window.start_s, window.end_s});
+      Span& span = at->second;
+      span.start_s = std::min(span.start_s, window.start_s);
+      span.end_s = std::max(span.end_s, window.end_s);
+      span.samples += window.samples;
+      span.bytes += window.bytes;
+    }
   }
   summary.au /= static_cast<double>(ranks.size());
   summary.passed = summary.au >= threshold;
+  for (const auto& [epoch, span] : spans) {
+    summary.samples_per_s += static_cast<double>(span.samples) / (span.end_s - span.start_s);
+    summary.bytes_per_s += static_cast<double>(span.bytes) / (span.end_s - span.start_s);
+  }
+  if (!spans.empty()) {
+    summary.samples_per_s /= static_cast<double>(spans.size());
+    summary.bytes_per_s /= static_cast<double>(spans.size());
+  }
   return summary;
 }
 

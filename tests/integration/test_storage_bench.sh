@@ -51,10 +51,12 @@ for workload in summary["workloads"]:
     for path in glob.glob(os.path.join(out, f"*-{name}-*.json")):
         run = json.load(open(path))
         per_rank = [r["au"] for r in run["ranks"]]
-        rates = sum(r["steady_samples_per_s"] for r in run["ranks"])
+        # Every sample of a run has the file's size, so the window's bytes are its samples times that.
+        steady, steady_bytes = run["steady_samples_per_s"], run["steady_bytes_per_s"]
         if (abs(sum(per_rank) / len(per_rank) - run["au"]) > 1e-9 or abs(min(per_rank) - run["au_min"]) > 1e-9
                 or run["passed"] != (run["au"] >= run["au_threshold"]) or not 0 <= run["au"] <= 1
-                or abs(rates - run["steady_samples_per_s"]) > 1e-6 * max(1.0, rates) or len(per_rank) != run["world"]):
+                or steady <= 0 or abs(steady * run["sample_bytes"] - steady_bytes) > 1e-6 * steady_bytes
+                or len(per_rank) != run["world"]):
             problems.append(f"{os.path.basename(path)}: AU keys inconsistent")
         if os.path.basename(path).startswith("strider") and not run["odirect"]:
             problems.append(f"{os.path.basename(path)}: not read with O_DIRECT")
@@ -66,14 +68,18 @@ print("; ".join(problems) if problems else "ok")
 PY
 )
 expect_equal "results: every workload, fio, strider's counts, consistent AU keys, the table" "$check" ok
-if ((peer_ready)); then
-  # The peer computes the AU as strider does: the unit test's trace (test_storage_workload.cpp).
-  expect_equal "the peer's AU arithmetic on the fixed trace" "$(cd "$STRIDER_SOURCE_DIR/scripts/bench" && $python -c "
-from storage_peer import accelerator_utilization as au
-trace = [(0, 0.0, 1.0, 2.0, 7, 700), (0, 2.0, 2.5, 3.5, 7, 700), (0, 3.5, 3.5, 4.5, 7, 700),
-         (1, 5.0, 7.0, 8.0, 9, 900), (1, 8.0, 8.0, 8.5, 3, 300), (1, 8.5, 10.0, 10.5, 5, 500)]
-print(' '.join(f'{v:.9g}' for v in au(trace)))")" "0.6 4.4 440"
-else
+# The peer computes the AU as strider does: the unit test's job of two ranks (test_storage_workload.cpp;
+# rank 1's trace is one that has the windows that test gives rank 1): AU 0.675, lowest 0.6, 6.8
+# samples/s and 680 bytes/s over the ranks' common spans.
+expect_equal "the peer's AU arithmetic on the fixed traces" "$(cd "$STRIDER_SOURCE_DIR/scripts/bench" && $python -c "
+from storage_peer import epoch_windows, summarize_utilization
+rank0 = [(0, 0.0, 1.0, 2.0, 7, 700), (0, 2.0, 2.5, 3.5, 7, 700), (0, 3.5, 3.5, 4.5, 7, 700),
+       (1, 5.0, 7.0, 8.0, 9, 900), (1, 8.0, 8.0, 8.5, 3, 300), (1, 8.5, 10.0, 10.5, 5, 500)]
+rank1 = [(0, 0.0, 1.5, 2.5, 5, 500), (0, 2.5, 2.5, 5.0, 10, 1000), (1, 6.0, 7.0, 8.0, 2, 200),
+       (1, 8.0, 8.5, 9.0, 6, 600)]
+print(' '.join(f'{v:.9g}' for v in summarize_utilization([epoch_windows(rank0), epoch_windows(rank1)])))")" \
+  "0.675 0.6 6.8 680"
+if ((!peer_ready)); then
   grep -q "^peer skipped: python3-torch and python3-h5py-mpi are needed" "$work/storage.txt" &&
     pass "no torch here: the peer is skipped, and the output says so" || fail "no line saying the peer was skipped"
 fi

@@ -2,15 +2,16 @@
 /// \file
 /// Accelerator utilization (AU) as MLPerf Storage and the DLIO benchmark define it: the time an
 /// emulated accelerator spends computing over the total time, each epoch's first step left out; and
-/// the throughput over the same window. A trace of steps per rank goes in; no barrier per step is
-/// needed (or wanted: DLIO has none). Pure functions: no MPI, thread-safe.
+/// what the storage delivered over the same windows. A trace of steps per rank goes in; no barrier
+/// per step is needed (or wanted: DLIO has none). Pure functions: no MPI, thread-safe.
 
 #include <cstdint>
 #include <vector>
 
 namespace strider {
 
-/// One step of a training loop on one rank, in seconds on one steady clock.
+/// One step of a training loop on one rank, in seconds on a clock the ranks share (on one node the
+/// steady clock; across nodes, seconds since a common barrier).
 struct StepTiming {
   std::int64_t epoch = 0;
   double requested_s = 0.0;      ///< the loop asked for the step's batch
@@ -20,32 +21,42 @@ struct StepTiming {
   std::int64_t bytes = 0;        ///< their bytes
 };
 
-/// One rank's figures over its steps. Per epoch (a run of steps with equal `epoch`, in the order
-/// they ran) the first step is left out, as DLIO does (it waits for a pipeline that starts with the
-/// epoch), and the window is from that step's compute_end to the epoch's last compute_end:
-///   AU(epoch) = sum of (compute_end - compute_start) over the other steps / window
-///   samples_per_s(epoch) = their samples / window (bytes_per_s alike)
-/// Each figure is the mean over the epochs that have at least two steps (DLIO averages epochs).
-struct RankUtilization {
-  double au = 0.0;  ///< 0..1; 0 when no epoch has two steps
+/// One epoch's AU window on one rank: from the end of the epoch's first step (left out, as DLIO
+/// does: it waits for a pipeline that starts with the epoch) to the end of its last step, with the
+/// compute time, samples and bytes of the steps inside.
+struct EpochWindow {
+  std::int64_t epoch = 0;
+  double start_s = 0.0;
+  double end_s = 0.0;
+  double computing_s = 0.0;
+  std::int64_t samples = 0;
+  std::int64_t bytes = 0;
+  std::int64_t steps = 0;
+};
+
+/// The windows of `steps` (in the order they ran; an epoch is a run of equal `epoch`), for every
+/// epoch with at least two steps and a window longer than zero.
+std::vector<EpochWindow> epoch_windows(const std::vector<StepTiming>& steps);
+
+/// One rank's AU (0..1): the mean over its windows of computing_s / (end_s - start_s) (DLIO averages
+/// epochs); 0 without windows.
+double accelerator_utilization(const std::vector<EpochWindow>& windows);
+
+/// The job's figures from every rank's windows.
+struct UtilizationSummary {
+  double au = 0.0;            ///< the mean of the ranks' AU (what MLPerf compares with the threshold)
+  double au_min = 0.0;        ///< the lowest rank's
+  double au_threshold = 0.0;  ///< the threshold it was compared with
+  bool passed = false;        ///< au >= au_threshold
+  /// Per epoch, every rank's samples (bytes) in its window over the span from the earliest window
+  /// start to the latest window end, averaged over epochs: what the storage delivered while the
+  /// accelerators ran, stragglers included (a sum of per-rank rates would count windows that did
+  /// not overlap as if they had).
   double samples_per_s = 0.0;
   double bytes_per_s = 0.0;
-  std::int64_t counted_steps = 0;  ///< steps inside the windows
-};
-RankUtilization accelerator_utilization(const std::vector<StepTiming>& steps);
-
-/// The job's figures from every rank's.
-struct UtilizationSummary {
-  double au = 0.0;             ///< the mean over ranks (what MLPerf compares with the threshold)
-  double au_min = 0.0;         ///< the lowest rank's
-  double au_threshold = 0.0;   ///< the threshold it was compared with
-  bool passed = false;         ///< au >= au_threshold
-  double samples_per_s = 0.0;  ///< the sum over ranks of their windows' rates
-  double bytes_per_s = 0.0;
 };
 
-/// Mean and minimum AU, pass/fail against `threshold`, and the summed rates of `ranks` (empty: all
-/// 0, not passed).
-UtilizationSummary summarize_utilization(const std::vector<RankUtilization>& ranks, double threshold);
+/// `ranks[r]` holds rank r's windows. Empty (or no window anywhere): all 0, not passed.
+UtilizationSummary summarize_utilization(const std::vector<std::vector<EpochWindow>>& ranks, double threshold);
 
 }  // namespace strider
