@@ -306,7 +306,6 @@ int bench_main(const Communicator& world, int argc, char** argv) {
   mine.peak_rss_bytes = peak_rss_bytes();
   loader.close();
   const std::vector<RankFigures> ranks = world.all_gather(mine);
-  // Times are seconds since the barrier before the first epoch, so windows compare across ranks.
   const WorkloadPreset* preset = options.workload.empty() ? nullptr : &workload_preset(options.workload);
   const UtilizationSummary utilization =
       summarize_utilization(gather_windows(world, windows), preset ? preset->au_threshold : 0.0);

@@ -48,21 +48,20 @@ def accelerator_utilization(windows):
 
 def summarize_utilization(ranks):
     """(AU, lowest rank's AU, samples/s, bytes/s) of a job from every rank's windows, as
-    strider::summarize_utilization: the mean of the ranks' AU; the rates per epoch over the span from
-    the earliest window start to the latest window end, averaged over epochs."""
+    strider::summarize_utilization: the mean of the ranks' AU; the rates per epoch the sum over ranks
+    of each rank's over its own window (DLIO's throughput), averaged over epochs."""
     if not ranks:
         return 0.0, 0.0, 0.0, 0.0
     per_rank = [accelerator_utilization(windows) for windows in ranks]
-    spans = {}
+    rates = {}
     for windows in ranks:
         for epoch, start, stop, _, samples, nbytes in windows:
-            span = spans.setdefault(epoch, [start, stop, 0, 0])
-            span[0], span[1] = min(span[0], start), max(span[1], stop)
-            span[2] += samples
-            span[3] += nbytes
-    rates = [(s[2] / (s[1] - s[0]), s[3] / (s[1] - s[0])) for s in spans.values()]
-    return (sum(per_rank) / len(per_rank), min(per_rank), sum(r[0] for r in rates) / len(rates) if rates else 0.0,
-            sum(r[1] for r in rates) / len(rates) if rates else 0.0)
+            rate = rates.setdefault(epoch, [0.0, 0.0])
+            rate[0] += samples / (stop - start)
+            rate[1] += nbytes / (stop - start)
+    epochs = list(rates.values())
+    return (sum(per_rank) / len(per_rank), min(per_rank), sum(r[0] for r in epochs) / len(epochs) if epochs else 0.0,
+            sum(r[1] for r in epochs) / len(epochs) if epochs else 0.0)
 
 
 def drop_page_cache(path, how, rank):
@@ -145,7 +144,7 @@ def main():
             step += 1
         del iterator
     wall = time.perf_counter() - start
-    windows = epoch_windows(steps)  # times are seconds since the barrier before the first epoch
+    windows = epoch_windows(steps)
     mine = dict(rank=rank, samples=samples, wall_s=wall, au=accelerator_utilization(windows), steps=len(steps),
                 time_to_first_batch_s=first_batch or 0.0, peak_rss_bytes=peak_rss_bytes())
     ranks = [None] * size

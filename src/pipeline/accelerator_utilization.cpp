@@ -39,34 +39,27 @@ UtilizationSummary summarize_utilization(const std::vector<std::vector<EpochWind
   summary.au_threshold = threshold;
   if (ranks.empty()) return summary;
   summary.au_min = 1.0;
-  // Per epoch: the span of every rank's window, and what they read in it.
-  struct Span {
-    double start_s, end_s;
-    std::int64_t samples = 0, bytes = 0;
-  };
-  std::map<std::int64_t, Span> spans;
+  // Per epoch: the sum over ranks of each rank's rates over its own window.
+  std::map<std::int64_t, std::pair<double, double>> rates;
   for (const std::vector<EpochWindow>& windows : ranks) {
     const double au = accelerator_utilization(windows);
     summary.au += au;
     summary.au_min = std::min(summary.au_min, au);
     for (const EpochWindow& window : windows) {
-      auto [at, inserted] = spans.try_emplace(window.epoch, Span{window.start_s, window.end_s});
-      Span& span = at->second;
-      span.start_s = std::min(span.start_s, window.start_s);
-      span.end_s = std::max(span.end_s, window.end_s);
-      span.samples += window.samples;
-      span.bytes += window.bytes;
+      const double seconds = window.end_s - window.start_s;
+      rates[window.epoch].first += static_cast<double>(window.samples) / seconds;
+      rates[window.epoch].second += static_cast<double>(window.bytes) / seconds;
     }
   }
   summary.au /= static_cast<double>(ranks.size());
   summary.passed = summary.au >= threshold;
-  for (const auto& [epoch, span] : spans) {
-    summary.samples_per_s += static_cast<double>(span.samples) / (span.end_s - span.start_s);
-    summary.bytes_per_s += static_cast<double>(span.bytes) / (span.end_s - span.start_s);
+  for (const auto& [epoch, rate] : rates) {
+    summary.samples_per_s += rate.first;
+    summary.bytes_per_s += rate.second;
   }
-  if (!spans.empty()) {
-    summary.samples_per_s /= static_cast<double>(spans.size());
-    summary.bytes_per_s /= static_cast<double>(spans.size());
+  if (!rates.empty()) {
+    summary.samples_per_s /= static_cast<double>(rates.size());
+    summary.bytes_per_s /= static_cast<double>(rates.size());
   }
   return summary;
 }

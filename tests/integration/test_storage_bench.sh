@@ -69,8 +69,8 @@ PY
 )
 expect_equal "results: every workload, fio, strider's counts, consistent AU keys, the table" "$check" ok
 # The peer computes the AU as strider does: the unit test's job of two ranks (test_storage_workload.cpp;
-# rank 1's trace is one that has the windows that test gives rank 1): AU 0.675, lowest 0.6, 6.8
-# samples/s and 680 bytes/s over the ranks' common spans.
+# rank 1's trace is one that has the windows that test gives rank 1): AU 0.675, lowest 0.6, 9.4
+# samples/s and 940 bytes/s (the ranks' rates summed per epoch, averaged over epochs).
 expect_equal "the peer's AU arithmetic on the fixed traces" "$(cd "$STRIDER_SOURCE_DIR/scripts/bench" && $python -c "
 from storage_peer import epoch_windows, summarize_utilization
 rank0 = [(0, 0.0, 1.0, 2.0, 7, 700), (0, 2.0, 2.5, 3.5, 7, 700), (0, 3.5, 3.5, 4.5, 7, 700),
@@ -78,7 +78,7 @@ rank0 = [(0, 0.0, 1.0, 2.0, 7, 700), (0, 2.0, 2.5, 3.5, 7, 700), (0, 3.5, 3.5, 4
 rank1 = [(0, 0.0, 1.5, 2.5, 5, 500), (0, 2.5, 2.5, 5.0, 10, 1000), (1, 6.0, 7.0, 8.0, 2, 200),
        (1, 8.0, 8.5, 9.0, 6, 600)]
 print(' '.join(f'{v:.9g}' for v in summarize_utilization([epoch_windows(rank0), epoch_windows(rank1)])))")" \
-  "0.675 0.6 6.8 680"
+  "0.675 0.6 9.4 940"
 if ((!peer_ready)); then
   grep -q "^peer skipped: python3-torch and python3-h5py-mpi are needed" "$work/storage.txt" &&
     pass "no torch here: the peer is skipped, and the output says so" || fail "no line saying the peer was skipped"

@@ -88,14 +88,13 @@ TEST_CASE("accelerator utilization: each epoch's first step left out, epochs ave
         Approx(1.0).margin(1e-12));
 }
 
-TEST_CASE("accelerator utilization of a job: mean and lowest rank's AU, rates over the ranks' common span",
+TEST_CASE("accelerator utilization of a job: mean and lowest rank's AU, the ranks' rates summed per epoch",
           "[storage]") {
   // Rank 0: the windows of the trace above (AU 0.6). Rank 1: epoch 0 from 2.5 to 5.0 s computing
   // 2.5 s (AU 1), 10 samples of 100 bytes; epoch 1 from 8.0 to 9.0 s computing 0.5 s (AU 0.5), 6
-  // samples: AU 0.75. The job: AU (0.6 + 0.75) / 2 = 0.675, lowest 0.6. Epoch 0 spans 2.0 .. 5.0 s
-  // with 14 + 10 samples (1400 + 1000 bytes): 8 samples/s, 800 bytes/s; epoch 1 spans 8.0 .. 10.5 s
-  // with 8 + 6 samples (800 + 600 bytes): 5.6 samples/s, 560 bytes/s. Mean: 6.8 samples/s, 680
-  // bytes/s (a sum of the ranks' own rates would give 5.6 + 4 = 9.6 samples/s in epoch 0).
+  // samples: AU 0.75. The job: AU (0.6 + 0.75) / 2 = 0.675, lowest 0.6. Epoch 0: 14 / 2.5 + 10 / 2.5
+  // = 9.6 samples/s (1400 / 2.5 + 1000 / 2.5 = 960 bytes/s); epoch 1: 8 / 2.5 + 6 / 1 = 9.2 samples/s
+  // (320 + 600 = 920 bytes/s). Mean over epochs: 9.4 samples/s, 940 bytes/s.
   const std::vector<EpochWindow> rank0 = {{0, 2.0, 4.5, 2.0, 14, 1400, 2}, {1, 8.0, 10.5, 1.0, 8, 800, 2}};
   const std::vector<EpochWindow> rank1 = {{0, 2.5, 5.0, 2.5, 10, 1000, 2}, {1, 8.0, 9.0, 0.5, 6, 600, 2}};
   const UtilizationSummary summary = summarize_utilization({rank0, rank1}, 0.67);
@@ -103,8 +102,8 @@ TEST_CASE("accelerator utilization of a job: mean and lowest rank's AU, rates ov
   CHECK(summary.au_min == Approx(0.6).margin(1e-12));
   CHECK(summary.au_threshold == 0.67);
   CHECK(summary.passed);
-  CHECK(summary.samples_per_s == Approx(6.8).margin(1e-12));
-  CHECK(summary.bytes_per_s == Approx(680.0).margin(1e-9));
+  CHECK(summary.samples_per_s == Approx(9.4).margin(1e-12));
+  CHECK(summary.bytes_per_s == Approx(940.0).margin(1e-9));
   CHECK_FALSE(summarize_utilization({rank0, rank1}, 0.68).passed);
   // At the threshold passes: AU 0.5 and 0.75 (exact in binary), mean 0.625.
   const std::vector<EpochWindow> half = {{0, 0.0, 2.0, 1.0, 1, 1, 1}};

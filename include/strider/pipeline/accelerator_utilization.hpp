@@ -10,8 +10,7 @@
 
 namespace strider {
 
-/// One step of a training loop on one rank, in seconds on a clock the ranks share (on one node the
-/// steady clock; across nodes, seconds since a common barrier).
+/// One step of a training loop on one rank, in seconds on one steady clock.
 struct StepTiming {
   std::int64_t epoch = 0;
   double requested_s = 0.0;      ///< the loop asked for the step's batch
@@ -48,10 +47,10 @@ struct UtilizationSummary {
   double au_min = 0.0;        ///< the lowest rank's
   double au_threshold = 0.0;  ///< the threshold it was compared with
   bool passed = false;        ///< au >= au_threshold
-  /// Per epoch, every rank's samples (bytes) in its window over the span from the earliest window
-  /// start to the latest window end, averaged over epochs: what the storage delivered while the
-  /// accelerators ran, stragglers included (a sum of per-rank rates would count windows that did
-  /// not overlap as if they had).
+  /// Per epoch, the sum over ranks of each rank's samples (bytes) over its own window, averaged over
+  /// epochs: DLIO's throughput, what the storage delivered while the accelerators ran. Windows are
+  /// not aligned across ranks (each starts after its own first step), so with few steps per epoch
+  /// this is an estimate; it is exact when the ranks' windows coincide.
   double samples_per_s = 0.0;
   double bytes_per_s = 0.0;
 };
