@@ -78,7 +78,7 @@ void check_options(const LoaderOptions& options) {
 }
 
 /// `depth` lowered so that its batches fit LoaderOptions::max_ring_bytes (an explicit depth is kept
-/// or refused); UsageError when not even one batch fits.
+/// or refused); UsageError when fewer batches fit than the consumer needs (one, or batches_held + 1).
 int depth_within_ring_memory(int depth, const LoaderOptions& options, const DatasetInfo& info) {
   if (options.max_ring_bytes <= 0) return depth;
   const double batch_bytes = expected_batch_bytes(info, options.sampler.batch_size, options.sampler.max_tokens);

@@ -651,6 +651,20 @@ TEST_CASE("loader: the ring's depth fits max_ring_bytes, or the Loader says what
           comm, [&] { Loader loader(comm, options); },
           "a batch of 192 bytes does not fit the ring memory limit of 191 bytes per rank") != comm.size())
     ++failures;
+  // A consumer holding 2 batches needs 3 in the ring: 500 bytes hold 2 of 192, 600 hold 3.
+  options.max_ring_bytes = 500;
+  options.batches_held = 2;
+  if (ranks_agreeing(
+          comm, [&] { Loader loader(comm, options); },
+          "3 batches of 192 bytes (2 held, 1 read ahead) exceed the ring memory limit of 500 bytes per rank (2 fit)") !=
+      comm.size())
+    ++failures;
+  options.max_ring_bytes = 600;
+  {
+    Loader held(comm, options);
+    REQUIRE(everywhere(comm, held.prefetch_depth() == 3));
+  }
+  options.batches_held = 1;
   // One rank alone short of memory: every rank fails.
   options.max_ring_bytes = comm.rank() == comm.size() - 1 ? 100 : 500;
   if (ranks_agreeing(
