@@ -60,7 +60,8 @@ struct BenchOptions {
 struct RankFigures {
   int rank = 0;
   double wall_seconds = 0, stall_seconds = 0, io_seconds = 0, time_to_first_batch_seconds = 0;
-  double au = 0;  // this rank's accelerator utilization (accelerator_utilization.hpp)
+  double au = 0;                    // this rank's accelerator utilization (accelerator_utilization.hpp)
+  double steady_samples_per_s = 0;  // over this rank's AU windows; the job's is the ranks' sum
   std::int64_t samples = 0, batches = 0, useful_bytes = 0, bytes_read = 0, peak_rss_bytes = 0;
 };
 
@@ -294,6 +295,7 @@ int bench_main(const Communicator& world, int argc, char** argv) {
   mine.wall_seconds = since_start();
   const std::vector<EpochWindow> windows = epoch_windows(steps);
   mine.au = accelerator_utilization(windows);
+  mine.steady_samples_per_s = summarize_utilization({windows}, 0.0).samples_per_s;
   const PrefetchStats stats = loader.stats();
   mine.rank = world.rank();
   mine.stall_seconds = stats.stall_seconds;
@@ -426,6 +428,7 @@ void report(const Communicator& world, const BenchOptions& options, const std::v
       json.field("io_seconds", rank.io_seconds);
       json.field("samples", rank.samples);
       json.field("au", rank.au);
+      json.field("steady_samples_per_s", rank.steady_samples_per_s);
       json.end_object();
     }
     json.end_array();
