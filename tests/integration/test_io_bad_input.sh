@@ -33,7 +33,7 @@ expect_equal "float16 read" "$(mpirun_n 2 "$inspect" dump "$bad" --data-key /hal
 expect_error "empty dataset" "/empty is empty" 20 "${mpi2[@]}" "$inspect" info "$bad" --data-key /empty
 expect_error "direct on compressed data" "the direct engine cannot read .*compressed" 20 "${mpi2[@]}" "$inspect" dump "$work/c.h5" --indices 1 --engine direct
 expect_error "index out of range" "--indices: 1000 is outside \[0, 1000\)" 20 "${mpi2[@]}" "$inspect" dump "$work/f.h5" --indices 1,1000
-expect_error "gen: unknown kind" "--kind must be features, images or sequences" 20 "${mpi2[@]}" "$gen" --out "$work/x.h5" --kind pictures
+expect_error "gen: unknown kind" "--kind must be features, images, sequences or records" 20 "${mpi2[@]}" "$gen" --out "$work/x.h5" --kind pictures
 expect_error "gen: bad class counts" "--class-counts: 'x' is not a number" 20 "${mpi2[@]}" "$gen" --out "$work/x.h5" --class-counts 3,x
 expect_error "gen: unwritable output" "creating $work/no/such/dir.h5" 20 "${mpi2[@]}" "$gen" --out "$work/no/such/dir.h5"
 finish
