@@ -17,7 +17,8 @@ namespace {
 constexpr const char* usage =
     "usage: [mpirun -np R] strider-gen --out FILE [--kind features|images|sequences|records] [--samples N | "
     "--class-counts A,B,...]\n"
-    "Writes a synthetic dataset: features (Gaussian class clusters of --dim float32 or float16), images (uint8 [N, C, H, W]),\n"
+    "Writes a synthetic dataset: features (Gaussian class clusters of --dim float32 or float16), images (uint8 [N, C, "
+    "H, W]),\n"
     "sequences (int32 tokens + int64 offsets, log-normal lengths, tokens that predict the label) or records (uint8\n"
     "[N, --record-bytes] of pseudo-random bytes), with int32 labels written in class blocks. --workload W writes\n"
     "records of that MLPerf-Storage workload's sample size, 4 KiB-aligned for O_DIRECT. Deterministic from --seed\n"

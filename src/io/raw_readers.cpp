@@ -299,8 +299,8 @@ class DirectReader final : public ReaderBase {
     const std::int64_t needed = read.begin + read.bytes - read.read_begin;
     std::int64_t done = 0;
     while (done < needed) {
-      const ssize_t got = ::pread(read.descriptor, read.target + done,
-                                  static_cast<std::size_t>(read.read_bytes - done), read.read_begin + done);
+      const ssize_t got = ::pread(read.descriptor, read.target + done, static_cast<std::size_t>(read.read_bytes - done),
+                                  read.read_begin + done);
       if (got < 0) {
         if (errno == EINTR) continue;
         if (errno == EINVAL) refuse_odirect(file.path, "pread", EINVAL);

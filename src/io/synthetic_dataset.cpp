@@ -270,11 +270,11 @@ SyntheticSummary write_synthetic_dataset(const Communicator& comm, const std::st
   }
   const bool half = options.dtype == "float16";
   const bool bytes = options.kind == "images" || options.kind == "records";
-  const hid_t file_type = bytes      ? H5T_STD_U8LE
+  const hid_t file_type = bytes       ? H5T_STD_U8LE
                           : sequences ? H5T_STD_I32LE
                           : half      ? io_detail::float16_hdf5_type()
                                       : H5T_IEEE_F32LE;
-  const hid_t memory_type = bytes      ? H5T_NATIVE_UINT8
+  const hid_t memory_type = bytes       ? H5T_NATIVE_UINT8
                             : sequences ? H5T_NATIVE_INT32
                             : half      ? io_detail::float16_hdf5_type()
                                         : H5T_NATIVE_FLOAT;
