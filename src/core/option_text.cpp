@@ -76,6 +76,41 @@ std::vector<double> parse_real_list(std::string_view text, std::string_view name
                             [](const std::string& item, std::size_t* used) { return std::stod(item, used); });
 }
 
+std::int64_t parse_byte_size_option(std::string_view text, std::string_view name) {
+  std::size_t digits = 0;
+  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
+  if (digits == 0) STRIDER_THROW(UsageError, invalid(text, name));
+  const std::int64_t number = parse_integer_option(text.substr(0, digits), name);
+  std::string_view suffix = text.substr(digits);
+  int shift = 0;
+  if (!suffix.empty()) {
+    const std::string_view units = "KMGT";
+    const std::size_t unit = units.find(static_cast<char>(suffix.front() & ~0x20));  // either case
+    if (unit == std::string_view::npos) STRIDER_THROW(UsageError, invalid(text, name));
+    shift = 10 * static_cast<int>(unit + 1);
+    suffix.remove_prefix(1);
+    if (suffix != "" && suffix != "B" && suffix != "iB") STRIDER_THROW(UsageError, invalid(text, name));
+  }
+  if (number > (std::numeric_limits<std::int64_t>::max() >> shift)) STRIDER_THROW(UsageError, invalid(text, name));
+  return number << shift;
+}
+
+std::string format_bytes(std::int64_t bytes) {
+  if (bytes < 1000 && bytes > -1000) return std::to_string(bytes) + " bytes";
+  const char* units[] = {"kB", "MB", "GB", "TB", "PB", "EB"};
+  double value = static_cast<double>(bytes) / 1000.0;
+  int unit = 0;
+  while ((value >= 1000.0 || value <= -1000.0) && unit < 5) {
+    value /= 1000.0;
+    ++unit;
+  }
+  std::ostringstream text;
+  text.setf(std::ios::fixed);
+  text.precision(1);
+  text << value << " " << units[unit];
+  return text.str();
+}
+
 std::string format_real_list(const std::vector<double>& values) {
   std::ostringstream text;
   text.precision(17);

@@ -29,6 +29,14 @@ std::vector<std::int64_t> parse_integer_list(std::string_view text, std::string_
 /// "0.5,1,2" into doubles; errors as parse_integer_list.
 std::vector<double> parse_real_list(std::string_view text, std::string_view name);
 
+/// A byte count: a plain number of bytes or one with a binary suffix K, M, G or T (KiB, MB, ... are
+/// the same: all powers of 1024), e.g. "512M", "8G". Throws UsageError "the argument ('x') for option
+/// '--name' is invalid" for anything else, a negative value or one beyond int64.
+std::int64_t parse_byte_size_option(std::string_view text, std::string_view name);
+
+/// Bytes for messages: "242.0 MB", "1.5 GB" (powers of 1000, one decimal; "512 bytes" below 1 kB).
+std::string format_bytes(std::int64_t bytes);
+
 /// Values back to text, comma-separated, each with the digits it needs to parse back exactly.
 std::string format_real_list(const std::vector<double>& values);
 
