@@ -29,6 +29,7 @@ std::int64_t number(const char* name, std::int64_t unset) noexcept {
 TestHooks test_hooks() noexcept {
   TestHooks hooks;
   hooks.fail_read_step = step_for_this_rank("STRIDER_TEST_FAIL_READ");
+  hooks.fail_load_piece = step_for_this_rank("STRIDER_TEST_FAIL_LOAD");
   hooks.hang_step = step_for_this_rank("STRIDER_TEST_HANG_AT");
   hooks.step_delay_us = number("STRIDER_TEST_STEP_DELAY_US", 0);
   hooks.kill_in_checkpoint = number("STRIDER_TEST_KILL_IN_CHECKPOINT", -1);

@@ -3,6 +3,8 @@
 // hooks that the reliability tests use are listed in one place. Each hook is off when its variable
 // is unset or malformed; RANK:STEP hooks apply only to the process whose world rank is RANK.
 //   STRIDER_TEST_FAIL_READ=RANK:STEP     that rank's I/O thread fails reading STEP (of any epoch)
+//   STRIDER_TEST_FAIL_LOAD=RANK:PIECE    that rank fails loading piece PIECE (0, 1, ...) of its share
+//                                        into the in-memory store, as a failing disk would
 //   STRIDER_TEST_HANG_AT=RANK:STEP       that rank never finishes training step STEP (the watchdog's test)
 //   STRIDER_TEST_STEP_DELAY_US=US        every training step sleeps US more (a signal can land mid-epoch)
 //   STRIDER_TEST_KILL_IN_CHECKPOINT=N    the process writing its N-th checkpoint (counting from 1) kills
@@ -15,6 +17,7 @@ namespace strider::detail {
 /// The hooks for this process (-1 or 0: off).
 struct TestHooks {
   std::int64_t fail_read_step = -1;      ///< STRIDER_TEST_FAIL_READ, when it names this rank
+  std::int64_t fail_load_piece = -1;     ///< STRIDER_TEST_FAIL_LOAD, when it names this rank
   std::int64_t hang_step = -1;           ///< STRIDER_TEST_HANG_AT, when it names this rank
   std::int64_t step_delay_us = 0;        ///< STRIDER_TEST_STEP_DELAY_US
   std::int64_t kill_in_checkpoint = -1;  ///< STRIDER_TEST_KILL_IN_CHECKPOINT

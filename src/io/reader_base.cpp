@@ -4,6 +4,7 @@
 #include <cstring>
 #include <limits>
 
+#include "io/batch_layout.hpp"
 #include "io/reader_detail.hpp"
 
 namespace strider {
@@ -186,23 +187,9 @@ std::int64_t ReaderBase::samples_bytes(const std::int64_t* indices, std::int64_t
 
 void ReaderBase::read(const std::int64_t* indices, std::int64_t count, const BatchDestination& destination) {
   const auto start = std::chrono::steady_clock::now();
-  if (count < 0) STRIDER_THROW(UsageError, "read: negative count " + std::to_string(count));
-  if (count > 0 && indices == nullptr) STRIDER_THROW(UsageError, "read: null indices");
-  const std::int64_t rows = dataset_.info.num_samples;
-  out_offsets_.resize(static_cast<std::size_t>(count) + 1);
-  out_offsets_[0] = 0;
-  for (std::int64_t k = 0; k < count; ++k) {
-    const std::int64_t row = indices[k];
-    if (row < 0 || row >= rows)
-      STRIDER_THROW(UsageError, "read: index " + std::to_string(row) + " at batch position " + std::to_string(k) +
-                                    " is outside [0, " + std::to_string(rows) + ") of " + dataset_.path);
-    out_offsets_[k + 1] = out_offsets_[k] + row_elements(row) * element_size();
-  }
-  const std::int64_t bytes = out_offsets_[count];
-  if (bytes > destination.samples_capacity_bytes || (bytes > 0 && destination.samples == nullptr))
-    STRIDER_THROW(UsageError, "read: the batch of " + std::to_string(count) + " samples needs " +
-                                  std::to_string(bytes) + " bytes, the destination holds " +
-                                  std::to_string(destination.samples_capacity_bytes));
+  const std::int64_t bytes = lay_out_batch(
+      indices, count, dataset_.info.num_samples, dataset_.path, destination,
+      [this](std::int64_t row) { return row_elements(row) * element_size(); }, out_offsets_);
   if (destination.labels != nullptr && batch_labels_) {
     batch_labels_->read(indices, count, destination.labels);
   } else if (destination.labels != nullptr && !dataset_.labels.empty()) {

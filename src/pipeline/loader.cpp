@@ -67,6 +67,7 @@ void check_options(const LoaderOptions& options) {
   if (options.batches_held < 1 || options.batches_held >= kMaxPrefetchDepth)
     STRIDER_THROW(UsageError, "LoaderOptions::batches_held must be in 1.." + std::to_string(kMaxPrefetchDepth - 1) +
                                   ", got " + std::to_string(options.batches_held));
+  check_store_options(options.store);
   if (options.max_steps_per_epoch < 0)
     STRIDER_THROW(UsageError, "LoaderOptions::max_steps_per_epoch must be >= 0, got " +
                                   std::to_string(options.max_steps_per_epoch));
@@ -117,6 +118,9 @@ struct Loader::State {
   int uncaught_at_construction = std::uncaught_exceptions();
   bool closed = false;
   PrefetchStats final_stats;
+  // The in-memory store, when on: the prefetcher's reader (owned there), and what it holds.
+  MemoryStore* store = nullptr;
+  std::optional<StoreInfo> store_info;
 
   // Declared before the samplers, destroyed after them: they borrow its reader's labels and lengths.
   std::unique_ptr<Prefetcher> prefetcher;
@@ -227,6 +231,7 @@ struct Loader::State {
     current.reset();
     upcoming.reset();
     final_stats = prefetcher->stats();
+    store = nullptr;                 // owned by the prefetcher as its reader
     options.sampler.labels.reset();  // they point into the reader
     options.sampler.lengths.reset();
     closed = true;
@@ -288,9 +293,15 @@ Loader::Loader(const Communicator& comm, LoaderOptions options) : state_(std::ma
   reader_options.labels_in_memory = options.labels_in_memory.value_or(options.split == LoaderSplit::sampler &&
                                                                       sampler_needs_labels(options.sampler.mode));
   std::unique_ptr<BatchReader> reader = open_reader(comm, options.data_path, reader_options);
+  s.opened_file_states = shard_states(reader->info());  // before a store's load reads the files
+  if (options.store.mode == "memory") {
+    std::unique_ptr<MemoryStore> store = MemoryStore::load(comm, std::move(reader), options.store);
+    s.store = store.get();
+    s.store_info = store->store_info();
+    reader = std::move(store);
+  }
   s.info = reader->info();
   s.engine = reader->engine();
-  s.opened_file_states = shard_states(s.info);
   // The sampler takes labels and lengths straight from the reader, before the prefetcher owns it.
   options.sampler.dataset_size = s.info.num_samples;
   options.sampler.labels = borrow(reader->labels());
@@ -323,7 +334,7 @@ Loader::~Loader() {
   s.wait_for_plan_quietly();
   s.current.reset();
   s.upcoming.reset();
-  s.prefetcher.reset();  // with the reader: the hdf5 engine's close is collective
+  s.prefetcher.reset();  // with the reader: the hdf5 engine's close and the store's are collective
 }
 
 LoaderEpoch Loader::epoch(std::int64_t epoch) {
@@ -459,6 +470,14 @@ const LoaderOptions& Loader::options() const noexcept {
   return state_->options;
 }
 
+const StoreInfo* Loader::store() const noexcept {
+  return state_->store_info ? &*state_->store_info : nullptr;
+}
+
+std::int64_t Loader::store_resident_bytes() const {
+  return state_->store ? state_->store->resident_bytes() : -1;
+}
+
 PrefetchStats Loader::stats() const {
   return state_->closed ? state_->final_stats : state_->prefetcher->stats();
 }
@@ -509,8 +528,12 @@ void Loader::close() {
 void Loader::abandon() noexcept {
   State& s = *state_;
   if (s.closed) return;
+  // A store's remote fetch waits for other ranks, which may not come: give up at once. Its
+  // destructor is then local, but its node memory is left to the process's end with the file.
+  const bool had_store = s.store != nullptr;
+  if (had_store) s.store->abandon();
   std::unique_ptr<BatchReader> reader = s.close_except_ring();
-  if (s.engine != "hdf5") return;  // closed here, locally
+  if (s.engine != "hdf5" && !had_store) return;  // closed here, locally
   keep_open_until_exit(std::move(reader));
   try {
     log_debug("loader: ", s.options.data_path, " left open until the process ends");

@@ -182,6 +182,33 @@ std::vector<LoaderOption> build_table() {
                      o.reader.max_open_files = files;
                    },
                    [](const LoaderOptions& o) { return std::to_string(o.reader.max_open_files); }},
+      LoaderOption{"store", "pipeline", OptionType::text, "",
+                   "none | memory: load the dataset once into memory shared by each node's ranks and serve every "
+                   "batch from there (epochs after the first read nothing from the file)",
+                   [](LoaderOptions& o, std::string_view text) {
+                     StoreOptions store = o.store;
+                     store.mode = std::string(text);
+                     check_store_options(store);
+                     o.store = store;
+                   },
+                   [](const LoaderOptions& o) { return o.store.mode; }},
+      LoaderOption{"store-layout", "pipeline", OptionType::text, "",
+                   "partition (each node holds its ranks' share of the rows) | replicate (every node holds every "
+                   "row) | auto (replicate when the dataset fits one node's budget)",
+                   [](LoaderOptions& o, std::string_view text) {
+                     StoreOptions store = o.store;
+                     store.layout = std::string(text);
+                     check_store_options(store);
+                     o.store = store;
+                   },
+                   [](const LoaderOptions& o) { return o.store.layout; }},
+      LoaderOption{"store-budget", "pipeline", OptionType::text, "",
+                   "the store's memory per node, bytes or 512M, 8G, ... (0: half of the least of MemAvailable, the "
+                   "cgroup's memory.max and the free space of /dev/shm)",
+                   [](LoaderOptions& o, std::string_view text) {
+                     o.store.budget_bytes = parse_byte_size_option(text, "store-budget");
+                   },
+                   [](const LoaderOptions& o) { return std::to_string(o.store.budget_bytes); }},
   };
   // One default: LoaderOptions{}'s own value, as text.
   const LoaderOptions defaults;

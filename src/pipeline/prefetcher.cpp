@@ -407,6 +407,9 @@ std::exception_ptr Prefetcher::fill_slot(int slot_index, const Sampler& sampler,
   s.stats.io_seconds += seconds;
   s.stats.bytes_read += after.bytes_read - before.bytes_read;
   s.stats.read_calls += after.read_calls - before.read_calls;
+  s.stats.bytes_local += after.bytes_local - before.bytes_local;
+  s.stats.bytes_remote += after.bytes_remote - before.bytes_remote;
+  s.stats.remote_requests += after.remote_requests - before.remote_requests;
   return error;
 }
 

@@ -56,6 +56,9 @@ const std::map<std::string, Expectation>& expectations() {
       {"prefetch", {"64", [](const LoaderOptions& o) { return o.prefetch == 64; }}},
       {"copy-threads", {"3", [](const LoaderOptions& o) { return o.reader.copy_threads == 3; }}},
       {"max-open-files", {"5", [](const LoaderOptions& o) { return o.reader.max_open_files == 5; }}},
+      {"store", {"memory", [](const LoaderOptions& o) { return o.store.mode == "memory"; }}},
+      {"store-layout", {"replicate", [](const LoaderOptions& o) { return o.store.layout == "replicate"; }}},
+      {"store-budget", {"8192", [](const LoaderOptions& o) { return o.store.budget_bytes == 8192; }}},
   };
   return table;
 }
@@ -109,7 +112,10 @@ TEST_CASE("option table: one default per option, LoaderOptions{}'s, as the apps 
                                                          {"seed", ""},
                                                          {"prefetch", "0"},
                                                          {"copy-threads", "1"},
-                                                         {"max-open-files", "64"}};
+                                                         {"max-open-files", "64"},
+                                                         {"store", "none"},
+                                                         {"store-layout", "auto"},
+                                                         {"store-budget", "0"}};
   const LoaderOptions defaults;
   for (const LoaderOption& option : loader_option_table()) {
     CAPTURE(option.name);
@@ -161,6 +167,13 @@ TEST_CASE("option table: a bad value is refused naming the option", "[loader_opt
         "--copy-threads must be >= 1, got 0");
   CHECK(usage_error_of([&] { set_loader_option(options, "max-open-files", "0"); }) ==
         "--max-open-files must be >= 1, got 0");
+  CHECK(usage_error_of([&] { set_loader_option(options, "store", "disk"); }) ==
+        "--store must be none or memory, got 'disk'");
+  CHECK(usage_error_of([&] { set_loader_option(options, "store-layout", "spread"); }) ==
+        "--store-layout must be partition, replicate or auto, got 'spread'");
+  for (const char* bad : {"", "M", "12X", "5MBB", "-1G", "1.5G", "99999999999T"})
+    CHECK(usage_error_of([&] { set_loader_option(options, "store-budget", bad); }) ==
+          "the argument ('" + std::string(bad) + "') for option '--store-budget' is invalid");
   CHECK(usage_error_of([&] { set_loader_option(options, "class-weights", "1,x"); }) ==
         "--class-weights: 'x' is not a number (expected a comma-separated list)");
   CHECK(usage_error_of([&] { set_loader_option(options, "class-weights", "1,,2"); }) ==
@@ -195,4 +208,19 @@ TEST_CASE("option text: integers, flags and lists parse whole", "[loader_options
         "--l: '2.5' is not a number (expected a comma-separated list)");
   const std::vector<double> values = {0.1, 1.0 / 3.0, 2e-300};
   CHECK(parse_real_list(format_real_list(values), "l") == values);  // exact round trip
+}
+
+TEST_CASE("option text: byte sizes take binary suffixes; bytes print in decimal units", "[loader_options]") {
+  const std::int64_t kib = 1024;
+  CHECK(parse_byte_size_option("0", "b") == 0);
+  CHECK(parse_byte_size_option("4096", "b") == 4096);
+  CHECK(parse_byte_size_option("3K", "b") == 3 * kib);
+  CHECK(parse_byte_size_option("512M", "b") == 512 * kib * kib);
+  CHECK(parse_byte_size_option("512m", "b") == 512 * kib * kib);
+  CHECK(parse_byte_size_option("8GiB", "b") == 8 * kib * kib * kib);
+  CHECK(parse_byte_size_option("2TB", "b") == 2 * kib * kib * kib * kib);
+  CHECK(format_bytes(999) == "999 bytes");
+  CHECK(format_bytes(1000) == "1.0 kB");
+  CHECK(format_bytes(242000000) == "242.0 MB");
+  CHECK(format_bytes(1550000000) == "1.6 GB");
 }

@@ -67,8 +67,11 @@ struct ReadStats {
   std::int64_t bytes_read = 0;    ///< bytes read from the file (including whole chunks)
   std::int64_t useful_bytes = 0;  ///< bytes of the samples delivered
   std::int64_t batches = 0;
-  std::int64_t read_calls = 0;  ///< pread / H5Dread / memcpy-run calls
-  double read_seconds = 0.0;    ///< time inside read()
+  std::int64_t read_calls = 0;       ///< pread / H5Dread / memcpy-run calls
+  double read_seconds = 0.0;         ///< time inside read()
+  std::int64_t bytes_local = 0;      ///< in-memory store: bytes copied from this node's memory
+  std::int64_t bytes_remote = 0;     ///< in-memory store: bytes received from other nodes
+  std::int64_t remote_requests = 0;  ///< in-memory store: requests to other nodes (one reply each)
 };
 
 /// Options for open_reader.

@@ -162,6 +162,13 @@ class Loader {
   /// lengths point into the reader, and are null after close()).
   const LoaderOptions& options() const noexcept;
 
+  /// What the in-memory store holds and what its load took (LoaderOptions::store); null without the
+  /// store. Stays valid after close().
+  const StoreInfo* store() const noexcept;
+  /// This rank's proportional share of the store's node memory (MemoryStore::resident_bytes); -1
+  /// without the store or after close(). Not collective.
+  std::int64_t store_resident_bytes() const;
+
   /// The prefetch and read counters since construction (or reset_stats()); the last values after close().
   PrefetchStats stats() const;
   void reset_stats();

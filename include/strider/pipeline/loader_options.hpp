@@ -16,6 +16,7 @@
 
 #include "strider/io/batch_reader.hpp"
 #include "strider/pipeline/host_allocator.hpp"
+#include "strider/pipeline/memory_store.hpp"
 #include "strider/sampling/factory.hpp"
 
 namespace strider {
@@ -86,6 +87,9 @@ struct LoaderOptions {
   /// At every epoch's start the ranks check that every shard's size and modification time are
   /// those it had when opened, and refuse to go on otherwise.
   bool check_data_unchanged = true;
+  /// The in-memory store (`--store memory`): the dataset loaded once into node memory at
+  /// construction, every batch served from memory (strider/pipeline/memory_store.hpp).
+  StoreOptions store;
 };
 
 /// The type of an option's value, as a command line parses it.

@@ -76,6 +76,9 @@ struct PrefetchStats {
   std::int64_t batches = 0;                   ///< batches delivered to the consumer
   std::int64_t samples = 0;                   ///< samples delivered to the consumer
   std::int64_t read_calls = 0;                ///< the reader's pread / H5Dread / memcpy-run calls
+  std::int64_t bytes_local = 0;               ///< in-memory store: bytes copied from this node's memory
+  std::int64_t bytes_remote = 0;              ///< in-memory store: bytes received from other nodes
+  std::int64_t remote_requests = 0;           ///< in-memory store: requests to other nodes
   /// stall_seconds / wall_seconds: the one definition of stall fraction used everywhere.
   double stall_fraction() const noexcept { return wall_seconds > 0 ? stall_seconds / wall_seconds : 0.0; }
 };

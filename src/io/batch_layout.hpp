@@ -1,0 +1,41 @@
+#pragma once
+// The checks every BatchReader::read() makes before it copies anything, and where each row of the
+// batch goes: shared by the file engines and the in-memory store, so that all refuse alike.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "strider/core/error.hpp"
+#include "strider/io/batch_reader.hpp"
+
+namespace strider::io_detail {
+
+/// Checks indices[0..count) (each in [0, rows) of `path`) and that the batch fits `destination`,
+/// and fills `out_offsets` (count + 1 entries): row k's bytes go to [out_offsets[k], out_offsets[k + 1])
+/// of destination.samples. `row_bytes(row)` is a row's size in bytes. Returns the batch's bytes.
+/// Throws UsageError naming the problem.
+template <class RowBytes>
+std::int64_t lay_out_batch(const std::int64_t* indices, std::int64_t count, std::int64_t rows, const std::string& path,
+                           const BatchDestination& destination, RowBytes row_bytes,
+                           std::vector<std::int64_t>& out_offsets) {
+  if (count < 0) STRIDER_THROW(UsageError, "read: negative count " + std::to_string(count));
+  if (count > 0 && indices == nullptr) STRIDER_THROW(UsageError, "read: null indices");
+  out_offsets.resize(static_cast<std::size_t>(count) + 1);
+  out_offsets[0] = 0;
+  for (std::int64_t k = 0; k < count; ++k) {
+    const std::int64_t row = indices[k];
+    if (row < 0 || row >= rows)
+      STRIDER_THROW(UsageError, "read: index " + std::to_string(row) + " at batch position " + std::to_string(k) +
+                                    " is outside [0, " + std::to_string(rows) + ") of " + path);
+    out_offsets[k + 1] = out_offsets[k] + row_bytes(row);
+  }
+  const std::int64_t bytes = out_offsets[count];
+  if (bytes > destination.samples_capacity_bytes || (bytes > 0 && destination.samples == nullptr))
+    STRIDER_THROW(UsageError, "read: the batch of " + std::to_string(count) + " samples needs " +
+                                  std::to_string(bytes) + " bytes, the destination holds " +
+                                  std::to_string(destination.samples_capacity_bytes));
+  return bytes;
+}
+
+}  // namespace strider::io_detail

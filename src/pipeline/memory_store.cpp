@@ -1,0 +1,633 @@
+// The in-memory store: the plan of the load (one chunk-aligned range of rows per rank), the budget
+// check, the node segment (an MPI-3 shared window), the load itself, and reading batches from it.
+#include "strider/pipeline/memory_store.hpp"
+
+#include <sys/mman.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <numeric>
+#include <sstream>
+
+#include "io/batch_layout.hpp"
+#include "pipeline/store_exchange.hpp"
+#include "core/test_hooks.hpp"
+#include "strider/comm/node_groups.hpp"
+#include "strider/core/error.hpp"
+#include "strider/core/log.hpp"
+#include "strider/core/option_text.hpp"
+
+namespace strider {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using pipeline_detail::fetch_remote_rows;
+using pipeline_detail::RemoteFetch;
+using pipeline_detail::StoreServer;
+
+/// The load reads at most this many bytes per read() call (a multiple of the chunk's rows): memory
+/// the file's engine may need on the side (the hdf5 engine's scratch) stays bounded.
+constexpr std::int64_t kLoadPieceBytes = std::int64_t{32} << 20;
+/// Nodes copy their rows to each other (replicate layout, labels) in broadcasts of at most this.
+constexpr std::int64_t kCopyPieceBytes = std::int64_t{64} << 20;
+constexpr std::int64_t kPageBytes = 4096;
+/// Shuffled rows are random memory accesses: asking for the row this many positions ahead keeps
+/// several cache misses in flight while one row is copied (as the mmap engine does).
+constexpr std::int64_t kRowsAhead = 8;
+
+std::int64_t round_up(std::int64_t value, std::int64_t unit) {
+  return (value + unit - 1) / unit * unit;
+}
+
+/// A number from a file of one line ("max" or a missing file: -1).
+std::int64_t read_number_file(const std::string& path) {
+  std::ifstream file(path);
+  std::string text;
+  if (!(file >> text) || text == "max") return -1;
+  try {
+    return std::stoll(text);
+  } catch (...) {
+    return -1;
+  }
+}
+
+/// Bytes as a message shows them, with "unlimited" for -1.
+std::string memory_text(std::int64_t bytes) {
+  return bytes < 0 ? std::string("unlimited") : format_bytes(bytes);
+}
+
+/// Proportional set size of the pages of [begin, begin + bytes) mapped in this process, bytes.
+std::int64_t pss_of_range(const std::byte* begin, std::int64_t bytes) {
+  std::ifstream smaps("/proc/self/smaps");
+  if (!smaps) return -1;
+  const auto first = reinterpret_cast<std::uintptr_t>(begin);
+  const std::uintptr_t end = first + static_cast<std::uintptr_t>(bytes);
+  std::string line;
+  bool inside = false;
+  std::int64_t total_kb = 0;
+  while (std::getline(smaps, line)) {
+    unsigned long low = 0, high = 0;
+    char dash = 0;
+    std::istringstream fields(line);
+    if (line.find('-') != std::string::npos && (fields >> std::hex >> low >> dash >> high) && dash == '-' &&
+        line.find(':') > line.find(' ')) {
+      inside = low < end && high > first;
+      continue;
+    }
+    if (inside && line.rfind("Pss:", 0) == 0) total_kb += std::atoll(line.c_str() + 4);
+  }
+  return total_kb * 1024;
+}
+
+/// The share of each rank, and of each node, in rows.
+struct LoadPlan {
+  std::vector<int> rank_order;            // comm ranks, node by node (piece k is rank_order[k]'s)
+  std::vector<std::int64_t> piece_first;  // R + 1 row boundaries
+  std::vector<int> piece_of_rank;         // comm rank -> piece
+  std::vector<std::int64_t> node_first;   // nodes + 1 row boundaries: node p's ranks' pieces
+};
+
+LoadPlan plan_load(const NodeGroups& groups, const DatasetInfo& info, const std::vector<std::int64_t>& token_offsets) {
+  LoadPlan plan;
+  for (int node = 0; node < groups.nodes(); ++node)
+    for (int rank : groups.ranks_of(node)) plan.rank_order.push_back(rank);
+  const auto pieces = static_cast<std::int64_t>(plan.rank_order.size());
+  plan.piece_of_rank.resize(plan.rank_order.size());
+  for (std::int64_t k = 0; k < pieces; ++k)
+    plan.piece_of_rank[static_cast<std::size_t>(plan.rank_order[k])] = static_cast<int>(k);
+
+  const std::int64_t rows = info.num_samples;
+  // Cut at chunk boundaries (whole chunks per rank: each chunk is read and decompressed once);
+  // sequences are cut by tokens, so that each rank reads about as many bytes.
+  const std::int64_t chunk = info.layout == "chunked" && !info.chunk_shape.empty() ? info.chunk_shape[0] : 1;
+  plan.piece_first.resize(static_cast<std::size_t>(pieces) + 1);
+  for (std::int64_t k = 0; k <= pieces; ++k) {
+    std::int64_t row = 0;
+    if (!info.variable_length) {
+      const double target = static_cast<double>(rows) * static_cast<double>(k) / static_cast<double>(pieces);
+      row = std::min(rows, static_cast<std::int64_t>(target / static_cast<double>(chunk) + 0.5) * chunk);
+    } else {
+      const std::int64_t tokens = token_offsets[static_cast<std::size_t>(rows)] - token_offsets[0];
+      const double target = static_cast<double>(tokens) * static_cast<double>(k) / static_cast<double>(pieces);
+      const std::int64_t aligned =
+          token_offsets[0] + static_cast<std::int64_t>(target / static_cast<double>(chunk) + 0.5) * chunk;
+      row = std::lower_bound(token_offsets.begin(), token_offsets.end(), aligned) - token_offsets.begin();
+      row = std::min(row, rows);
+    }
+    plan.piece_first[static_cast<std::size_t>(k)] =
+        k == pieces ? rows : std::max(row, k > 0 ? plan.piece_first[k - 1] : 0);
+  }
+  plan.piece_first[0] = 0;
+  std::int64_t piece = 0;
+  plan.node_first.push_back(0);
+  for (int node = 0; node < groups.nodes(); ++node) {
+    piece += static_cast<std::int64_t>(groups.ranks_of(node).size());
+    plan.node_first.push_back(plan.piece_first[static_cast<std::size_t>(piece)]);
+  }
+  return plan;
+}
+
+/// An MPI-3 shared window, freed (collectively over its node) on destruction unless leaked.
+struct SharedWindow {
+  MPI_Win window = MPI_WIN_NULL;
+  bool locked = false;
+  SharedWindow() = default;
+  SharedWindow(const SharedWindow&) = delete;
+  SharedWindow& operator=(const SharedWindow&) = delete;
+  ~SharedWindow() {
+    if (window == MPI_WIN_NULL) return;
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (finalized) return;
+    if (locked) MPI_Win_unlock_all(window);
+    if (MPI_Win_free(&window) != MPI_SUCCESS) log_warn("store: MPI_Win_free failed");
+  }
+  /// Gives the window up without freeing it (MPI_Finalize does): for a rank that cannot wait for
+  /// its node's other ranks.
+  void leak() noexcept { window = MPI_WIN_NULL; }
+};
+
+/// The node's shared segment: samples, labels, token offsets, each page-aligned.
+struct SegmentLayout {
+  std::int64_t samples_bytes = 0;
+  std::int64_t labels_at = 0, labels_bytes = 0;
+  std::int64_t offsets_at = 0, offsets_bytes = 0;
+  std::int64_t total = 0;
+};
+
+class NodeStore final : public MemoryStore {
+ public:
+  NodeStore(const Communicator& comm, std::unique_ptr<BatchReader> file, const StoreOptions& options);
+  ~NodeStore() override;
+
+  std::string engine() const override { return engine_; }
+  const DatasetInfo& info() const override { return info_; }
+  const std::vector<std::int32_t>& labels() const override { return labels_; }
+  const std::vector<std::int64_t>& lengths() const override { return lengths_; }
+  void read_labels(std::int64_t first, std::int64_t count, std::int32_t* out) override;
+  std::int64_t samples_bytes(const std::int64_t* indices, std::int64_t count) const override;
+  void read(const std::int64_t* indices, std::int64_t count, const BatchDestination& destination) override;
+  ReadStats stats() const override { return stats_; }
+  std::int64_t resident_bytes() const override { return pss_of_range(segment_, layout_.total); }
+  void abandon() noexcept override { abandoned_.store(true); }
+
+ private:
+  std::int64_t row_bytes(std::int64_t row) const {
+    return info_.variable_length ? (token_offsets_[row + 1] - token_offsets_[row]) * element_bytes_
+                                 : info_.sample_bytes;
+  }
+  /// Where row `row` (held by this node) starts in the segment.
+  const std::byte* row_in_segment(std::int64_t row) const {
+    return samples_ + (info_.variable_length ? (token_offsets_[row] - token_offsets_[first_row_]) * element_bytes_
+                                             : (row - first_row_) * info_.sample_bytes);
+  }
+  int node_of_row(std::int64_t row) const {
+    return static_cast<int>(std::upper_bound(node_first_.begin(), node_first_.end(), row) - node_first_.begin()) - 1;
+  }
+  std::int64_t bytes_between(std::int64_t first, std::int64_t end) const {
+    return info_.variable_length ? (token_offsets_[end] - token_offsets_[first]) * element_bytes_
+                                 : (end - first) * info_.sample_bytes;
+  }
+  void allocate_segment();
+  void load_share(BatchReader& file, const LoadPlan& plan);
+  void copy_between_nodes(const LoadPlan& plan);
+  /// Makes every rank's writes to the segment visible to the node's other ranks (collective over
+  /// the node).
+  void synchronize_node(const std::string& what);
+  /// The server's answer: rows of this node, back to back.
+  void serve(const std::int64_t* rows, std::int64_t count, std::vector<std::byte>& out) const;
+
+  Communicator comm_;  // the store's own: its messages never mix with the caller's
+  NodeGroups groups_;
+  std::string engine_;
+  DatasetInfo info_;
+  std::int64_t element_bytes_ = 1;
+  std::vector<std::int32_t> labels_;   // held per rank only when the file reader held them (class-aware plans)
+  std::vector<std::int64_t> lengths_;  // sequences (the file reader's)
+  bool replicated_ = false;
+  std::vector<std::int64_t> node_first_;  // rows node p holds: [node_first_[p], node_first_[p + 1]) (partition)
+  std::int64_t first_row_ = 0, end_row_ = 0;
+
+  SegmentLayout layout_;
+  SharedWindow window_;
+  std::byte* segment_ = nullptr;
+  std::byte* samples_ = nullptr;
+  std::int32_t* node_labels_ = nullptr;    // every row's label, once per node
+  std::int64_t* token_offsets_ = nullptr;  // sequences: every row's first token (N + 1), once per node
+
+  std::unique_ptr<StoreServer> server_;
+  std::atomic<bool> abandoned_{false};
+  ReadStats stats_;
+
+  // Reused between batches.
+  std::vector<std::int64_t> out_offsets_;
+  std::vector<std::vector<std::int64_t>> remote_positions_;  // per node: batch positions asked there
+  std::vector<RemoteFetch> fetches_;
+  std::vector<std::byte> replies_;
+};
+
+NodeStore::NodeStore(const Communicator& comm, std::unique_ptr<BatchReader> file, const StoreOptions& options)
+    : comm_(Communicator::duplicate(comm.native())), groups_(NodeGroups::split(comm_)) {
+  const Clock::time_point start = Clock::now();
+  comm_.collective_try([&] { check_store_options(options); });
+  info_ = file->info();
+  engine_ = file->engine();
+  element_bytes_ = static_cast<std::int64_t>(element_bytes(info_.element_type));
+  const std::int64_t rows = info_.num_samples;
+  lengths_ = file->lengths();
+  labels_ = file->labels();
+
+  // Token offsets from the lengths (every rank has them), for the plan and then the segment.
+  std::vector<std::int64_t> token_offsets;
+  if (info_.variable_length) {
+    token_offsets.resize(static_cast<std::size_t>(rows) + 1, 0);
+    std::partial_sum(lengths_.begin(), lengths_.end(), token_offsets.begin() + 1);
+  }
+  const LoadPlan plan = plan_load(groups_, info_, token_offsets);
+  node_first_ = plan.node_first;
+  const auto share_bytes = [&](std::int64_t first, std::int64_t end) {
+    return info_.variable_length ? (token_offsets[end] - token_offsets[first]) * element_bytes_
+                                 : (end - first) * info_.sample_bytes;
+  };
+  const std::int64_t labels_bytes = info_.has_labels ? rows * 4 : 0;
+  const std::int64_t offsets_bytes = info_.variable_length ? (rows + 1) * 8 : 0;
+  const auto segment_bytes = [&](std::int64_t samples) {
+    return round_up(samples, kPageBytes) + round_up(labels_bytes, kPageBytes) + round_up(offsets_bytes, kPageBytes);
+  };
+
+  // The budget of every node, known to every rank: its first rank's figure.
+  NodeMemory memory;
+  std::int64_t budget = 0;
+  if (groups_.local_rank() == 0) {
+    memory = node_memory();
+    budget = options.budget_bytes > 0
+                 ? options.budget_bytes
+                 : static_cast<std::int64_t>(kDefaultStoreBudgetFraction * static_cast<double>(memory.available()));
+  }
+  const std::vector<std::int64_t> budget_of_rank = comm_.all_gather(budget);
+  std::int64_t smallest_budget = INT64_MAX;
+  for (int node = 0; node < groups_.nodes(); ++node)
+    smallest_budget = std::min(smallest_budget, budget_of_rank[static_cast<std::size_t>(groups_.ranks_of(node)[0])]);
+  const std::int64_t whole = segment_bytes(share_bytes(0, rows));
+  std::string layout_name = options.layout;
+  if (layout_name == "auto") layout_name = whole <= smallest_budget ? "replicate" : "partition";
+  replicated_ = layout_name == "replicate" || groups_.nodes() == 1;
+  first_row_ = replicated_ ? 0 : node_first_[static_cast<std::size_t>(groups_.node())];
+  end_row_ = replicated_ ? rows : node_first_[static_cast<std::size_t>(groups_.node()) + 1];
+  const std::int64_t needed = segment_bytes(share_bytes(first_row_, end_row_));
+
+  // Checked on every node before anything is read: a node that cannot hold its share says so.
+  comm_.collective_try([&] {
+    if (groups_.local_rank() != 0 || needed <= budget) return;
+    const std::string what =
+        replicated_ ? "every row" : "rows " + std::to_string(first_row_) + ".." + std::to_string(end_row_ - 1);
+    std::string helps = replicated_ && groups_.nodes() > 1 ? "use --store-layout partition (each node holds 1/" +
+                                                                 std::to_string(groups_.nodes()) + " of the rows), "
+                                                           : "spread the rows over more nodes, ";
+    helps += "raise --store-budget, or read from the file with --store none (--lookahead L on chunked data)";
+    STRIDER_THROW(
+        UsageError,
+        "--store memory: node " + std::to_string(groups_.node()) + " needs " + format_bytes(needed) + " (" + what +
+            (labels_bytes > 0 ? " and every label" : "") + ") but its budget is " + format_bytes(budget) +
+            (options.budget_bytes > 0 ? " (--store-budget)"
+                                      : " (" + std::to_string(static_cast<int>(kDefaultStoreBudgetFraction * 100)) +
+                                            "% of the least of " + memory.describe() + ")") +
+            "; " + helps);
+  });
+
+  store_info_.layout = layout_name;
+  store_info_.nodes_text = groups_.describe();
+  store_info_.nodes = groups_.nodes();
+  store_info_.node = groups_.node();
+  store_info_.first_row = first_row_;
+  store_info_.end_row = end_row_;
+  store_info_.budget_bytes = budget_of_rank[static_cast<std::size_t>(groups_.ranks_of(groups_.node())[0])];
+
+  layout_.samples_bytes = round_up(share_bytes(first_row_, end_row_), kPageBytes);
+  layout_.labels_at = layout_.samples_bytes;
+  layout_.labels_bytes = labels_bytes;
+  layout_.offsets_at = layout_.labels_at + round_up(labels_bytes, kPageBytes);
+  layout_.offsets_bytes = offsets_bytes;
+  layout_.total = std::max(layout_.offsets_at + round_up(offsets_bytes, kPageBytes), kPageBytes);
+  store_info_.node_bytes = layout_.total;
+  comm_.collective_try([&] { allocate_segment(); });
+  // The offsets are every rank's already: the node's first rank writes them once.
+  if (info_.variable_length && groups_.local_rank() == 0)
+    std::copy(token_offsets.begin(), token_offsets.end(), token_offsets_);
+  comm_.collective_try([&] { synchronize_node("waiting for the node's token offsets"); });
+  token_offsets.clear();
+  token_offsets.shrink_to_fit();
+
+  const ReadStats before = file->stats();
+  comm_.collective_try([&] { load_share(*file, plan); });
+  store_info_.load_bytes_read = file->stats().bytes_read - before.bytes_read;
+  comm_.collective_try([&] { copy_between_nodes(plan); });
+  file.reset();  // collective for the hdf5 engine: every rank is here
+
+  if (!replicated_ && groups_.nodes() > 1)
+    server_ = std::make_unique<StoreServer>(
+        comm_.native(), [this](const std::int64_t* rows_asked, std::int64_t count, std::vector<std::byte>& out) {
+          serve(rows_asked, count, out);
+        });
+  comm_.barrier();  // every node loaded, every server answering
+  store_info_.load_seconds =
+      comm_.all_reduce(std::chrono::duration<double>(Clock::now() - start).count(), ReduceOp::max);
+  if (comm_.is_root())
+    log_info("store: ", rows, info_.variable_length ? " sequences" : " rows", " loaded in ", store_info_.load_seconds,
+             " s, ", store_info_.layout, " over ", store_info_.nodes_text, ", ", format_bytes(store_info_.node_bytes),
+             " per node (budget ", format_bytes(store_info_.budget_bytes), ")");
+}
+
+void NodeStore::allocate_segment() {
+  const MPI_Comm node = groups_.node_comm();
+  const MPI_Aint mine = groups_.local_rank() == 0 ? static_cast<MPI_Aint>(layout_.total) : 0;
+  void* base = nullptr;
+  STRIDER_MPI_CHECK(MPI_Win_allocate_shared(mine, 1, MPI_INFO_NULL, node, &base, &window_.window),
+                    "allocating " + format_bytes(layout_.total) + " of node memory for the store");
+  STRIDER_MPI_CHECK(MPI_Win_set_errhandler(window_.window, MPI_ERRORS_RETURN), "");
+  MPI_Aint size = 0;
+  int unit = 0;
+  STRIDER_MPI_CHECK(MPI_Win_shared_query(window_.window, 0, &size, &unit, &base), "finding the node's store segment");
+  STRIDER_MPI_CHECK(MPI_Win_lock_all(MPI_MODE_NOCHECK, window_.window), "");
+  window_.locked = true;
+  segment_ = static_cast<std::byte*>(base);
+  samples_ = segment_;
+  node_labels_ = info_.has_labels ? reinterpret_cast<std::int32_t*>(segment_ + layout_.labels_at) : nullptr;
+  token_offsets_ = info_.variable_length ? reinterpret_cast<std::int64_t*>(segment_ + layout_.offsets_at) : nullptr;
+
+  // Every page backed now, each rank a slice: a segment /dev/shm cannot hold fails here with an error
+  // instead of a SIGBUS on first touch.
+#ifdef MADV_POPULATE_WRITE
+  const std::int64_t pages = layout_.total / kPageBytes;
+  const std::int64_t first = pages * groups_.local_rank() / groups_.local_size();
+  const std::int64_t end = pages * (groups_.local_rank() + 1) / groups_.local_size();
+  if (end > first &&
+      ::madvise(segment_ + first * kPageBytes, static_cast<std::size_t>((end - first) * kPageBytes),
+                MADV_POPULATE_WRITE) != 0 &&
+      errno != EINVAL)  // EINVAL: a kernel before 5.14; the pages fault in as the load writes them
+    STRIDER_THROW(SystemError, "cannot back " + format_bytes(layout_.total) +
+                                   " of node memory for the store (/dev/shm full? " + node_memory().describe() +
+                                   "): " + std::strerror(errno) +
+                                   "; lower the need with --store-layout partition or "
+                                   "more nodes, or use --store none");
+#endif
+}
+
+void NodeStore::load_share(BatchReader& file, const LoadPlan& plan) {
+  const std::int64_t piece = plan.piece_of_rank[static_cast<std::size_t>(comm_.rank())];
+  const std::int64_t first = plan.piece_first[static_cast<std::size_t>(piece)];
+  const std::int64_t end = plan.piece_first[static_cast<std::size_t>(piece) + 1];
+  const std::int64_t chunk =
+      info_.layout == "chunked" && !info_.chunk_shape.empty() && !info_.variable_length ? info_.chunk_shape[0] : 1;
+  const std::int64_t fail_at = detail::test_hooks().fail_load_piece;
+  std::vector<std::int64_t> indices;
+  std::int64_t pieces = 0;
+  for (std::int64_t at = first; at < end; ++pieces) {
+    // Whole chunks, at most kLoadPieceBytes (at least one chunk or row).
+    std::int64_t stop = at;
+    if (!info_.variable_length) {
+      const std::int64_t rows = std::max<std::int64_t>(
+          chunk, kLoadPieceBytes / std::max<std::int64_t>(1, info_.sample_bytes) / chunk * chunk);
+      stop = std::min(end, at + rows);
+    } else {
+      do ++stop;
+      while (stop < end && bytes_between(at, stop + 1) <= kLoadPieceBytes);
+    }
+    if (pieces == fail_at)
+      STRIDER_THROW(SystemError, "pread failed loading rows " + std::to_string(at) + ".." + std::to_string(stop - 1) +
+                                     " into the store: injected I/O error (STRIDER_TEST_FAIL_LOAD)");
+    indices.resize(static_cast<std::size_t>(stop - at));
+    std::iota(indices.begin(), indices.end(), at);
+    BatchDestination destination;
+    destination.samples = const_cast<std::byte*>(row_in_segment(at));
+    destination.samples_capacity_bytes = bytes_between(at, stop);
+    destination.labels = node_labels_ != nullptr ? node_labels_ + at : nullptr;
+    file.read(indices.data(), stop - at, destination);
+    at = stop;
+  }
+}
+
+void NodeStore::synchronize_node(const std::string& what) {
+  STRIDER_MPI_CHECK(MPI_Win_sync(window_.window), "");
+  STRIDER_MPI_CHECK(MPI_Barrier(groups_.node_comm()), what);
+  STRIDER_MPI_CHECK(MPI_Win_sync(window_.window), "");
+}
+
+void NodeStore::copy_between_nodes(const LoadPlan& plan) {
+  synchronize_node("waiting for the node's ranks to load");
+  const bool labels = node_labels_ != nullptr;
+  if (groups_.nodes() > 1 && (replicated_ || labels) && groups_.local_rank() == 0) {
+    // Node q's first rank broadcasts the rows its node loaded (every label; the samples too when
+    // every node holds every row) to the other nodes' first ranks, in bounded pieces.
+    const MPI_Comm leaders = groups_.leaders_comm();
+    const auto broadcast = [&](std::byte* data, std::int64_t bytes, int root) {
+      for (std::int64_t done = 0; done < bytes; done += kCopyPieceBytes) {
+        const int piece = static_cast<int>(std::min(kCopyPieceBytes, bytes - done));
+        STRIDER_MPI_CHECK(MPI_Bcast(data + done, piece, MPI_BYTE, root, leaders),
+                          "copying the rows of node " + std::to_string(root) + " to the other nodes");
+        if (root != groups_.node()) store_info_.load_bytes_copied += piece;
+      }
+    };
+    for (int node = 0; node < groups_.nodes(); ++node) {
+      const std::int64_t first = plan.node_first[static_cast<std::size_t>(node)];
+      const std::int64_t end = plan.node_first[static_cast<std::size_t>(node) + 1];
+      if (replicated_) broadcast(const_cast<std::byte*>(row_in_segment(first)), bytes_between(first, end), node);
+      if (labels) broadcast(reinterpret_cast<std::byte*>(node_labels_ + first), (end - first) * 4, node);
+    }
+  }
+  synchronize_node("waiting for the copies between nodes");
+}
+
+void NodeStore::serve(const std::int64_t* rows, std::int64_t count, std::vector<std::byte>& out) const {
+  std::int64_t bytes = 0;
+  for (std::int64_t k = 0; k < count; ++k) {
+    if (rows[k] < first_row_ || rows[k] >= end_row_)
+      STRIDER_THROW(Error, "asked for row " + std::to_string(rows[k]) + ", which this node does not hold");
+    bytes += row_bytes(rows[k]);
+  }
+  out.resize(static_cast<std::size_t>(bytes));
+  std::int64_t at = 0;
+  for (std::int64_t k = 0; k < count; ++k) {
+    const std::int64_t size = row_bytes(rows[k]);
+    std::memcpy(out.data() + at, row_in_segment(rows[k]), static_cast<std::size_t>(size));
+    at += size;
+  }
+}
+
+std::int64_t NodeStore::samples_bytes(const std::int64_t* indices, std::int64_t count) const {
+  if (!info_.variable_length) return count * info_.sample_bytes;
+  std::int64_t bytes = 0;
+  for (std::int64_t k = 0; k < count; ++k)
+    if (indices[k] >= 0 && indices[k] < info_.num_samples) bytes += row_bytes(indices[k]);
+  return bytes;
+}
+
+void NodeStore::read_labels(std::int64_t first, std::int64_t count, std::int32_t* out) {
+  if (!info_.has_labels) STRIDER_THROW(UsageError, "read_labels: the dataset has no labels");
+  if (first < 0 || count < 0 || first > info_.num_samples - count)
+    STRIDER_THROW(UsageError, "read_labels: rows " + std::to_string(first) + " + " + std::to_string(count) +
+                                  " are outside [0, " + std::to_string(info_.num_samples) + ")");
+  std::copy(node_labels_ + first, node_labels_ + first + count, out);
+}
+
+void NodeStore::read(const std::int64_t* indices, std::int64_t count, const BatchDestination& destination) {
+  const Clock::time_point start = Clock::now();
+  const std::int64_t bytes = io_detail::lay_out_batch(
+      indices, count, info_.num_samples, info_.path.empty() ? "the dataset" : info_.path, destination,
+      [this](std::int64_t row) { return row_bytes(row); }, out_offsets_);
+  if (destination.labels != nullptr && node_labels_ != nullptr)
+    for (std::int64_t k = 0; k < count; ++k) destination.labels[k] = node_labels_[indices[k]];
+  if (destination.offsets != nullptr && info_.variable_length)
+    for (std::int64_t k = 0; k <= count; ++k) destination.offsets[k] = out_offsets_[k] / element_bytes_;
+
+  // Rows of other nodes: one request per owner node (split only past the message limits), sent
+  // first so that the local copies below overlap the other nodes' answers.
+  fetches_.clear();
+  std::int64_t remote_bytes = 0;
+  remote_positions_.resize(static_cast<std::size_t>(groups_.nodes()));
+  for (std::vector<std::int64_t>& positions : remote_positions_) positions.clear();
+  if (!replicated_) {
+    for (std::int64_t k = 0; k < count; ++k) {
+      const std::int64_t row = indices[k];
+      if (row >= first_row_ && row < end_row_) continue;
+      remote_positions_[static_cast<std::size_t>(node_of_row(row))].push_back(k);
+      remote_bytes += out_offsets_[k + 1] - out_offsets_[k];
+    }
+    if (static_cast<std::int64_t>(replies_.size()) < remote_bytes)
+      replies_.resize(static_cast<std::size_t>(remote_bytes));
+    std::int64_t at = 0;
+    for (int node = 0; node < groups_.nodes(); ++node) {
+      const std::vector<std::int64_t>& positions = remote_positions_[static_cast<std::size_t>(node)];
+      const std::vector<int>& servers = groups_.ranks_of(node);
+      const int server = servers[static_cast<std::size_t>(groups_.local_rank()) % servers.size()];
+      for (std::size_t k = 0; k < positions.size(); ++k) {
+        const std::int64_t size = out_offsets_[positions[k] + 1] - out_offsets_[positions[k]];
+        if (fetches_.empty() || fetches_.back().server != server ||
+            fetches_.back().reply_bytes + size > pipeline_detail::kMaxReplyBytes ||
+            static_cast<std::int64_t>(fetches_.back().rows.size()) >= pipeline_detail::kMaxRequestRows || k == 0) {
+          fetches_.push_back(RemoteFetch{server, {}, replies_.data() + at, 0});
+        }
+        fetches_.back().rows.push_back(indices[positions[k]]);
+        fetches_.back().reply_bytes += size;
+        at += size;
+      }
+    }
+  }
+  std::int64_t local_bytes = 0;
+  const auto copy_local_rows = [&] {
+    for (std::int64_t k = 0; k < count; ++k) {
+      const std::int64_t row = indices[k];
+      if (row < first_row_ || row >= end_row_) continue;
+      if (k + kRowsAhead < count) {
+        const std::int64_t ahead = indices[k + kRowsAhead];
+        if (ahead >= first_row_ && ahead < end_row_) __builtin_prefetch(row_in_segment(ahead));
+      }
+      const std::int64_t size = out_offsets_[k + 1] - out_offsets_[k];
+      if (size > 0)
+        std::memcpy(destination.samples + out_offsets_[k], row_in_segment(row), static_cast<std::size_t>(size));
+      local_bytes += size;
+    }
+  };
+  fetch_remote_rows(comm_.native(), fetches_, abandoned_, copy_local_rows);
+  std::int64_t at = 0;
+  for (const std::vector<std::int64_t>& positions : remote_positions_) {
+    for (std::int64_t position : positions) {
+      const std::int64_t size = out_offsets_[position + 1] - out_offsets_[position];
+      if (size > 0)
+        std::memcpy(destination.samples + out_offsets_[position], replies_.data() + at, static_cast<std::size_t>(size));
+      at += size;
+    }
+  }
+  stats_.useful_bytes += bytes;
+  stats_.bytes_local += local_bytes;
+  stats_.bytes_remote += remote_bytes;
+  stats_.remote_requests += static_cast<std::int64_t>(fetches_.size());
+  stats_.batches += 1;
+  stats_.read_calls += static_cast<std::int64_t>(fetches_.size());
+  stats_.read_seconds += std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+NodeStore::~NodeStore() {
+  if (abandoned_.load()) {
+    // Not collective: stop answering and leave the segment to MPI_Finalize.
+    if (server_) server_->stop();
+    window_.leak();
+    return;
+  }
+  // Collective: once every rank is here, no rank can ask for rows any more.
+  if (MPI_Barrier(comm_.native()) != MPI_SUCCESS) log_warn("store: the closing barrier failed");
+  if (server_) server_->stop();
+}
+
+}  // namespace
+
+// ---- the public part ----------------------------------------------------------------------------
+
+void check_store_options(const StoreOptions& options) {
+  if (options.mode != "none" && options.mode != "memory")
+    STRIDER_THROW(UsageError, "--store must be none or memory, got '" + options.mode + "'");
+  if (options.layout != "partition" && options.layout != "replicate" && options.layout != "auto")
+    STRIDER_THROW(UsageError, "--store-layout must be partition, replicate or auto, got '" + options.layout + "'");
+  if (options.budget_bytes < 0)
+    STRIDER_THROW(UsageError,
+                  "--store-budget must be >= 0 (0: the default), got " + std::to_string(options.budget_bytes));
+}
+
+std::int64_t NodeMemory::available() const noexcept {
+  std::int64_t least = -1;
+  for (std::int64_t value : {mem_available, cgroup_free, shm_free})
+    if (value >= 0 && (least < 0 || value < least)) least = value;
+  return std::max<std::int64_t>(least, 0);
+}
+
+std::string NodeMemory::describe() const {
+  return "MemAvailable " + memory_text(mem_available) + ", cgroup " + memory_text(cgroup_free) +
+         (cgroup_free >= 0 ? " free" : "") + ", /dev/shm free " + memory_text(shm_free);
+}
+
+NodeMemory node_memory() noexcept {
+  NodeMemory memory;
+  try {
+    std::ifstream meminfo("/proc/meminfo");
+    std::string name;
+    std::int64_t kilobytes = 0;
+    std::string unit;
+    while (meminfo >> name >> kilobytes) {
+      std::getline(meminfo, unit);
+      if (name == "MemAvailable:") memory.mem_available = kilobytes * 1024;
+    }
+    // cgroup v2: "0::/path" in /proc/self/cgroup.
+    std::ifstream cgroup("/proc/self/cgroup");
+    std::string line;
+    while (std::getline(cgroup, line)) {
+      if (line.rfind("0::", 0) != 0) continue;
+      const std::string directory = "/sys/fs/cgroup" + line.substr(3);
+      const std::int64_t limit = read_number_file(directory + "/memory.max");
+      const std::int64_t used = read_number_file(directory + "/memory.current");
+      if (limit >= 0) memory.cgroup_free = std::max<std::int64_t>(0, limit - std::max<std::int64_t>(used, 0));
+    }
+    struct statvfs shm {};
+    if (::statvfs("/dev/shm", &shm) == 0)
+      memory.shm_free = static_cast<std::int64_t>(shm.f_bavail) * static_cast<std::int64_t>(shm.f_frsize);
+  } catch (...) {
+  }
+  return memory;
+}
+
+std::unique_ptr<MemoryStore> MemoryStore::load(const Communicator& comm, std::unique_ptr<BatchReader> file,
+                                               const StoreOptions& options) {
+  if (!file) STRIDER_THROW(UsageError, "MemoryStore::load needs a reader");
+  return std::make_unique<NodeStore>(comm, std::move(file), options);
+}
+
+MemoryStore::~MemoryStore() = default;
+
+}  // namespace strider
