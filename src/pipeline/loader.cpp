@@ -67,6 +67,7 @@ void check_options(const LoaderOptions& options) {
   if (options.batches_held < 1 || options.batches_held >= kMaxPrefetchDepth)
     STRIDER_THROW(UsageError, "LoaderOptions::batches_held must be in 1.." + std::to_string(kMaxPrefetchDepth - 1) +
                                   ", got " + std::to_string(options.batches_held));
+  detail::check_option_at_least("lookahead", options.lookahead, 0);
   check_store_options(options.store);
   if (options.max_steps_per_epoch < 0)
     STRIDER_THROW(UsageError, "LoaderOptions::max_steps_per_epoch must be >= 0, got " +
@@ -320,6 +321,18 @@ Loader::Loader(const Communicator& comm, LoaderOptions options) : state_(std::ma
   prefetcher_options.allocator = s.options.allocator;
   prefetcher_options.io_thread = s.options.io_thread;
   prefetcher_options.read_rows_one_by_one = s.options.read_rows_one_by_one;
+  if (s.options.lookahead > 0) {
+    // Merged reads pay where a row costs a whole chunk: chunked data through HDF5.
+    const char* why_not = s.store                      ? "the store holds the data in memory"
+                          : s.engine != "hdf5"         ? "the engine reads rows, not chunks"
+                          : s.info.layout != "chunked" ? "the data is not chunked"
+                                                       : nullptr;
+    if (why_not == nullptr) {
+      prefetcher_options.lookahead_steps = s.options.lookahead;
+    } else if (comm.is_root()) {
+      log_info("--lookahead ", s.options.lookahead, " does nothing here: ", why_not);
+    }
+  }
   s.prefetcher = std::make_unique<Prefetcher>(std::move(reader), prefetcher_options);
 }
 

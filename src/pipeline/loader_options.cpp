@@ -209,6 +209,11 @@ std::vector<LoaderOption> build_table() {
                      o.store.budget_bytes = parse_byte_size_option(text, "store-budget");
                    },
                    [](const LoaderOptions& o) { return std::to_string(o.store.budget_bytes); }},
+      int64_option(
+          "lookahead", "pipeline",
+          "without the store, on chunked data (hdf5 engine): read the rows of this many planned batches in one "
+          "pass in chunk order, each chunk decompressed once per pass (0: off)",
+          [](auto& o) -> auto& { return o.lookahead; }, 0),
   };
   // One default: LoaderOptions{}'s own value, as text.
   const LoaderOptions defaults;

@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "core/test_hooks.hpp"
+#include "pipeline/lookahead.hpp"
 #include "strider/core/error.hpp"
 #include "strider/core/log.hpp"
 
@@ -57,8 +58,9 @@ struct Slot {
 namespace {
 
 /// Reads `step` of the sampler's epoch into `slot` (its indices, samples, labels and offsets).
-void read_into_slot(BatchReader& reader, const DatasetInfo& info, Slot& slot, const Sampler& sampler, std::int64_t step,
-                    std::size_t capacity, bool one_by_one, std::int64_t fail_at_step) {
+void read_into_slot(BatchReader& reader, pipeline_detail::LookaheadReader* lookahead, const DatasetInfo& info,
+                    Slot& slot, const Sampler& sampler, std::int64_t step, std::size_t capacity, bool one_by_one,
+                    std::int64_t fail_at_step) {
   if (step == fail_at_step)
     STRIDER_THROW(SystemError, "pread failed reading step " + std::to_string(step) +
                                    ": injected I/O error (STRIDER_TEST_FAIL_READ)");
@@ -73,7 +75,9 @@ void read_into_slot(BatchReader& reader, const DatasetInfo& info, Slot& slot, co
   destination.samples_capacity_bytes = static_cast<std::int64_t>(capacity);
   destination.labels = info.has_labels ? slot.labels.data() : nullptr;
   destination.offsets = info.variable_length ? slot.offsets.data() : nullptr;
-  if (!one_by_one) {
+  if (lookahead != nullptr) {
+    lookahead->read(step, slot.indices, destination);
+  } else if (!one_by_one) {
     reader.read(slot.indices.data(), count, destination);
   } else {
     std::int64_t at = 0;
@@ -102,6 +106,9 @@ struct Delivery {
 
 struct Prefetcher::State {
   std::unique_ptr<BatchReader> reader;
+  // Reads windows of planned steps (PrefetcherOptions::lookahead_steps); used by whichever thread
+  // reads, like the reader.
+  std::unique_ptr<pipeline_detail::LookaheadReader> lookahead;
   std::shared_ptr<HostAllocator> allocator;
   std::vector<Slot> slots;
   std::size_t buffer_bytes = 0;     // samples area of each slot
@@ -208,6 +215,8 @@ Prefetcher::Prefetcher(std::unique_ptr<BatchReader> reader, PrefetcherOptions op
   for (int slot = 0; slot < depth_; ++slot) state_->free_slots.push_back(slot);
   state_->fail_at_step = detail::test_hooks().fail_read_step;
   state_->read_rows_one_by_one = options.read_rows_one_by_one;
+  if (options.lookahead_steps > 0)
+    state_->lookahead = std::make_unique<pipeline_detail::LookaheadReader>(*state_->reader, options.lookahead_steps);
   if (options.io_thread) state_->thread = std::thread([this] { io_loop(); });
 }
 
@@ -223,6 +232,7 @@ std::unique_ptr<BatchReader> Prefetcher::release_reader() noexcept {
   }
   state_->io_wake.notify_all();
   if (state_->thread.joinable()) state_->thread.join();
+  state_->lookahead.reset();
   return std::move(state_->reader);
 }
 
@@ -289,6 +299,7 @@ void Prefetcher::start_epoch(const Sampler& sampler, std::int64_t first_step, st
       s.buffer_samples = samples;
       log_debug("prefetcher: ", depth_, " buffers of ", bytes, " bytes (", s.allocator->name(), ")");
     }
+    if (s.lookahead) s.lookahead->start(sampler, first_step, end_step);
     s.sampler = &sampler;
     s.epoch = sampler.epoch();
     s.first_step = first_step;
@@ -388,17 +399,19 @@ std::exception_ptr Prefetcher::fill_slot(int slot_index, const Sampler& sampler,
   const Clock::time_point start = Clock::now();
   std::exception_ptr error;
   ReadStats before{}, after{};
+  // With lookahead a window may be read in the background: its own counters then, not the reader's.
+  const auto reader_stats = [&s] { return s.lookahead ? s.lookahead->stats() : s.reader->stats(); };
   try {
-    before = s.reader->stats();
-    read_into_slot(*s.reader, info_, s.slots[static_cast<std::size_t>(slot_index)], sampler, step, capacity,
-                   s.read_rows_one_by_one, s.fail_at_step);
+    before = reader_stats();
+    read_into_slot(*s.reader, s.lookahead.get(), info_, s.slots[static_cast<std::size_t>(slot_index)], sampler, step,
+                   capacity, s.read_rows_one_by_one, s.fail_at_step);
     s.slots[static_cast<std::size_t>(slot_index)].epoch = epoch;
     s.slots[static_cast<std::size_t>(slot_index)].step = step;
   } catch (...) {
     error = std::current_exception();
   }
   try {
-    after = s.reader->stats();
+    after = reader_stats();
   } catch (...) {
     after = before;
   }
@@ -424,6 +437,7 @@ void Prefetcher::stop() noexcept {
   s.ready.clear();
   s.epoch_open = false;
   s.sampler = nullptr;
+  if (s.lookahead) s.lookahead->stop();  // the I/O thread is idle
 }
 
 void Prefetcher::release_slot(int slot) noexcept {

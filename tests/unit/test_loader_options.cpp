@@ -59,6 +59,7 @@ const std::map<std::string, Expectation>& expectations() {
       {"store", {"memory", [](const LoaderOptions& o) { return o.store.mode == "memory"; }}},
       {"store-layout", {"replicate", [](const LoaderOptions& o) { return o.store.layout == "replicate"; }}},
       {"store-budget", {"8192", [](const LoaderOptions& o) { return o.store.budget_bytes == 8192; }}},
+      {"lookahead", {"256", [](const LoaderOptions& o) { return o.lookahead == 256; }}},
   };
   return table;
 }
@@ -115,7 +116,8 @@ TEST_CASE("option table: one default per option, LoaderOptions{}'s, as the apps 
                                                          {"max-open-files", "64"},
                                                          {"store", "none"},
                                                          {"store-layout", "auto"},
-                                                         {"store-budget", "0"}};
+                                                         {"store-budget", "0"},
+                                                         {"lookahead", "0"}};
   const LoaderOptions defaults;
   for (const LoaderOption& option : loader_option_table()) {
     CAPTURE(option.name);
@@ -171,6 +173,7 @@ TEST_CASE("option table: a bad value is refused naming the option", "[loader_opt
         "--store must be none or memory, got 'disk'");
   CHECK(usage_error_of([&] { set_loader_option(options, "store-layout", "spread"); }) ==
         "--store-layout must be partition, replicate or auto, got 'spread'");
+  CHECK(usage_error_of([&] { set_loader_option(options, "lookahead", "-1"); }) == "--lookahead must be >= 0, got -1");
   for (const char* bad : {"", "M", "12X", "5MBB", "-1G", "1.5G", "99999999999T"})
     CHECK(usage_error_of([&] { set_loader_option(options, "store-budget", bad); }) ==
           "the argument ('" + std::string(bad) + "') for option '--store-budget' is invalid");

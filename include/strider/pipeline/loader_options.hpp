@@ -90,6 +90,11 @@ struct LoaderOptions {
   /// The in-memory store (`--store memory`): the dataset loaded once into node memory at
   /// construction, every batch served from memory (strider/pipeline/memory_store.hpp).
   StoreOptions store;
+  /// `--lookahead L` (no store, the hdf5 engine on chunked data): the rows of L planned batches are
+  /// read in one pass in chunk order, so that a chunk is decompressed once per L batches rather than
+  /// once per batch; the next L batches are read while these are delivered (two windows in memory).
+  /// 0: off. Elsewhere a no-op, logged.
+  std::int64_t lookahead = 0;
 };
 
 /// The type of an option's value, as a command line parses it.

@@ -43,6 +43,10 @@ struct PrefetcherOptions {
   /// One read() call per sample instead of one per batch (the same bytes; shows what batching
   /// saves, e.g. a chunk decompressed once per batch instead of once per row).
   bool read_rows_one_by_one = false;
+  /// Steps whose rows are read together, in one pass in file order (0: every batch on its own).
+  /// Two such windows are in memory at once: one delivered, the next read meanwhile. Meant for
+  /// chunked data read through HDF5, where a row costs its whole chunk (LoaderOptions::lookahead).
+  std::int64_t lookahead_steps = 0;
 };
 
 /// The ring depth for a `--prefetch` value: `requested` when it is positive; for 0 (auto) enough

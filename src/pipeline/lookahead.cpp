@@ -1,0 +1,143 @@
+#include "pipeline/lookahead.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <system_error>
+
+#include "strider/core/error.hpp"
+
+namespace strider::pipeline_detail {
+
+namespace {
+
+void add(ReadStats& total, const ReadStats& after, const ReadStats& before) {
+  total.bytes_read += after.bytes_read - before.bytes_read;
+  total.useful_bytes += after.useful_bytes - before.useful_bytes;
+  total.batches += after.batches - before.batches;
+  total.read_calls += after.read_calls - before.read_calls;
+  total.read_seconds += after.read_seconds - before.read_seconds;
+}
+
+}  // namespace
+
+LookaheadReader::LookaheadReader(BatchReader& reader, std::int64_t window_steps)
+    : reader_(reader), window_steps_(std::max<std::int64_t>(1, window_steps)), stats_(reader.stats()) {}
+
+LookaheadReader::~LookaheadReader() {
+  stop();
+}
+
+void LookaheadReader::start(const Sampler& sampler, std::int64_t first_step, std::int64_t end_step) {
+  stop();
+  sampler_ = &sampler;
+  end_step_ = end_step;
+  static_cast<void>(first_step);  // the first read() makes its window
+}
+
+void LookaheadReader::stop() noexcept {
+  if (reading_.valid()) {
+    try {
+      reading_.get();
+    } catch (...) {  // the epoch ended; its error no longer matters
+    }
+    if (next_) add(stats_, next_->read, ReadStats{});
+  }
+  current_.reset();
+  next_.reset();
+  sampler_ = nullptr;
+}
+
+void LookaheadReader::read_window(Window& window, std::int64_t first, std::int64_t end) const {
+  window.first_step = first;
+  window.end_step = end;
+  window.rows.clear();
+  std::vector<std::int64_t> indices;
+  for (std::int64_t step = first; step < end; ++step) {
+    sampler_->batch(step, indices);
+    window.rows.insert(window.rows.end(), indices.begin(), indices.end());
+  }
+  std::sort(window.rows.begin(), window.rows.end());
+  window.rows.erase(std::unique(window.rows.begin(), window.rows.end()), window.rows.end());
+  const auto count = static_cast<std::int64_t>(window.rows.size());
+  const DatasetInfo& info = reader_.info();
+  const std::int64_t bytes = reader_.samples_bytes(window.rows.data(), count);
+  window.samples.resize(static_cast<std::size_t>(std::max<std::int64_t>(bytes, 1)));
+  window.labels.resize(info.has_labels ? static_cast<std::size_t>(count) : 0);
+  window.offsets.resize(static_cast<std::size_t>(count) + 1);
+  BatchDestination destination;
+  destination.samples = window.samples.data();
+  destination.samples_capacity_bytes = bytes;
+  destination.labels = info.has_labels ? window.labels.data() : nullptr;
+  destination.offsets = info.variable_length ? window.offsets.data() : nullptr;
+  const ReadStats before = reader_.stats();
+  reader_.read(window.rows.data(), count, destination);
+  window.read = ReadStats{};
+  add(window.read, reader_.stats(), before);
+  // Byte offsets of the rows in the window: fixed size, or the tokens' offsets the read returned.
+  const std::int64_t unit =
+      info.variable_length ? static_cast<std::int64_t>(element_bytes(info.element_type)) : info.sample_bytes;
+  for (std::int64_t k = 0; k <= count; ++k) window.offsets[k] = (info.variable_length ? window.offsets[k] : k) * unit;
+}
+
+void LookaheadReader::read_next_in_background() {
+  if (!current_ || current_->end_step >= end_step_) return;
+  if (!next_) next_ = std::make_unique<Window>();
+  const std::int64_t first = current_->end_step;
+  const std::int64_t end = std::min(end_step_, first + window_steps_);
+  Window* window = next_.get();
+  try {
+    reading_ = std::async(std::launch::async, [this, window, first, end] { read_window(*window, first, end); });
+  } catch (const std::system_error&) {  // no thread to spare: read it when it is needed
+    reading_ = std::future<void>();
+  }
+}
+
+void LookaheadReader::advance_to(std::int64_t step) {
+  if (current_ && step >= current_->first_step && step < current_->end_step) return;
+  if (reading_.valid()) {
+    reading_.get();  // rethrows the reader's error
+    add(stats_, next_->read, ReadStats{});
+  }
+  if (next_ && next_->first_step == step && next_->end_step > step) {
+    std::swap(current_, next_);
+  } else {
+    if (!current_) current_ = std::make_unique<Window>();
+    read_window(*current_, step, std::min(end_step_, step + window_steps_));
+    add(stats_, current_->read, ReadStats{});
+  }
+  if (next_) next_->first_step = next_->end_step = 0;  // consumed
+  read_next_in_background();
+}
+
+void LookaheadReader::read(std::int64_t step, const std::vector<std::int64_t>& indices,
+                           const BatchDestination& destination) {
+  if (sampler_ == nullptr) STRIDER_THROW(UsageError, "lookahead: read() outside an epoch");
+  advance_to(step);
+  const Window& window = *current_;
+  const DatasetInfo& info = reader_.info();
+  std::int64_t at = 0;
+  const auto count = static_cast<std::int64_t>(indices.size());
+  const std::int64_t bytes = reader_.samples_bytes(indices.data(), count);
+  if (bytes > destination.samples_capacity_bytes)
+    STRIDER_THROW(UsageError, "read: the batch of " + std::to_string(count) + " samples needs " +
+                                  std::to_string(bytes) + " bytes, the destination holds " +
+                                  std::to_string(destination.samples_capacity_bytes));
+  const std::int64_t token_bytes = static_cast<std::int64_t>(element_bytes(info.element_type));
+  if (destination.offsets != nullptr && info.variable_length) destination.offsets[0] = 0;
+  for (std::int64_t k = 0; k < count; ++k) {
+    const auto found = std::lower_bound(window.rows.begin(), window.rows.end(), indices[k]);
+    if (found == window.rows.end() || *found != indices[k])
+      STRIDER_THROW(Error, "lookahead: row " + std::to_string(indices[k]) + " of step " + std::to_string(step) +
+                               " is not in its window (the plan changed during the epoch?)");
+    const auto slot = static_cast<std::size_t>(found - window.rows.begin());
+    const std::int64_t size = window.offsets[slot + 1] - window.offsets[slot];
+    if (size > 0)
+      std::memcpy(destination.samples + at, window.samples.data() + window.offsets[slot],
+                  static_cast<std::size_t>(size));
+    at += size;
+    if (destination.labels != nullptr && info.has_labels) destination.labels[k] = window.labels[slot];
+    if (destination.offsets != nullptr && info.variable_length) destination.offsets[k + 1] = at / token_bytes;
+  }
+}
+
+}  // namespace strider::pipeline_detail
