@@ -241,7 +241,19 @@ TEST_CASE("store: errors in a step and while unwinding end every rank, never han
         comm.collective_try([] { STRIDER_THROW(Error, "a step failed"); });
       },
       "a step failed");
+  // A failure on one rank alone: its Loader unwinds while the other ranks wait in a barrier, so a
+  // collective close of its store there would never return.
+  int caught = 0;
+  try {
+    Loader lonely(comm, options);
+    if (comm.rank() != comm.size() - 1) comm.barrier();
+    throw std::runtime_error("a local failure");
+  } catch (const std::runtime_error&) {
+    caught = 1;
+  }
+  if (comm.rank() == comm.size() - 1) comm.barrier();
   REQUIRE(unwound == comm.size());
+  REQUIRE(comm.all_reduce(caught, ReduceOp::sum) == comm.size());
   REQUIRE(everywhere(comm, loader_hashes(other, 2) == expected_hashes(comm, options, 2)));
 }
 
