@@ -319,6 +319,7 @@ NodeStore::NodeStore(const Communicator& comm, std::unique_ptr<BatchReader> file
   layout_.total = std::max(layout_.offsets_at + round_up(offsets_bytes, kPageBytes), kPageBytes);
   store_info_.node_bytes = layout_.total;
   comm_.collective_try([&] { allocate_segment(); });
+  const double allocated_at = std::chrono::duration<double>(Clock::now() - start).count();
   // The offsets are every rank's already: the node's first rank writes them once.
   if (info_.variable_length && groups_.local_rank() == 0)
     std::copy(token_offsets.begin(), token_offsets.end(), token_offsets_);
@@ -328,9 +329,12 @@ NodeStore::NodeStore(const Communicator& comm, std::unique_ptr<BatchReader> file
 
   const ReadStats before = file->stats();
   comm_.collective_try([&] { load_share(*file, plan); });
+  const double loaded_at = std::chrono::duration<double>(Clock::now() - start).count();
   store_info_.load_bytes_read = file->stats().bytes_read - before.bytes_read;
   comm_.collective_try([&] { copy_between_nodes(plan); });
   file.reset();  // collective for the hdf5 engine: every rank is here
+  log_debug("store: segment backed after ", allocated_at, " s, share loaded after ", loaded_at,
+            " s, copies done after ", std::chrono::duration<double>(Clock::now() - start).count(), " s");
 
   if (!replicated_ && groups_.nodes() > 1)
     server_ = std::make_unique<StoreServer>(
@@ -348,7 +352,9 @@ NodeStore::NodeStore(const Communicator& comm, std::unique_ptr<BatchReader> file
 
 void NodeStore::allocate_segment() {
   const MPI_Comm node = groups_.node_comm();
-  const MPI_Aint mine = groups_.local_rank() == 0 ? static_cast<MPI_Aint>(layout_.total) : 0;
+  // One page more than the layout: the segment is used from its first page boundary (the window's
+  // base need not be page-aligned), so that every section starts on a page.
+  const MPI_Aint mine = groups_.local_rank() == 0 ? static_cast<MPI_Aint>(layout_.total + kPageBytes) : 0;
   void* base = nullptr;
   STRIDER_MPI_CHECK(MPI_Win_allocate_shared(mine, 1, MPI_INFO_NULL, node, &base, &window_.window),
                     "allocating " + format_bytes(layout_.total) + " of node memory for the store");
@@ -358,7 +364,9 @@ void NodeStore::allocate_segment() {
   STRIDER_MPI_CHECK(MPI_Win_shared_query(window_.window, 0, &size, &unit, &base), "finding the node's store segment");
   STRIDER_MPI_CHECK(MPI_Win_lock_all(MPI_MODE_NOCHECK, window_.window), "");
   window_.locked = true;
-  segment_ = static_cast<std::byte*>(base);
+  const auto address = reinterpret_cast<std::uintptr_t>(base);
+  segment_ =
+      static_cast<std::byte*>(base) + (kPageBytes - static_cast<std::int64_t>(address % kPageBytes)) % kPageBytes;
   samples_ = segment_;
   node_labels_ = info_.has_labels ? reinterpret_cast<std::int32_t*>(segment_ + layout_.labels_at) : nullptr;
   token_offsets_ = info_.variable_length ? reinterpret_cast<std::int64_t*>(segment_ + layout_.offsets_at) : nullptr;
