@@ -56,6 +56,22 @@ struct BenchOptions {
   double ring_memory_gb = 0.0;  // the node's rings together; 0: no limit (with --workload: half the memory available)
 };
 
+/// One epoch's figures, summed over ranks (seconds: the slowest rank's).
+struct EpochFigures {
+  double seconds = 0;
+  std::int64_t samples = 0, bytes_read_file = 0, bytes_remote = 0, bytes_local = 0, remote_requests = 0;
+};
+
+/// The store's figures (--store memory): the job's load time, file bytes read by the load, and the
+/// node memory it takes (per node: the summed PSS of its ranks' mappings; the largest node's).
+struct StoreFigures {
+  bool on = false;
+  std::string layout;
+  int nodes = 1;
+  double load_seconds = 0;
+  std::int64_t load_bytes_read = 0, bytes_per_node = 0, segment_bytes = 0;
+};
+
 /// One rank's figures.
 struct RankFigures {
   int rank = 0;
@@ -145,7 +161,8 @@ void write_figures(JsonWriter& json, double samples_per_s, double bytes_per_s, d
 }
 
 void report(const Communicator& world, const BenchOptions& options, const std::vector<RankFigures>& ranks,
-            const UtilizationSummary& utilization);
+            const UtilizationSummary& utilization, const std::vector<EpochFigures>& epochs,
+            const StoreFigures& store);
 
 /// Collective: every rank's AU windows, on every rank (ranks[r] = rank r's). Every rank has as many
 /// epochs, so mostly as many windows; shorter lists are padded with empty windows and trimmed back.
@@ -192,6 +209,25 @@ void apply_workload(const po::variables_map& values, BenchOptions& options) {
   options.loading.sampler.batch_size = preset.batch_size;
   options.compute_us = preset.compute_seconds * options.accelerator_slowdown * 1e6;
   options.compute_mode = "sleep";
+}
+
+/// Collective: the store's figures, agreed (every rank returns the same).
+StoreFigures store_figures(const Communicator& world, const Loader& loader) {
+  StoreFigures figures;
+  const StoreInfo* info = loader.store();
+  if (info == nullptr) return figures;
+  figures.on = true;
+  figures.layout = info->layout;
+  figures.nodes = info->nodes;
+  figures.load_seconds = info->load_seconds;
+  figures.segment_bytes = info->node_bytes;
+  figures.load_bytes_read = world.all_reduce(info->load_bytes_read, ReduceOp::sum);
+  // Per node: its ranks' proportional shares of the segment, summed.
+  std::vector<std::int64_t> per_node(static_cast<std::size_t>(info->nodes), 0);
+  per_node[static_cast<std::size_t>(info->node)] = std::max<std::int64_t>(0, loader.store_resident_bytes());
+  world.all_reduce(per_node.data(), static_cast<std::int64_t>(per_node.size()), ReduceOp::sum);
+  figures.bytes_per_node = *std::max_element(per_node.begin(), per_node.end());
+  return figures;
 }
 
 int bench_main(const Communicator& world, int argc, char** argv) {
@@ -275,7 +311,12 @@ int bench_main(const Communicator& world, int argc, char** argv) {
   loader.reset_stats();
   const auto since_start = [&start] { return std::chrono::duration<double>(Clock::now() - start).count(); };
   std::vector<StepTiming> steps;  // for the accelerator utilization; no barrier per step (as in DLIO)
+  // Per epoch: seconds, samples, bytes from the file, from other nodes, from this node's memory.
+  std::vector<double> epoch_seconds;
+  std::vector<std::int64_t> epoch_counts;
+  PrefetchStats before = loader.stats();
   for (std::int64_t epoch = 0; epoch < options.epochs; ++epoch) {
+    const Clock::time_point epoch_start = Clock::now();
     LoaderEpoch batches = loader.epoch(epoch);  // collective, its errors agreed
     world.collective_try([&] {
       while (true) {
@@ -290,6 +331,13 @@ int bench_main(const Communicator& world, int argc, char** argv) {
         steps.push_back(timing);
       }
     });
+    epoch_seconds.push_back(std::chrono::duration<double>(Clock::now() - epoch_start).count());
+    const PrefetchStats after = loader.stats();
+    for (std::int64_t value : {after.samples - before.samples, after.bytes_read - before.bytes_read,
+                               after.bytes_remote - before.bytes_remote, after.bytes_local - before.bytes_local,
+                               after.remote_requests - before.remote_requests})
+      epoch_counts.push_back(value);
+    before = after;
   }
   RankFigures mine;
   mine.wall_seconds = since_start();
@@ -306,20 +354,31 @@ int bench_main(const Communicator& world, int argc, char** argv) {
   mine.useful_bytes = stats.useful_bytes;
   mine.bytes_read = stats.bytes_read;
   mine.peak_rss_bytes = peak_rss_bytes();
+  const StoreFigures store = store_figures(world, loader);
   loader.close();
   const std::vector<RankFigures> ranks = world.all_gather(mine);
   const WorkloadPreset* preset = options.workload.empty() ? nullptr : &workload_preset(options.workload);
   const UtilizationSummary utilization =
       summarize_utilization(gather_windows(world, windows), preset ? preset->au_threshold : 0.0);
+  world.all_reduce(epoch_seconds.data(), static_cast<std::int64_t>(epoch_seconds.size()), ReduceOp::max);
+  world.all_reduce(epoch_counts.data(), static_cast<std::int64_t>(epoch_counts.size()), ReduceOp::sum);
+  std::vector<EpochFigures> epochs(epoch_seconds.size());
+  for (std::size_t e = 0; e < epochs.size(); ++e) {
+    const std::int64_t* counts = &epoch_counts[5 * e];
+    epochs[e] = EpochFigures{epoch_seconds[e], counts[0], counts[1], counts[2], counts[3], counts[4]};
+  }
+  // The store reads the file while the Loader is built, before the first epoch: its bytes count there.
+  if (store.on && !epochs.empty()) epochs[0].bytes_read_file += store.load_bytes_read;
   world.collective_try([&] {
-    if (world.is_root()) report(world, options, ranks, utilization);
+    if (world.is_root()) report(world, options, ranks, utilization, epochs, store);
   });
   return 0;
 }
 
 /// Rank 0: the table on stdout and the JSON file.
 void report(const Communicator& world, const BenchOptions& options, const std::vector<RankFigures>& ranks,
-            const UtilizationSummary& utilization) {
+            const UtilizationSummary& utilization, const std::vector<EpochFigures>& epochs,
+            const StoreFigures& store) {
   double max_wall = 0, stall = 0, wall = 0, first_batch = 0, io_max = 0, io_sum = 0;
   std::int64_t samples = 0, useful = 0, read = 0, rss = 0;
   for (const RankFigures& rank : ranks) {
@@ -378,6 +437,18 @@ void report(const Communicator& world, const BenchOptions& options, const std::v
     table << "; " << std::setprecision(3) << utilization.bytes_per_s / 1e9
           << " GB/s useful in the AU window (each epoch's first step left out)\n";
   }
+  if (store.on)
+    table << "  store: " << store.layout << " over " << store.nodes << (store.nodes == 1 ? " node" : " nodes")
+          << ", loaded in " << std::setprecision(3) << store.load_seconds << " s (" << std::setprecision(1)
+          << static_cast<double>(store.load_bytes_read) / 1e6 << " MB from the file), "
+          << static_cast<double>(store.bytes_per_node) / 1048576.0 << " MiB resident per node\n";
+  for (std::size_t e = 0; e < epochs.size() && (epochs.size() > 1 || store.on); ++e)
+    table << "  epoch " << e << ": " << std::setprecision(0)
+          << (epochs[e].seconds > 0 ? static_cast<double>(epochs[e].samples) / epochs[e].seconds : 0)
+          << " samples/s, file " << std::setprecision(1) << static_cast<double>(epochs[e].bytes_read_file) / 1e6
+          << " MB, remote " << static_cast<double>(epochs[e].bytes_remote) / 1e6 << " MB in "
+          << epochs[e].remote_requests << " requests, local " << static_cast<double>(epochs[e].bytes_local) / 1e6
+          << " MB\n";
   std::cout << table.str() << std::flush;
 
   if (!options.json.empty()) {
@@ -414,6 +485,16 @@ void report(const Communicator& world, const BenchOptions& options, const std::v
       json.field("preset_sample_bytes", preset->sample_bytes);
     }
     write_figures(json, samples_per_s, bytes_per_s, stall_fraction, first_batch, amplification, rss);
+    json.field("store", store.on ? std::string("memory") : std::string("none"));
+    json.field("lookahead", options.loading.lookahead);
+    if (store.on) {
+      json.field("store_layout", store.layout);
+      json.field("store_nodes", store.nodes);
+      json.field("store_load_seconds", store.load_seconds);
+      json.field("store_load_bytes_read", store.load_bytes_read);
+      json.field("store_bytes_per_node", store.bytes_per_node);
+      json.field("store_segment_bytes", store.segment_bytes);
+    }
     json.key("ranks");
     json.begin_array();
     for (const RankFigures& rank : ranks) {
@@ -429,6 +510,22 @@ void report(const Communicator& world, const BenchOptions& options, const std::v
       json.field("samples", rank.samples);
       json.field("au", rank.au);
       json.field("steady_samples_per_s", rank.steady_samples_per_s);
+      json.end_object();
+    }
+    json.end_array();
+    // Per epoch, summed over ranks (the seconds: the slowest rank's); epoch 0's file bytes include
+    // the store's load.
+    json.key("epochs");
+    json.begin_array();
+    for (const EpochFigures& epoch : epochs) {
+      json.begin_object();
+      json.field("seconds", epoch.seconds);
+      json.field("samples", epoch.samples);
+      json.field("samples_per_s", epoch.seconds > 0 ? static_cast<double>(epoch.samples) / epoch.seconds : 0.0);
+      json.field("bytes_read_file", epoch.bytes_read_file);
+      json.field("bytes_remote", epoch.bytes_remote);
+      json.field("bytes_local", epoch.bytes_local);
+      json.field("remote_requests", epoch.remote_requests);
       json.end_object();
     }
     json.end_array();

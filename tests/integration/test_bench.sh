@@ -27,14 +27,23 @@ planned() {
 # Distributed, 2 ranks, 2 epochs: 2 x 5,000 samples, each rank 2 x 2,500.
 mpirun_n 2 "$bench" --data "$work/f.h5" --batch-size 64 --epochs 2 --json "$work/d.json" >"$work/d.txt" 2>&1 ||
   fail "distributed run: $(tail -n 3 "$work/d.txt")"
+# The "epochs" list comes last: the job and per-rank keys are counted before it.
+sed 's/"epochs".*//' "$work/d.json" >"$work/d-noepochs.json"
 for key in samples_per_s bytes_per_s stall_fraction time_to_first_batch_s read_amplification peak_rss_bytes; do
   expect_equal "job key $key" "$(sed 's/"ranks".*//' "$work/d.json" | grep -o "\"$key\":" | wc -l | tr -d ' ')" 1
-  expect_equal "per-rank key $key, 2 ranks" "$(grep -o "\"$key\":" "$work/d.json" | wc -l | tr -d ' ')" 3
+  expect_equal "per-rank key $key, 2 ranks" "$(grep -o "\"$key\":" "$work/d-noepochs.json" | wc -l | tr -d ' ')" 3
 done
+# Per epoch: samples, samples/s and where the bytes came from (all from the file, none remote).
+epochs=$(sed 's/.*"epochs"//' "$work/d.json")
+expect_equal "two epochs listed" "$(grep -o '"samples_per_s":' <<<"$epochs" | wc -l | tr -d ' ')" 2
+expect_equal "samples per epoch" "$(grep -o '"samples":[0-9]*' <<<"$epochs" | cut -d: -f2 | tr '\n' ' ')" "5000 5000 "
+expect_equal "file bytes per epoch (mmap: the useful bytes)" \
+  "$(grep -o '"bytes_read_file":[0-9]*' <<<"$epochs" | cut -d: -f2 | tr '\n' ' ')" "160000 160000 "
+expect_equal "nothing remote without the store" "$(grep -o '"bytes_remote":[0-9]*' <<<"$epochs" | cut -d: -f2 | tr '\n' ' ')" "0 0 "
 expect_equal "samples, 2 epochs" "$(json_number "$work/d.json" samples)" 10000
 expect_equal "useful bytes" "$(json_number "$work/d.json" useful_bytes)" 320000
 expect_equal "ranks listed" "$(grep -o '"rank":[0-9]*' "$work/d.json" | tr '\n' ' ')" '"rank":0 "rank":1 '
-expect_equal "per-rank samples" "$(grep -o '"samples":[0-9]*' "$work/d.json" | tail -n 2 | cut -d: -f2 | tr '\n' ' ')" "5000 5000 "
+expect_equal "per-rank samples" "$(grep -o '"samples":[0-9]*' "$work/d-noepochs.json" | tail -n 2 | cut -d: -f2 | tr '\n' ' ')" "5000 5000 "
 expect_at_least "stall fraction >= 0" "$(json_number "$work/d.json" stall_fraction)" 0
 expect_at_most "stall fraction <= 1" "$(json_number "$work/d.json" stall_fraction)" 1
 expect_at_least "samples/s > 0" "$(json_number "$work/d.json" samples_per_s)" 1
@@ -65,6 +74,40 @@ mpirun_n 2 "$bench" --data "$work/s.h5" --sampler bucketed --max-tokens 512 --js
 expect_equal "bucketed: the planned samples" "$(json_number "$work/bu.json" samples)" \
   "$(planned "$work/s.h5" 2 --sampler bucketed --max-tokens 512)"
 expect_at_least "bucketed: every sequence at least once" "$(json_number "$work/bu.json" samples)" 400
+
+# The in-memory store at 4 ranks as 2 nodes of 2, rows partitioned: the load reads the file once
+# (epoch 0's file bytes), epoch 1 reads nothing from it; each epoch's 5,000 x 32 bytes come from this
+# node's memory or the other node's; a node holds half the rows (20 pages) and every label (5 pages).
+STRIDER_NODE_SIZE=2 mpirun_n 4 "$bench" --data "$work/f.h5" --batch-size 64 --epochs 2 --store memory \
+  --store-layout partition --json "$work/m.json" >"$work/m.txt" 2>&1 || fail "store run: $(tail -n 3 "$work/m.txt")"
+epochs=$(sed 's/.*"epochs"//' "$work/m.json")
+expect_equal "store: layout" "$(grep -o '"store_layout":"[a-z]*"' "$work/m.json")" '"store_layout":"partition"'
+expect_equal "store: nodes" "$(json_number "$work/m.json" store_nodes)" 2
+expect_equal "store: the load read the file once" "$(json_number "$work/m.json" store_load_bytes_read)" 160000
+expect_equal "store: file bytes per epoch" \
+  "$(grep -o '"bytes_read_file":[0-9]*' <<<"$epochs" | cut -d: -f2 | tr '\n' ' ')" "160000 0 "
+for epoch in 1 2; do
+  remote=$(grep -o '"bytes_remote":[0-9]*' <<<"$epochs" | sed -n ${epoch}p | cut -d: -f2)
+  local_bytes=$(grep -o '"bytes_local":[0-9]*' <<<"$epochs" | sed -n ${epoch}p | cut -d: -f2)
+  expect_equal "store: epoch $epoch's bytes, local + remote" $((remote + local_bytes)) 160000
+  expect_at_least "store: epoch $epoch asks the other node" "$remote" 1
+done
+expect_equal "store: the segment per node" "$(json_number "$work/m.json" store_segment_bytes)" $((25 * 4096))
+expect_at_least "store: resident per node" "$(json_number "$work/m.json" store_bytes_per_node)" $((25 * 4096))
+expect_at_most "store: resident per node" "$(json_number "$work/m.json" store_bytes_per_node)" $((25 * 4096 + 65536))
+grep -q "store: partition over 2 nodes" "$work/m.txt" || fail "no store line in the table"
+
+# --lookahead on compressed chunks (hdf5 engine): the same samples, fewer chunk reads.
+mpirun_n 2 "$gen" --kind features --classes 5 --samples 5000 --dim 8 --seed 3 --out "$work/c.h5" --compress 4 \
+  --chunk-rows 64 --no-progress >/dev/null
+for lookahead in 0 16; do
+  mpirun_n 2 "$bench" --data "$work/c.h5" --batch-size 64 --lookahead $lookahead --json "$work/l$lookahead.json" \
+    >"$work/l.txt" 2>&1 || fail "lookahead $lookahead: $(tail -n 3 "$work/l.txt")"
+done
+expect_equal "lookahead recorded" "$(json_number "$work/l16.json" lookahead)" 16
+expect_equal "lookahead: the same samples" "$(json_number "$work/l16.json" samples)" 5000
+expect_at_most "lookahead: fewer bytes read" "$(($(json_number "$work/l16.json" bytes_read) * 2))" \
+  "$(json_number "$work/l0.json" bytes_read)"
 
 # The three step emulations run and are recorded.
 for mode in busy sleep work; do
