@@ -640,6 +640,8 @@ std::unique_ptr<BatchReader> open_reader(const Communicator& comm, const std::st
     if (options.odirect && (options.engine == "hdf5" || options.engine == "mmap"))
       STRIDER_THROW(UsageError, "--odirect reads with the direct engine; the " + options.engine +
                                     " engine reads through the page cache (use --engine direct or auto)");
+    if (options.auto_raw_engine != "mmap" && options.auto_raw_engine != "direct")
+      STRIDER_THROW(UsageError, "auto_raw_engine must be mmap or direct, got '" + options.auto_raw_engine + "'");
     for (const std::string* key :
          {&options.keys.data, &options.keys.labels, &options.keys.tokens, &options.keys.offsets})
       if (key->empty()) STRIDER_THROW(UsageError, "a dataset key is empty");
@@ -663,7 +665,7 @@ std::unique_ptr<BatchReader> open_reader(const Communicator& comm, const std::st
   });
 
   std::string engine = options.engine;
-  if (engine == "auto") engine = options.odirect ? "direct" : dataset.raw_readable ? "mmap" : "hdf5";
+  if (engine == "auto") engine = options.odirect ? "direct" : dataset.raw_readable ? options.auto_raw_engine : "hdf5";
   std::unique_ptr<BatchReader> reader = comm.collective_try([&]() -> std::unique_ptr<BatchReader> {
     if (engine != "hdf5" && !dataset.raw_readable)
       STRIDER_THROW(UsageError, "the " + engine + " engine cannot read " + path + ": " + dataset.raw_refusal +

@@ -293,6 +293,8 @@ Loader::Loader(const Communicator& comm, LoaderOptions options) : state_(std::ma
   ReaderOptions reader_options = options.reader;
   reader_options.labels_in_memory = options.labels_in_memory.value_or(options.split == LoaderSplit::sampler &&
                                                                       sampler_needs_labels(options.sampler.mode));
+  // The store reads the file once, in order: preads rather than page faults where auto may choose.
+  if (options.store.mode == "memory") reader_options.auto_raw_engine = "direct";
   std::unique_ptr<BatchReader> reader = open_reader(comm, options.data_path, reader_options);
   s.opened_file_states = shard_states(reader->info());  // before a store's load reads the files
   if (options.store.mode == "memory") {

@@ -332,6 +332,12 @@ NodeStore::NodeStore(const Communicator& comm, std::unique_ptr<BatchReader> file
   const double loaded_at = std::chrono::duration<double>(Clock::now() - start).count();
   store_info_.load_bytes_read = file->stats().bytes_read - before.bytes_read;
   comm_.collective_try([&] { copy_between_nodes(plan); });
+#ifdef MADV_POPULATE_READ
+  // Every rank maps the whole segment now: otherwise each page the other ranks wrote costs this rank
+  // a page fault on its first read (a slow first epoch). Without it (before Linux 5.14) the pages
+  // fault in as they are read.
+  ::madvise(segment_, static_cast<std::size_t>(layout_.total), MADV_POPULATE_READ);
+#endif
   file.reset();  // collective for the hdf5 engine: every rank is here
   log_debug("store: segment backed after ", allocated_at, " s, share loaded after ", loaded_at,
             " s, copies done after ", std::chrono::duration<double>(Clock::now() - start).count(), " s");

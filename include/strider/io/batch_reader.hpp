@@ -95,6 +95,10 @@ struct ReaderOptions {
   /// picks direct; hdf5 and mmap refuse it. A file system that refuses O_DIRECT is an error at open.
   /// Labels read per batch still go through the page cache.
   bool odirect = false;
+  /// What `auto` picks for contiguous, unfiltered, native data: "mmap" (scattered rows, no copy
+  /// through the kernel) or "direct" (one pass in file order, as the in-memory store's load: large
+  /// preads, no page faults, the fastest from a cold page cache).
+  std::string auto_raw_engine = "mmap";
 };
 
 /// The alignment of O_DIRECT reads (file offset, length, memory): 4 KiB, the logical block of
