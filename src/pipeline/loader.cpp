@@ -324,8 +324,12 @@ Loader::Loader(const Communicator& comm, LoaderOptions options) : state_(std::ma
   prefetcher_options.io_thread = s.options.io_thread;
   prefetcher_options.read_rows_one_by_one = s.options.read_rows_one_by_one;
   if (s.options.lookahead > 0) {
-    // Merged reads pay where a row costs a whole chunk: chunked data through HDF5.
-    const char* why_not = s.store                      ? "the store holds the data in memory"
+    // Merged reads pay where a row costs a whole chunk (chunked data through HDF5), and where rows
+    // come from other nodes (the store, partitioned): one request per owner node per window of
+    // steps instead of per batch, fetched while the previous window is delivered.
+    const bool remote_rows = s.store != nullptr && s.store_info->nodes > 1 && s.store_info->layout == "partition";
+    const char* why_not = remote_rows                  ? nullptr
+                          : s.store                    ? "the store holds every row on this node"
                           : s.engine != "hdf5"         ? "the engine reads rows, not chunks"
                           : s.info.layout != "chunked" ? "the data is not chunked"
                                                        : nullptr;

@@ -16,6 +16,9 @@ void add(ReadStats& total, const ReadStats& after, const ReadStats& before) {
   total.batches += after.batches - before.batches;
   total.read_calls += after.read_calls - before.read_calls;
   total.read_seconds += after.read_seconds - before.read_seconds;
+  total.bytes_local += after.bytes_local - before.bytes_local;
+  total.bytes_remote += after.bytes_remote - before.bytes_remote;
+  total.remote_requests += after.remote_requests - before.remote_requests;
 }
 
 }  // namespace

@@ -292,3 +292,28 @@ TEST_CASE("store: resume at a mid-epoch step yields the tail of the uninterrupte
   }
   REQUIRE(comm.all_reduce(mismatches, ReduceOp::sum) == 0);
 }
+
+TEST_CASE("store: --lookahead fetches a window's remote rows with one request per owner node", "[mpi][store]") {
+  const Communicator& comm = world();
+  const TestFile features(comm, "features", 203), sequences(comm, "sequences", 301);
+  const NodeSize node_size(1);  // every rank a node: most rows are another node's
+  constexpr std::int64_t window = 4;
+  int mismatches = 0;
+  bool counts_ok = true;
+  for (const ModeCase& mode : {ModeCase{"features", "distributed", 7}, ModeCase{"sequences", "bucketed", 0}}) {
+    LoaderOptions options = with_store(options_for(mode, features, sequences), "partition");
+    const std::vector<std::uint64_t> expected = expected_hashes(comm, options, 1);
+    options.lookahead = window;
+    Loader loader(comm, options);
+    if (loader_hashes(loader, 1) != expected) {
+      ++mismatches;
+      UNSCOPED_INFO("store lookahead mismatch: " << mode.kind << " " << mode.mode);
+    }
+    // At most one request per other node per window of steps (and some, with several nodes).
+    const auto windows = static_cast<std::int64_t>((expected.size() + window - 1) / window);
+    const std::int64_t requests = loader.stats().remote_requests;
+    counts_ok = counts_ok && requests <= windows * (comm.size() - 1) && (comm.size() == 1) == (requests == 0);
+  }
+  REQUIRE(comm.all_reduce(mismatches, ReduceOp::sum) == 0);
+  REQUIRE(everywhere(comm, counts_ok));
+}
