@@ -18,7 +18,9 @@
 # and the streaming sampler's peak RSS at N = 100,000, 1,000,000 and 10,000,000 (with and without the labels
 # dataset; the distributed sampler beside it).
 #
-# Last, the sampler microbenchmarks (bench/sampler_bench.cpp, built when Google Benchmark is installed).
+# Then the in-memory store and --lookahead (scripts/bench/store.sh: its own files, goals and
+# $BENCH_OUT/store/store.json; about 2 minutes), and last the sampler microbenchmarks
+# (bench/sampler_bench.cpp, built when Google Benchmark is installed).
 #
 # BENCH_ONLY=python runs only what the Python comparison needs (w1: strider-bench, the Python loop, the peer, the
 # limits): about 2 minutes with the file present.
@@ -260,6 +262,9 @@ for name in small w1 big; do
       --steps 200 --label-key /none
   done
 done
+
+# ---- the in-memory store and --lookahead on the compressed file, against their goals ----
+STRIDER_BIN=$bin BENCH_DIR=$data BENCH_OUT=$out "$here/store.sh" || log "store section FAILED"
 
 # ---- the samplers alone: indices/s per core and set_epoch cost per mode (Google Benchmark) ----
 sampler_bench=${SAMPLER_BENCH:-$bin/../bench/strider_sampler_bench}

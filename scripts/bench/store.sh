@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# The in-memory store and --lookahead measured against their goals in one run (compare.sh runs it as
+# its store section; it also runs alone):
+#   scripts/bench/store.sh      # about 2 minutes on 2 cores with the files present (+1 min to make them)
+#
+# Files (kept in $BENCH_DIR): wc, 1,000,000 x 64 float32 rows, deflate level 4 in 1024-row chunks
+# (242 MB; the issue's file), and wk, the same rows contiguous (256 MB).
+# Runs, at 2 ranks and at 4 ranks as 2 nodes of 2 (STRIDER_NODE_SIZE=2):
+#   - today: wc shuffled without the store (distributed sampler, batches of 256, $SHUFFLED_STEPS steps);
+#   - the store on wc, 3 epochs (2 ranks: auto, one node holds every row; 4 ranks: partition);
+#   - --lookahead 256 on wc without the store, 2 windows of steps;
+#   - the store on wk with a cold page cache (--cold), 1 epoch, at 2 ranks;
+# and the limits, measured by readers of their own in the same run (scripts/bench/read_limit.py,
+# gather_limit.cpp): wc read in chunk order with each chunk read and decompressed once (the in-order
+# limit), wk read sequentially from a cold page cache, and one core gathering shuffled rows of wk
+# from memory. scripts/bench/summarize_store.py prints the goals and writes $BENCH_OUT/store.json.
+#
+# Environment: STRIDER_BIN, BENCH_DIR (default /tmp/strider-bench), BENCH_OUT (default
+# $BENCH_DIR/results), SHUFFLED_STEPS (6: a shuffled step of wc costs about a second per rank here).
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+source "$here/../common.sh"
+
+bin=${STRIDER_BIN:-$build_dir/bin}
+data=${BENCH_DIR:-/tmp/strider-bench}
+out=${BENCH_OUT:-$data/results}
+shuffled_steps=${SHUFFLED_STEPS:-6}
+python=/usr/bin/python3
+for tool in strider-gen strider-bench; do
+  [[ -x $bin/$tool ]] || { echo "store bench: $bin/$tool is missing: build first (or set STRIDER_BIN)" >&2; exit 1; }
+done
+$python -c "import h5py, mpi4py" 2>/dev/null ||
+  { echo "store bench: the limits need python3-h5py and python3-mpi4py: run scripts/bench/setup-bench.sh" >&2; exit 1; }
+mkdir -p "$data" "$out/logs" "$out/store"
+rm -f "$out"/store/*.json
+launch=(mpirun --bind-to none)
+started=$(date +%s)
+log() { printf '[store %4ds] %s\n' $(($(date +%s) - started)) "$*"; }
+echo "$(nproc) cores, load before: $(cut -d' ' -f1-3 /proc/loadavg)" >"$out/store/load.txt"
+
+generate() {  # NAME strider-gen options... (kept while the options stay the same)
+  local name=$1 file=$data/$1.h5
+  shift
+  if [[ -f $file && -f $file.options && $(cat "$file.options") == "$*" ]]; then return; fi
+  log "generating $name.h5: $*"
+  rm -f "$file" "$file.options"
+  "${launch[@]}" -np 2 "$bin/strider-gen" --out "$file" --seed 1 --no-progress "$@" >"$out/logs/gen-$name.log" 2>&1
+  echo "$*" >"$file.options"
+}
+generate wc --kind features --samples 1000000 --dim 64 --classes 10 --compress 4 --chunk-rows 1024
+generate wk --kind features --samples 1000000 --dim 64 --classes 10
+
+bench() {  # TAG RANKS NODE_SIZE strider-bench options...
+  local tag=$1 ranks=$2 node_size=$3
+  shift 3
+  local environment=()
+  ((node_size > 0)) && environment=(-x STRIDER_NODE_SIZE="$node_size")
+  "${launch[@]}" -np "$ranks" "${environment[@]}" "$bin/strider-bench" --seed 0 --batch-size 256 \
+    --json "$out/store/$tag.json" "$@" >"$out/logs/store-$tag.log" 2>&1 ||
+    { log "$tag FAILED (see $out/logs/store-$tag.log)"; return 0; }
+  log "$tag: $(grep -m1 '^  total' "$out/logs/store-$tag.log" | sed 's/^  total //; s/, stall.*//')"
+}
+limit() {  # TAG RANKS read_limit.py options...
+  local tag=$1 ranks=$2
+  shift 2
+  "${launch[@]}" -np "$ranks" $python "$here/read_limit.py" "$@" >"$out/store/limit-$tag.json" 2>"$out/logs/limit-$tag.log" ||
+    { log "limit $tag FAILED (see $out/logs/limit-$tag.log)"; return 0; }
+  log "limit $tag: $(cat "$out/store/limit-$tag.json")"
+}
+
+cat "$data/wc.h5" >/dev/null  # warm: the in-order limit and the store read the same cached bytes
+for ranks in 2 4; do
+  limit "chunks-r$ranks" $ranks chunks "$data/wc.h5"
+  # 2 ranks: one node (auto: it holds every row); 4 ranks: 2 nodes of 2, each holding half the rows.
+  node_size=$( ((ranks == 4)) && echo 2 || echo 0)
+  bench "store-r$ranks" $ranks $node_size --data "$data/wc.h5" --store memory --epochs 3 \
+    $( ((ranks == 4)) && echo --store-layout partition)
+  bench "shuffled-r$ranks" $ranks 0 --data "$data/wc.h5" --steps "$shuffled_steps"
+done
+bench lookahead-r2 2 0 --data "$data/wc.h5" --lookahead 256 --steps 512  # two windows per rank
+
+# Cold page cache: the contiguous twin, the store's load against a sequential read.
+limit cold-sequential-r2 2 sequential "$data/wk.h5" --cold
+bench cold-store-r2 2 0 --data "$data/wk.h5" --store memory --cold
+
+g++ -O2 -std=c++17 -o "$out/gather_limit" "$here/gather_limit.cpp"
+read -r offset rows < <($python -c "import h5py,sys; d=h5py.File(sys.argv[1],'r')['/samples']; print(d.id.get_offset(), d.shape[0])" "$data/wk.h5")
+cat "$data/wk.h5" >/dev/null
+"$out/gather_limit" "$data/wk.h5" "$offset" 256 "$rows" 256 1 >"$out/store/limit-gather.json"
+log "limit gather (one core): $(cat "$out/store/limit-gather.json")"
+
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$out/store/load.txt"
+$python "$here/summarize_store.py" "$out/store"
+log "done in $(($(date +%s) - started)) s: $out/store/store.json"
