@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <system_error>
+#include <utility>
 
 #include "strider/core/error.hpp"
 
@@ -21,6 +22,16 @@ void add(ReadStats& total, const ReadStats& after, const ReadStats& before) {
   total.remote_requests += after.remote_requests - before.remote_requests;
 }
 
+/// Runs `task`; its error, or null.
+std::exception_ptr run_catching(const std::function<void()>& task) noexcept {
+  try {
+    task();
+  } catch (...) {
+    return std::current_exception();
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 LookaheadReader::LookaheadReader(BatchReader& reader, std::int64_t window_steps)
@@ -28,6 +39,63 @@ LookaheadReader::LookaheadReader(BatchReader& reader, std::int64_t window_steps)
 
 LookaheadReader::~LookaheadReader() {
   stop();
+  {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    quit_ = true;
+  }
+  changed_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void LookaheadReader::submit(std::function<void()> task) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  task_ = std::move(task);
+  pending_ = running_ = true;
+  error_ = nullptr;
+  if (no_thread_) return;
+  if (!thread_.joinable()) {
+    try {
+      thread_ = std::thread([this] { run_tasks(); });
+    } catch (const std::system_error&) {  // no thread to spare: every read on the caller's thread
+      no_thread_ = true;
+      return;
+    }
+  }
+  lock.unlock();
+  changed_.notify_all();
+}
+
+bool LookaheadReader::wait() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (!pending_) return false;
+  if (no_thread_ && running_) {
+    std::function<void()> task = std::move(task_);
+    lock.unlock();
+    const std::exception_ptr error = run_catching(task);
+    lock.lock();
+    running_ = false;
+    error_ = error;
+  }
+  changed_.wait(lock, [this] { return !running_; });
+  pending_ = false;
+  if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
+  return true;
+}
+
+void LookaheadReader::run_tasks() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    changed_.wait(lock, [this] { return quit_ || (running_ && task_); });
+    if (quit_) return;
+    std::function<void()> task = std::move(task_);
+    task_ = nullptr;
+    lock.unlock();
+    const std::exception_ptr error = run_catching(task);
+    lock.lock();
+    running_ = false;
+    error_ = error;
+    changed_.notify_all();
+  }
 }
 
 void LookaheadReader::start(const Sampler& sampler, std::int64_t first_step, std::int64_t end_step) {
@@ -38,12 +106,9 @@ void LookaheadReader::start(const Sampler& sampler, std::int64_t first_step, std
 }
 
 void LookaheadReader::stop() noexcept {
-  if (reading_.valid()) {
-    try {
-      reading_.get();
-    } catch (...) {  // the epoch ended; its error no longer matters
-    }
-    if (next_) add(stats_, next_->read, ReadStats{});
+  try {
+    if (wait() && next_) add(stats_, next_->read, ReadStats{});
+  } catch (...) {  // the epoch ended; its error no longer matters
   }
   current_.reset();
   next_.reset();
@@ -88,24 +153,20 @@ void LookaheadReader::read_next_in_background() {
   const std::int64_t first = current_->end_step;
   const std::int64_t end = std::min(end_step_, first + window_steps_);
   Window* window = next_.get();
-  try {
-    reading_ = std::async(std::launch::async, [this, window, first, end] { read_window(*window, first, end); });
-  } catch (const std::system_error&) {  // no thread to spare: read it when it is needed
-    reading_ = std::future<void>();
-  }
+  submit([this, window, first, end] { read_window(*window, first, end); });
 }
 
 void LookaheadReader::advance_to(std::int64_t step) {
   if (current_ && step >= current_->first_step && step < current_->end_step) return;
-  if (reading_.valid()) {
-    reading_.get();  // rethrows the reader's error
-    add(stats_, next_->read, ReadStats{});
-  }
+  if (wait()) add(stats_, next_->read, ReadStats{});  // rethrows the reader's error
   if (next_ && next_->first_step == step && next_->end_step > step) {
     std::swap(current_, next_);
   } else {
     if (!current_) current_ = std::make_unique<Window>();
-    read_window(*current_, step, std::min(end_step_, step + window_steps_));
+    Window* window = current_.get();
+    const std::int64_t end = std::min(end_step_, step + window_steps_);
+    submit([this, window, step, end] { read_window(*window, step, end); });  // the reading thread reads
+    wait();
     add(stats_, current_->read, ReadStats{});
   }
   if (next_) next_->first_step = next_->end_step = 0;  // consumed

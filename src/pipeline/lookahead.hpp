@@ -3,11 +3,16 @@
 // steps are read with one BatchReader::read() call, sorted and distinct (file order), so that with
 // chunked data read through HDF5 each chunk the window touches is read and decompressed once per
 // window instead of once per batch; each step's batch is then copied out of the window. While one
-// window is delivered the next is read on a thread of its own: two windows in memory at most.
+// window is delivered the next is read on a thread of its own: two windows in memory at most. That
+// one thread makes every read of the reader (the hdf5 engine accepts reads from one thread only).
 
+#include <condition_variable>
 #include <cstdint>
-#include <future>
+#include <exception>
+#include <functional>
 #include <memory>
+#include <mutex>
+#include <thread>
 #include <vector>
 
 #include "strider/io/batch_reader.hpp"
@@ -49,6 +54,13 @@ class LookaheadReader {
   void read_window(Window& window, std::int64_t first, std::int64_t end) const;
   /// Starts reading the window after `current_` in the background, if the epoch has one.
   void read_next_in_background();
+  /// Runs `task` on the reading thread (started on first use; the caller's thread for good when no
+  /// thread can be started), after the task already there. Does not wait.
+  void submit(std::function<void()> task);
+  /// Waits for the submitted task; rethrows its error. False when none was pending.
+  bool wait();
+  /// The reading thread's loop.
+  void run_tasks();
   /// Makes the window holding `step` current (waits for or reads it).
   void advance_to(std::int64_t step);
 
@@ -57,8 +69,18 @@ class LookaheadReader {
   const Sampler* sampler_ = nullptr;
   std::int64_t end_step_ = 0;
   std::unique_ptr<Window> current_, next_;
-  std::future<void> reading_;  // next_ being read
   ReadStats stats_;
+
+  // The reading thread and its one pending task (guarded by mutex_).
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::function<void()> task_;  // submitted, not yet finished
+  bool pending_ = false;        // a task was submitted and wait() has not collected it
+  bool running_ = false;        // task_ is being run or waits to be
+  bool quit_ = false;
+  bool no_thread_ = false;    // no thread could be started: tasks run in wait()
+  std::exception_ptr error_;  // the finished task's error
+  std::thread thread_;
 };
 
 }  // namespace strider::pipeline_detail
