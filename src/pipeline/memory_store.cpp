@@ -16,9 +16,9 @@
 #include <numeric>
 #include <sstream>
 
+#include "core/test_hooks.hpp"
 #include "io/batch_layout.hpp"
 #include "pipeline/store_exchange.hpp"
-#include "core/test_hooks.hpp"
 #include "strider/comm/node_groups.hpp"
 #include "strider/core/error.hpp"
 #include "strider/core/log.hpp"
