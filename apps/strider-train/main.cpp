@@ -51,7 +51,7 @@ int train_main(const Communicator& world, int argc, char** argv) {
   shared.add(data, cli::loader_option_names("data"), {}, {"data"});
   data.add_options()("eval-data", po::value<std::string>(&config.eval_path),
                      "evaluation file (default: the training file)");
-  shared.add(data, {"prefetch"});
+  shared.add(data, {"prefetch", "store", "store-layout", "store-budget", "lookahead"});
   data.add_options()("normalize", po::value<std::string>(&config.normalize)->default_value(config.normalize),
                      "none | auto | FILE.json: inputs become (x - mean) / std, per feature or per channel, with "
                      "statistics computed over every row at start (auto) or written by strider-inspect stats --json; "

@@ -13,6 +13,13 @@ expect_at_least "balanced features: evaluation accuracy" "$(json_number "$work/b
 expect_equal "evaluation counts every sample once" "$(json_number "$work/balanced.json" eval_samples)" 4000
 grep -q "^strider: epoch 3/3: loss" "$work/balanced.out" && pass "a progress line per epoch" || fail "no progress line"
 expect_equal "stats: three epochs" "$(grep -o '"samples_per_s"' "$work/balanced.json" | wc -l | tr -d ' ')" 3
+# The in-memory store (2 ranks as 2 nodes: half the rows come from the other node) trains on the
+# same batches: the same loss and accuracy every epoch.
+STRIDER_NODE_SIZE=1 mpirun_n 2 "$train" --data "$work/balanced.h5" --epochs 3 --batch-size 32 --seed 3 \
+  --store memory --store-layout partition >"$work/store.out"
+losses() { grep '^strider: epoch' "$1" | sed 's/ samples\/s.*//'; }
+expect_equal "--store memory: the same loss and accuracy each epoch" "$(losses "$work/store.out")" \
+  "$(losses "$work/balanced.out")"
 # An evaluation set whose size does not divide by the ranks is still counted exactly.
 mpirun_n 2 "$gen" --kind features --classes 4 --samples 1001 --dim 16 --seed 2 --out "$work/eval.h5" --no-progress >/dev/null
 mpirun_n 3 "$train" --data "$work/balanced.h5" --eval-data "$work/eval.h5" --epochs 1 --batch-size 32 --seed 3 \
