@@ -110,6 +110,19 @@ inline SamplerState state_after_leaving(const Communicator& comm, const LoaderOp
   return loader.state();
 }
 
+/// An order-free fingerprint of a set of indices: equal sets, equal sums (summed over ranks, the
+/// fingerprint of the union of their batches).
+inline std::uint64_t index_fingerprint(const std::vector<std::int64_t>& indices) {
+  std::uint64_t sum = 0;
+  for (std::int64_t index : indices) {
+    std::uint64_t x = static_cast<std::uint64_t>(index) + 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    sum += x ^ (x >> 31);
+  }
+  return sum;
+}
+
 /// Whether body throws a UsageError (not collective).
 inline bool refuses(const std::function<void()>& body) {
   try {

@@ -160,17 +160,6 @@ TEST_CASE("loader: elastic resume at one rank keeps the global batches of R rank
   const Communicator& comm = world();
   const TestFile features(comm, "features", 204, "_elastic");  // 1..4 ranks: no padding
   constexpr std::int64_t global_batch = 12;                    // divisible by 1, 2, 3 and 4 ranks
-  // An order-free fingerprint of a set of indices: equal sets, equal sums.
-  const auto fingerprint = [](const std::vector<std::int64_t>& indices) {
-    std::uint64_t sum = 0;
-    for (std::int64_t index : indices) {
-      std::uint64_t x = static_cast<std::uint64_t>(index) + 0x9e3779b97f4a7c15ULL;
-      x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-      x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-      sum += x ^ (x >> 31);
-    }
-    return sum;
-  };
   int mismatches = 0;
   for (const std::string mode : {"distributed", "streaming", "weighted", "block"}) {
     LoaderOptions options = options_for(features.path(), mode, global_batch / comm.size());
@@ -181,7 +170,7 @@ TEST_CASE("loader: elastic resume at one rank keeps the global batches of R rank
     SamplerState saved;
     while (std::optional<Batch> batch = epoch.next()) {
       if (batch->step() == k) saved = loader.state_after(k);
-      if (batch->step() >= k) global.push_back(comm.all_reduce(fingerprint(batch->indices()), ReduceOp::sum));
+      if (batch->step() >= k) global.push_back(comm.all_reduce(index_fingerprint(batch->indices()), ReduceOp::sum));
     }
     int ok = 1;
     if (comm.is_root()) {  // the same file at world size 1, batch R*B, resumed from the R-rank state
@@ -194,7 +183,7 @@ TEST_CASE("loader: elastic resume at one rank keeps the global batches of R rank
       } else {
         resumed.resume(saved);
         std::vector<std::uint64_t> tail;
-        for (Batch batch : resumed.epoch(0)) tail.push_back(fingerprint(batch.indices()));
+        for (Batch batch : resumed.epoch(0)) tail.push_back(index_fingerprint(batch.indices()));
         ok = tail == global && static_cast<std::int64_t>(global.size()) == steps - k ? 1 : 0;
       }
       if (!ok) UNSCOPED_INFO("elastic mismatch: " << mode << " from " << comm.size() << " ranks");

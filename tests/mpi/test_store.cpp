@@ -293,6 +293,46 @@ TEST_CASE("store: resume at a mid-epoch step yields the tail of the uninterrupte
   REQUIRE(comm.all_reduce(mismatches, ReduceOp::sum) == 0);
 }
 
+TEST_CASE("store: elastic resume at one rank keeps the global batches of R ranks", "[mpi][store]") {
+  const Communicator& comm = world();
+  const TestFile features(comm, "features", 204, "_elastic");  // 1..4 ranks: no padding
+  constexpr std::int64_t global_batch = 12;                    // divisible by 1, 2, 3 and 4 ranks
+  const NodeSize node_size(1);                                 // every rank a node: remote rows
+  const LoaderOptions options =
+      with_store(options_for(features.path(), "distributed", global_batch / comm.size()), "partition");
+  Loader loader(comm, options);
+  LoaderEpoch epoch = loader.epoch(0);
+  const std::int64_t steps = epoch.end_step(), k = steps / 2;
+  std::vector<std::uint64_t> global;  // per step from k: the fingerprint of the union of the ranks' batches
+  SamplerState saved;
+  while (std::optional<Batch> batch = epoch.next()) {
+    if (batch->step() == k) saved = loader.state_after(k);
+    if (batch->step() >= k) global.push_back(comm.all_reduce(index_fingerprint(batch->indices()), ReduceOp::sum));
+  }
+  int ok = 1;
+  if (comm.is_root()) {  // one rank with a store of its own, batch R*B, resumed from the R-rank state
+    const Communicator alone = Communicator::duplicate(MPI_COMM_SELF);
+    LoaderOptions single = options;
+    single.sampler.batch_size = global_batch;
+    single.store.mode = "none";
+    const std::vector<std::uint64_t> from_file = [&] {  // the same resumed plan read from the file
+      Loader file_loader(alone, single);
+      file_loader.resume(saved);
+      return loader_hashes(file_loader, 0);
+    }();
+    single.store.mode = "memory";
+    Loader resumed(alone, single);
+    resumed.resume(saved);
+    std::vector<std::uint64_t> tail, hashes;
+    for (Batch batch : resumed.epoch(0)) {
+      tail.push_back(index_fingerprint(batch.indices()));
+      hashes.push_back(batch_hash(batch));
+    }
+    ok = tail == global && static_cast<std::int64_t>(global.size()) == steps - k && hashes == from_file ? 1 : 0;
+  }
+  REQUIRE(comm.all_reduce(1 - ok, ReduceOp::sum) == 0);
+}
+
 TEST_CASE("store: --lookahead fetches a window's remote rows with one request per owner node", "[mpi][store]") {
   const Communicator& comm = world();
   const TestFile features(comm, "features", 203), sequences(comm, "sequences", 301);
