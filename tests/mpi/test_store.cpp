@@ -293,6 +293,29 @@ TEST_CASE("store: resume at a mid-epoch step yields the tail of the uninterrupte
   REQUIRE(comm.all_reduce(mismatches, ReduceOp::sum) == 0);
 }
 
+TEST_CASE("store: an owner whose ring is full still answers the other ranks", "[mpi][store]") {
+  const Communicator& comm = world();
+  const TestFile features(comm, "features", 203);
+  const NodeSize node_size(1);  // every rank a node: most rows are another rank's
+  LoaderOptions options = with_store(options_for(features.path(), "distributed", 4), "partition");
+  options.prefetch = 2;  // the last rank's ring is full after two batches
+  const std::vector<std::uint64_t> expected = expected_hashes(comm, options, 0);
+  Loader loader(comm, options);
+  std::vector<std::uint64_t> got;
+  {
+    // Every rank but the last reads its whole epoch while the last takes nothing: only its server
+    // thread can give the others its rows. Then the last reads.
+    LoaderEpoch epoch = loader.epoch(0);
+    const bool last = comm.rank() == comm.size() - 1;
+    if (!last)
+      while (std::optional<Batch> batch = epoch.next()) got.push_back(batch_hash(*batch));
+    comm.barrier();
+    if (last)
+      while (std::optional<Batch> batch = epoch.next()) got.push_back(batch_hash(*batch));
+  }
+  REQUIRE(everywhere(comm, got == expected));
+}
+
 TEST_CASE("store: elastic resume at one rank keeps the global batches of R ranks", "[mpi][store]") {
   const Communicator& comm = world();
   const TestFile features(comm, "features", 204, "_elastic");  // 1..4 ranks: no padding
