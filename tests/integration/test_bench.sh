@@ -96,6 +96,11 @@ expect_equal "store: the segment per node" "$(json_number "$work/m.json" store_s
 expect_at_least "store: resident per node" "$(json_number "$work/m.json" store_bytes_per_node)" $((25 * 4096))
 expect_at_most "store: resident per node" "$(json_number "$work/m.json" store_bytes_per_node)" $((25 * 4096 + 65536))
 grep -q "store: partition over 2 nodes" "$work/m.txt" || fail "no store line in the table"
+# The store's errors through the app: one line, a non-zero exit, within seconds.
+expect_error "store: a budget too small" "needs .* but its budget is 999 bytes \(--store-budget\)" 60 \
+  mpirun_n 2 "$bench" --data "$work/f.h5" --batch-size 64 --store memory --store-budget 999
+STRIDER_TEST_FAIL_LOAD=1:0 expect_error "store: rank 1 fails during the load" \
+  "injected I/O error \(STRIDER_TEST_FAIL_LOAD\)" 60 mpirun_n 2 "$bench" --data "$work/f.h5" --batch-size 64 --store memory
 
 # --lookahead on compressed chunks (hdf5 engine): the same samples, fewer chunk reads.
 mpirun_n 2 "$gen" --kind features --classes 5 --samples 5000 --dim 8 --seed 3 --out "$work/c.h5" --compress 4 \
