@@ -98,8 +98,10 @@ void register_server(const std::shared_ptr<StoreServer::State>& state) {
   static std::once_flag hooked;
   std::call_once(hooked, [] {
     int keyval = MPI_KEYVAL_INVALID;
-    if (MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, stop_servers_at_finalize, &keyval, nullptr) == MPI_SUCCESS)
+    if (MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, stop_servers_at_finalize, &keyval, nullptr) == MPI_SUCCESS) {
       MPI_Comm_set_attr(MPI_COMM_SELF, keyval, nullptr);
+      MPI_Comm_free_keyval(&keyval);  // freed by MPI once the attribute is deleted at MPI_Finalize
+    }
   });
   std::lock_guard<std::mutex> lock(registry_mutex);
   registry().insert(state);
