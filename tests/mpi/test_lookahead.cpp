@@ -28,7 +28,7 @@ std::int64_t chunks_read(const std::vector<std::vector<std::int64_t>>& batches, 
 
 }  // namespace
 
-TEST_CASE("lookahead: the same batches for every sampler, thread layout and resume", "[mpi][lookahead]") {
+TEST_CASE("lookahead: the same batches for every sampler, thread layout and resume", "[mpi][lookahead][pipeline]") {
   const Communicator& comm = world();
   const FileLayout compressed{"chunked", kChunkRows, 4};
   const TestFile features(comm, "features", 203, "_deflate", compressed),
@@ -63,7 +63,7 @@ TEST_CASE("lookahead: the same batches for every sampler, thread layout and resu
   REQUIRE(comm.all_reduce(mismatches, ReduceOp::sum) == 0);
 }
 
-TEST_CASE("lookahead: a chunk is read once per window of steps, not once per batch", "[mpi][lookahead]") {
+TEST_CASE("lookahead: a chunk is read once per window of steps, not once per batch", "[mpi][lookahead][pipeline]") {
   const Communicator& comm = world();
   const TestFile features(comm, "features", 203, "_deflate", FileLayout{"chunked", kChunkRows, 4});
   LoaderOptions options = options_for(features.path(), "distributed", 5);

@@ -65,7 +65,7 @@ std::vector<std::vector<std::uint64_t>> store_hashes(const Communicator& comm, c
 
 }  // namespace
 
-TEST_CASE("store: node groups follow STRIDER_NODE_SIZE", "[mpi][store]") {
+TEST_CASE("store: node groups follow STRIDER_NODE_SIZE", "[mpi][store][pipeline]") {
   const Communicator& comm = world();
   bool ok = true;
   for (int size : node_sizes(comm.size())) {
@@ -88,7 +88,8 @@ TEST_CASE("store: node groups follow STRIDER_NODE_SIZE", "[mpi][store]") {
   }
 }
 
-TEST_CASE("store: batches are bit-identical to the file's for every sampler, layout and node size", "[mpi][store]") {
+TEST_CASE("store: batches are bit-identical to the file's for every sampler, layout and node size",
+          "[mpi][store][pipeline]") {
   const Communicator& comm = world();
   // Small chunks, so that the ranks' load ranges are cut at chunk boundaries within the files.
   const FileLayout chunked{"chunked", 16, 0}, compressed{"chunked", 16, 4}, token_chunks{"chunked", 64, 4};
@@ -136,7 +137,7 @@ TEST_CASE("store: batches are bit-identical to the file's for every sampler, lay
   REQUIRE(comm.all_reduce(partitioned.local + replicated.local, ReduceOp::sum) > 0);
 }
 
-TEST_CASE("store: after the load the file can change underneath: batches come from memory", "[mpi][store]") {
+TEST_CASE("store: after the load the file can change underneath: batches come from memory", "[mpi][store][pipeline]") {
   const Communicator& comm = world();
   const TestFile features(comm, "features", 203, "_overwritten", FileLayout{"chunked", 16, 4});
   LoaderOptions options = options_for(features.path(), "distributed", 8);
@@ -158,7 +159,7 @@ TEST_CASE("store: after the load the file can change underneath: batches come fr
   REQUIRE(loaded > 0);
 }
 
-TEST_CASE("store: the budget is checked on every node before anything is read", "[mpi][store][errors]") {
+TEST_CASE("store: the budget is checked on every node before anything is read", "[mpi][store][errors][pipeline]") {
   const Communicator& comm = world();
   const TestFile features(comm, "features", 203);  // 203 x 6 float32 and labels
   LoaderOptions options = with_store(options_for(features.path(), "distributed", 8), "auto");
@@ -187,7 +188,7 @@ TEST_CASE("store: the budget is checked on every node before anything is read", 
   }
 }
 
-TEST_CASE("store: a rank failing during the load ends every rank with its error", "[mpi][store][errors]") {
+TEST_CASE("store: a rank failing during the load ends every rank with its error", "[mpi][store][errors][pipeline]") {
   const Communicator& comm = world();
   const TestFile features(comm, "features", 203, "_chunks", FileLayout{"chunked", 16, 0});
   const LoaderOptions options = with_store(options_for(features.path(), "distributed", 8), "partition");
@@ -202,7 +203,7 @@ TEST_CASE("store: a rank failing during the load ends every rank with its error"
   REQUIRE(everywhere(comm, loader_hashes(loader, 0) == expected_hashes(comm, options, 0)));
 }
 
-TEST_CASE("store: errors in a step and while unwinding end every rank, never hang", "[mpi][store][errors]") {
+TEST_CASE("store: errors in a step and while unwinding end every rank, never hang", "[mpi][store][errors][pipeline]") {
   const Communicator& comm = world();
   const TestFile features(comm, "features", 203);
   const LoaderOptions options = with_store(options_for(features.path(), "distributed", 8), "partition");
@@ -257,7 +258,7 @@ TEST_CASE("store: errors in a step and while unwinding end every rank, never han
   REQUIRE(everywhere(comm, loader_hashes(other, 2) == expected_hashes(comm, options, 2)));
 }
 
-TEST_CASE("store: a file changed after the load is refused at the next epoch", "[mpi][store][errors]") {
+TEST_CASE("store: a file changed after the load is refused at the next epoch", "[mpi][store][errors][pipeline]") {
   const Communicator& comm = world();
   const TestFile features(comm, "features", 203);
   const LoaderOptions options = with_store(options_for(features.path(), "distributed", 8), "partition");
@@ -270,7 +271,7 @@ TEST_CASE("store: a file changed after the load is refused at the next epoch", "
   REQUIRE(refused == comm.size());
 }
 
-TEST_CASE("store: resume at a mid-epoch step yields the tail of the uninterrupted epoch", "[mpi][store]") {
+TEST_CASE("store: resume at a mid-epoch step yields the tail of the uninterrupted epoch", "[mpi][store][pipeline]") {
   const Communicator& comm = world();
   const TestFile features(comm, "features", 203), sequences(comm, "sequences", 301);
   const NodeSize node_size(comm.size() % 2 == 0 ? 2 : 1);
@@ -293,7 +294,7 @@ TEST_CASE("store: resume at a mid-epoch step yields the tail of the uninterrupte
   REQUIRE(comm.all_reduce(mismatches, ReduceOp::sum) == 0);
 }
 
-TEST_CASE("store: an owner whose ring is full still answers the other ranks", "[mpi][store]") {
+TEST_CASE("store: an owner whose ring is full still answers the other ranks", "[mpi][store][pipeline]") {
   const Communicator& comm = world();
   const TestFile features(comm, "features", 203);
   const NodeSize node_size(1);  // every rank a node: most rows are another rank's
@@ -316,7 +317,7 @@ TEST_CASE("store: an owner whose ring is full still answers the other ranks", "[
   REQUIRE(everywhere(comm, got == expected));
 }
 
-TEST_CASE("store: elastic resume at one rank keeps the global batches of R ranks", "[mpi][store]") {
+TEST_CASE("store: elastic resume at one rank keeps the global batches of R ranks", "[mpi][store][pipeline]") {
   const Communicator& comm = world();
   const TestFile features(comm, "features", 204, "_elastic");  // 1..4 ranks: no padding
   constexpr std::int64_t global_batch = 12;                    // divisible by 1, 2, 3 and 4 ranks
@@ -356,7 +357,8 @@ TEST_CASE("store: elastic resume at one rank keeps the global batches of R ranks
   REQUIRE(comm.all_reduce(1 - ok, ReduceOp::sum) == 0);
 }
 
-TEST_CASE("store: --lookahead fetches a window's remote rows with one request per owner node", "[mpi][store]") {
+TEST_CASE("store: --lookahead fetches a window's remote rows with one request per owner node",
+          "[mpi][store][pipeline]") {
   const Communicator& comm = world();
   const TestFile features(comm, "features", 203), sequences(comm, "sequences", 301);
   const NodeSize node_size(1);  // every rank a node: most rows are another node's
