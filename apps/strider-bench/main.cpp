@@ -161,8 +161,7 @@ void write_figures(JsonWriter& json, double samples_per_s, double bytes_per_s, d
 }
 
 void report(const Communicator& world, const BenchOptions& options, const std::vector<RankFigures>& ranks,
-            const UtilizationSummary& utilization, const std::vector<EpochFigures>& epochs,
-            const StoreFigures& store);
+            const UtilizationSummary& utilization, const std::vector<EpochFigures>& epochs, const StoreFigures& store);
 
 /// Collective: every rank's AU windows, on every rank (ranks[r] = rank r's). Every rank has as many
 /// epochs, so mostly as many windows; shorter lists are padded with empty windows and trimmed back.
@@ -377,8 +376,7 @@ int bench_main(const Communicator& world, int argc, char** argv) {
 
 /// Rank 0: the table on stdout and the JSON file.
 void report(const Communicator& world, const BenchOptions& options, const std::vector<RankFigures>& ranks,
-            const UtilizationSummary& utilization, const std::vector<EpochFigures>& epochs,
-            const StoreFigures& store) {
+            const UtilizationSummary& utilization, const std::vector<EpochFigures>& epochs, const StoreFigures& store) {
   double max_wall = 0, stall = 0, wall = 0, first_batch = 0, io_max = 0, io_sum = 0;
   std::int64_t samples = 0, useful = 0, read = 0, rss = 0;
   for (const RankFigures& rank : ranks) {
