@@ -54,8 +54,12 @@ TEST_CASE("collectives: broadcast, all-reduce, all-gather", "[mpi][comm]") {
   REQUIRE_ON_ALL_RANKS(rank_sum == std::int64_t{comm.size()} * (comm.size() - 1) / 2);
   const int rank_max = comm.all_reduce(comm.rank(), ReduceOp::max);
   REQUIRE_ON_ALL_RANKS(rank_max == comm.size() - 1);
-  const double minimum = comm.all_reduce(2.5, ReduceOp::min);
+  // Every rank holds another value, so that min and max cannot stand in for each other.
+  const double minimum = comm.all_reduce(2.5 + comm.rank(), ReduceOp::min);
   REQUIRE_ON_ALL_RANKS(minimum == 2.5);
+  std::int64_t pair[2] = {10 - comm.rank(), comm.rank()};
+  comm.all_reduce(pair, 2, ReduceOp::min);
+  REQUIRE_ON_ALL_RANKS((pair[0] == 10 - (comm.size() - 1) && pair[1] == 0));
   const auto ranks = comm.all_gather(comm.rank());
   std::vector<int> expected_ranks(static_cast<std::size_t>(comm.size()));
   for (int rank = 0; rank < comm.size(); ++rank) expected_ranks[static_cast<std::size_t>(rank)] = rank;
@@ -119,6 +123,16 @@ TEST_CASE("a failure on one rank makes every rank throw the same error", "[mpi][
   REQUIRE_ON_ALL_RANKS(reason == "bad option on rank 0");
   REQUIRE_ON_ALL_RANKS(exit_code == 2);
   REQUIRE_ON_ALL_RANKS(kind == ErrorKind::usage);
+  // A usage error on the last rank only: its exit code (2) reaches every rank, not rank 0's default.
+  exit_code = -1;
+  try {
+    comm.collective_try([&] {
+      if (comm.rank() == failing) STRIDER_THROW(UsageError, "bad option on the last rank");
+    });
+  } catch (const AgreedError& error) {
+    exit_code = error.exit_code();
+  }
+  REQUIRE_ON_ALL_RANKS(exit_code == 2);
   // No failure: the body's value comes back.
   const int doubled = comm.collective_try([&] { return comm.rank() * 2; });
   REQUIRE_ON_ALL_RANKS(doubled == comm.rank() * 2);

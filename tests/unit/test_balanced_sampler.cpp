@@ -3,8 +3,10 @@
 #include <catch2/catch.hpp>
 #include <map>
 #include <random>
+#include <set>
 
 #include "class_test_support.hpp"
+#include "sampling/class_plan.hpp"
 #include "strider/core/error.hpp"
 #include "strider/sampling/balanced_sampler.hpp"
 
@@ -198,6 +200,39 @@ TEST_CASE("class index: counting sort groups samples by class in index order", "
   REQUIRE(ClassIndex(labels, 5).count(4) == 0);
   REQUIRE(ClassIndex(labels, 5).labels_hash() != index.labels_hash());
   REQUIRE(class_histogram(index, {0, 1, 2, 2}) == std::vector<std::int64_t>{1, 0, 3});
+  // Labels must lie in [0, num_classes): the largest label 2 needs at least 3 classes.
+  REQUIRE_THROWS_WITH(ClassIndex(labels, 2), Catch::Contains("label 2 of sample 0 is outside [0, 2)"));
+  REQUIRE_THROWS_AS(ClassIndex(std::make_shared<const std::vector<std::int32_t>>(std::vector<std::int32_t>{0, -1})),
+                    UsageError);
+}
+
+TEST_CASE("class cycler: every pass holds the class once; shuffled passes start at fresh offsets",
+          "[balanced][class_index]") {
+  // Class 0 has the 5 samples {0, 2, 3, 5, 6}; its occurrences 0..99 are 20 passes over them.
+  const auto labels = std::make_shared<const std::vector<std::int32_t>>(std::vector<std::int32_t>{0, 1, 0, 0, 1, 0, 0});
+  const ClassIndex index(labels);
+  const std::vector<std::int64_t> members = {0, 2, 3, 5, 6};
+  for (const bool shuffle : {true, false}) {
+    CAPTURE(shuffle);
+    detail::ClassCycler cycler;
+    cycler.build(index, shuffle, 11, 2, 0x1234);
+    std::set<std::vector<std::int64_t>> orders;
+    for (std::int64_t pass = 0; pass < 20; ++pass) {
+      std::vector<std::int64_t> order;
+      for (std::int64_t j = 0; j < 5; ++j) order.push_back(cycler.sample(0, pass * 5 + j));
+      if (!shuffle) REQUIRE(order == members);
+      std::sort(order.begin(), order.end());
+      REQUIRE(order == members);
+      for (std::int64_t j = 0; j < 5; ++j) order[static_cast<std::size_t>(j)] = cycler.sample(0, pass * 5 + j);
+      orders.insert(order);
+    }
+    // Shuffled, a pass is the first pass's order rotated by an offset drawn per pass (5 possible):
+    // 20 passes in at most 2 orders would be a chance below 1e-8. In index order every pass is alike.
+    if (shuffle)
+      REQUIRE(orders.size() >= 3);
+    else
+      REQUIRE(orders.size() == 1);
+  }
 }
 
 TEST_CASE("balanced: targets beyond 2^32 keep all 64 bits", "[balanced][int64]") {

@@ -100,6 +100,20 @@ TEST_CASE("block sampler: reads stay within few blocks, blocks are shuffled", "[
     REQUIRE(ascending < static_cast<std::int64_t>(indices.size()) / 20);
   }
   REQUIRE(first_blocks.size() == world);
+  // The blocks are drawn again every epoch: with one block per window and a batch of one block,
+  // step 0 reads one block, which over 8 epochs is (all but surely) not always the same of the 1562.
+  std::set<std::int64_t> epoch_first_blocks;
+  for (std::int64_t epoch = 0; epoch < 8; ++epoch) {
+    BlockSampler sampler(block_config(n, block_size, block_size, 1), 1, 0);
+    sampler.set_epoch(epoch);
+    std::vector<std::int64_t> step0;
+    sampler.batch(0, step0);
+    std::set<std::int64_t> blocks;
+    for (std::int64_t index : step0) blocks.insert(index / block_size);
+    REQUIRE(blocks.size() == 1u);
+    epoch_first_blocks.insert(*blocks.begin());
+  }
+  REQUIRE(epoch_first_blocks.size() >= 4u);
   // Without shuffle, rank r reads the contiguous range [r*M, (r+1)*M).
   BlockSampler ordered(block_config(n, 32, block_size, window, false, false), world, 2);
   const auto indices = rank_epoch(ordered);
