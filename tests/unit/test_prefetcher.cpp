@@ -75,6 +75,13 @@ TEST_CASE("the ring persists across epochs; a resumed start delivers the tail", 
   }
   // After the end of an epoch next() keeps saying so.
   REQUIRE_FALSE(prefetcher.next().has_value());
+  // A start at the epoch's end (a resume saved after its last step) or with nothing between first
+  // and end delivers no batch, without an error.
+  prefetcher.start_epoch(sampler, sampler.num_steps());
+  REQUIRE_FALSE(prefetcher.next().has_value());
+  prefetcher.start_epoch(sampler, 4, 4);
+  REQUIRE_FALSE(prefetcher.next().has_value());
+  REQUIRE_THROWS_AS(prefetcher.start_epoch(sampler, 5, 4), UsageError);
 }
 
 TEST_CASE("an I/O error reaches the consumer as the original error, and the next epoch works", "[prefetcher]") {
@@ -119,6 +126,34 @@ TEST_CASE("stop mid-epoch, change the epoch, restart", "[prefetcher]") {
   held.reset();
   sampler.set_epoch(1);
   REQUIRE(strider::testing::prefetched_batch_hashes(prefetcher, sampler) == direct_hashes(options, sampler));
+}
+
+TEST_CASE("a read cancelled by stop() gives its buffer back: the whole ring can be held after early stops",
+          "[prefetcher]") {
+  // Each round takes one batch and stops at once, mostly while the I/O thread reads the next one
+  // (each read takes 2 ms): that read is cancelled and its buffer must return to the ring. A lost
+  // buffer would make the last next() below wait for ever (the ctest timeout ends it).
+  FakeReaderOptions options;
+  options.samples = 400;
+  options.delay = std::chrono::microseconds(2000);
+  DistributedSampler sampler = make_sampler(options.samples, 4);
+  constexpr int depth = 2;
+  Prefetcher prefetcher(std::make_unique<FakeReader>(options), PrefetcherOptions{depth, nullptr});
+  for (int round = 0; round < 20; ++round) {
+    prefetcher.start_epoch(sampler);
+    REQUIRE(prefetcher.next().has_value());  // taken and released at once
+    prefetcher.stop();
+  }
+  options.delay = std::chrono::microseconds(0);
+  const auto expected = direct_hashes(options, sampler);
+  prefetcher.start_epoch(sampler);
+  std::vector<Batch> held;
+  for (int k = 0; k < depth; ++k) {
+    auto batch = prefetcher.next();
+    REQUIRE(batch.has_value());
+    REQUIRE(strider::testing::batch_hash(*batch) == expected[static_cast<std::size_t>(k)]);
+    held.push_back(std::move(*batch));
+  }
 }
 
 TEST_CASE("destruction while the I/O thread is filling stops it and releases the reader", "[prefetcher]") {
