@@ -102,8 +102,15 @@ TEST_CASE("all_reduce_gradients equals the single-rank gradient of the union bat
     CpuBackend reference;
     reference.initialize(config);
     const StepResult union_result = reference.forward_backward(batch.rows(0, union_count));
+    const std::vector<float> summed = reference.gradients();
     reference.scale_gradients(union_count);
     const std::vector<float> expected = reference.gradients();
+    // The mean is the sum over the batch divided by its size (also what the distributed side must
+    // match: a scale_gradients that divided by nothing would pass the comparison below).
+    bool mean_of_sum = expected.size() == summed.size();
+    for (std::size_t i = 0; mean_of_sum && i < expected.size(); ++i)
+      mean_of_sum = expected[i] == Approx(summed[i] / static_cast<float>(union_count)).epsilon(1e-6).margin(1e-12);
+    REQUIRE_ON_ALL_RANKS(mean_of_sum);
 
     // Distributed: each rank its own slice, then the all-reduce.
     CpuBackend backend;

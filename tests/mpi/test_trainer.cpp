@@ -1,7 +1,8 @@
 // train() at 1..4 ranks, called as a library: settings refused in the caller's words, the steps
 // trained are exactly the sampler's plan (each rank's sample trace against a sampler built by hand),
 // evaluation counts every sample once, and a run resumed from a checkpoint (an epoch's end, or the
-// step where a stop signal ended it) continues with the same samples and the same loss. Every check is agreed across
+// step where a stop signal ended it) continues with the same samples and the same loss, R ranks train as one
+// rank with their global batch, and a checkpoint of other data is refused. Every check is agreed across
 // ranks before it is asserted.
 #include <unistd.h>
 
@@ -189,4 +190,80 @@ TEST_CASE("trainer: the steps are the sampler's plan; a resumed run continues th
   REQUIRE_ON_ALL_RANKS(rest.epochs.size() == 2u);
   REQUIRE_ON_ALL_RANKS(rest.epochs[0].steps == steps[0] - 1);
   REQUIRE_ON_ALL_RANKS(rest.epochs[1].loss == full.epochs[1].loss);
+}
+
+TEST_CASE("trainer: R ranks of batch b train as one rank of batch R*b; a resume on other data is refused",
+          "[mpi][trainer]") {
+  const Communicator& comm = world();
+  const DefaultSignalsAfterwards restore_signals;
+  std::string base = comm.is_root() ? "/tmp/strider_trainer_batch_" + std::to_string(getpid()) : "";
+  comm.broadcast(base);
+  // 120 samples: every world size of 1..4 splits them without padding, so that step k of R ranks
+  // (rank r: positions r, r+R, ... of the epoch's order) covers the positions of the single rank's
+  // step k, and the mean gradient of a step is the same; only the order of the float sums differs.
+  SyntheticOptions data;
+  data.samples = 120;
+  data.classes = 3;
+  data.dim = 4;
+  data.seed = 7;
+  data.progress = false;
+  write_synthetic_dataset(comm, base + ".h5", data);
+  data.samples = 126;  // another dataset: the fingerprint covers the labels, the shape and the count
+  write_synthetic_dataset(comm, base + ".other.h5", data);
+
+  TrainerConfig config;
+  config.loader.data_path = base + ".h5";
+  config.loader.sampler.batch_size = 5;
+  config.loader.seed = 9;
+  config.backend = "cpu";
+  config.epochs = 2;
+  config.learning_rate = 0.2f;
+  config.momentum = 0.5f;
+  config.step_timeout_seconds = 0;
+  config.checkpoint_path = base + ".ckpt";
+  const TrainSummary spread = train(comm, config);
+  // Resumed on the other file: its fingerprint differs from the checkpoint's.
+  TrainerConfig other = config;
+  other.loader.data_path = base + ".other.h5";
+  other.epochs = 3;
+  other.resume = true;
+  const std::string refused = agreed_failure(other).first;
+
+  // The same training by rank 0 alone, with the world's global batch.
+  double solo_loss[2] = {0.0, 0.0};
+  std::int64_t solo_steps[2] = {0, 0};
+  MPI_Comm split = MPI_COMM_NULL;
+  REQUIRE(MPI_Comm_split(comm.native(), comm.is_root() ? 0 : MPI_UNDEFINED, 0, &split) == MPI_SUCCESS);
+  if (comm.is_root()) {
+    {
+      const Communicator solo = Communicator::duplicate(split);
+      TrainerConfig alone = config;
+      alone.loader.sampler.batch_size = 5 * comm.size();
+      alone.checkpoint_path.clear();
+      const TrainSummary summary = train(solo, alone);
+      for (std::size_t e = 0; e < 2 && e < summary.epochs.size(); ++e) {
+        solo_loss[e] = summary.epochs[e].loss;
+        solo_steps[e] = summary.epochs[e].steps;
+      }
+    }
+    MPI_Comm_free(&split);
+  }
+  comm.broadcast(solo_loss, 2);
+  comm.broadcast(solo_steps, 2);
+  comm.barrier();
+  if (comm.is_root()) {
+    for (const char* suffix : {".h5", ".other.h5", ".ckpt"}) std::remove((base + suffix).c_str());
+  }
+
+  REQUIRE_ON_ALL_RANKS(spread.epochs.size() == 2u);
+  for (std::size_t e = 0; e < 2; ++e) {
+    CAPTURE(e, spread.epochs[e].loss, solo_loss[e]);
+    REQUIRE_ON_ALL_RANKS(spread.epochs[e].steps == 120 / (5 * comm.size()));
+    REQUIRE_ON_ALL_RANKS(spread.epochs[e].steps == solo_steps[e]);
+    REQUIRE_ON_ALL_RANKS(spread.epochs[e].samples == 120);
+    // Float sums in another order: equal to about 1e-6; a gradient or a loss divided by one
+    // rank's samples instead of the step's would differ by far more.
+    REQUIRE_ON_ALL_RANKS(spread.epochs[e].loss == Approx(solo_loss[e]).epsilon(1e-4));
+  }
+  REQUIRE_ON_ALL_RANKS(refused.find("was written for another dataset") != std::string::npos);
 }

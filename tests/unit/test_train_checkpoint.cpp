@@ -280,6 +280,7 @@ TEST_CASE("the fingerprint streams labels in chunks: every chunk counts, and the
   std::vector<std::int32_t> labels(static_cast<std::size_t>(info.num_samples));
   for (std::size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<std::int32_t>(i % 5);
   labels[2'300'000] = 9;
+  labels[(1 << 20) - 1] = 11;  // the largest is the first chunk's last label
   const DatasetKeys keys;
   std::int64_t served = 0;
   std::int32_t max_label = -1;
@@ -292,7 +293,7 @@ TEST_CASE("the fingerprint streams labels in chunks: every chunk counts, and the
       },
       {}, keys, &max_label);
   REQUIRE(served == info.num_samples);
-  REQUIRE(max_label == 9);
+  REQUIRE(max_label == 11);
   REQUIRE(streamed == dataset_fingerprint(info, labels, {}, keys));
   labels[2'400'000] = 1;  // in the last chunk
   REQUIRE(dataset_fingerprint(info, labels, {}, keys) != streamed);

@@ -282,6 +282,20 @@ TEST_CASE("token ids outside the vocabulary are hashed into range", "[train][mod
     const bool used = std::abs(gradients[static_cast<std::size_t>(bucket * 3)]) > 0.0f;
     REQUIRE(used == (bucket == 3));
   }
+  // The negative id alone: bucket 3 too (-7 mod 10 taken non-negative), so the same loss per row as
+  // the batch above, whose three rows are the same one-token row of label 0.
+  backend.zero_gradients();
+  BatchInput negative = input;
+  negative.samples = reinterpret_cast<const std::byte*>(ids.data() + 2);
+  negative.count = 1;
+  negative.labels = labels.data() + 2;
+  const StepResult alone = backend.forward_backward(negative);
+  REQUIRE(alone.loss_sum == Approx(result.loss_sum / 3).epsilon(1e-6));
+  const std::vector<float> alone_gradients = backend.gradients();
+  for (std::int64_t bucket = 0; bucket < 10; ++bucket) {
+    const bool used = std::abs(alone_gradients[static_cast<std::size_t>(bucket * 3)]) > 0.0f;
+    REQUIRE(used == (bucket == 3));
+  }
 }
 
 TEST_CASE("samples of any element type are converted to float", "[train][model]") {
