@@ -18,7 +18,8 @@
 #   --workdir DIR     scratch worktree, build folder and logs (default build-mutation/ here)
 #   --timeout S       time limit of each test command (default 10x its time on the unmutated
 #                     build, at least 120 s); a mutant that makes a test exceed it is killed (timeout)
-#   --equivalent      also run the mutants marked equivalent (each should survive)
+#   --equivalent      also run the mutants marked equivalent that name covering tests (each
+#                     should survive them)
 #   --clean           remove the scratch worktree and build folder, and exit
 # Exit status: 0 every mutant run was killed; 1 some survived or did not build; 2 a usage error,
 # a stale or malformed list, or a covering test that fails without any mutant.
@@ -35,7 +36,7 @@
 #                  mpi RANKS SPEC    the Catch2 MPI tests under mpirun -np RANKS
 #                  ctest REGEX       the ctest entries matching REGEX (e.g. an integration script)
 #   equivalent:  why no test can tell this mutant from the original; such a mutant is not run
-#                (unless --equivalent) and counts apart from killed and survived
+#                (unless --equivalent, with its test lines) and counts apart from killed and survived
 #   note:        what the mutant models (free text)
 set -euo pipefail
 # The whole script is one group, read before it runs: editing the script (or checking out another
@@ -379,8 +380,19 @@ targets_for() {
 
 to_run=()
 for k in "${selected[@]}"; do
-  [[ -n ${m_equivalent[k]} && $run_equivalent == 0 ]] || to_run+=("$k")
+  if [[ -n ${m_equivalent[k]} ]]; then
+    ((run_equivalent)) || continue
+    if [[ -z ${m_tests[k]} ]]; then
+      echo "mutation-check: note: ${m_id[k]} is equivalent and names no covering test; not run"
+      continue
+    fi
+  fi
+  to_run+=("$k")
 done
+if ((${#to_run[@]} == 0)); then
+  echo "mutation-check: nothing to run (the selected mutants are equivalent; --equivalent runs those with tests)"
+  exit 0
+fi
 declare -A limit_of=()
 specs=()
 for k in "${to_run[@]}"; do
