@@ -54,8 +54,19 @@ void DistributedSampler::batch(std::int64_t step, std::vector<std::int64_t>& ind
   const std::int64_t first = step * batch_size_;
   const std::int64_t last = first + std::min(batch_size_, samples_per_rank_ - first);  // no overflow near 2^63
   indices.resize(static_cast<std::size_t>(last - first));
-  for (std::int64_t position = first; position < last; ++position)
-    indices[static_cast<std::size_t>(position - first)] = index_at(position);
+  if (last == first) return;
+  // index_at's wrapped global position, stepped by R instead of a 64-bit division per index.
+  const auto n = static_cast<std::uint64_t>(config_.dataset_size);
+  const auto stride = static_cast<std::uint64_t>(world_size());
+  std::uint64_t wrapped =
+      (static_cast<std::uint64_t>(first) * stride + static_cast<std::uint64_t>(rank())) % n;  // as index_at
+  const std::int64_t* order = config_.shuffle ? order_.data() : nullptr;
+  for (std::int64_t position = first; position < last; ++position) {
+    indices[static_cast<std::size_t>(position - first)] =
+        order != nullptr ? order[wrapped] : static_cast<std::int64_t>(wrapped);
+    wrapped += stride;  // < n + R: no overflow, n < 2^63
+    while (wrapped >= n) wrapped -= n;
+  }
 }
 
 std::int64_t DistributedSampler::global_batch_size() const {

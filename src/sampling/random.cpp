@@ -3,6 +3,8 @@
 #include <numeric>
 #include <utility>
 
+#include "sampling/block_mt19937.hpp"
+
 namespace strider {
 
 namespace {
@@ -12,13 +14,33 @@ __extension__ using uint128 = unsigned __int128;
 std::vector<std::int64_t> torch_randperm(std::int64_t n, std::uint64_t seed) {
   std::vector<std::int64_t> order(static_cast<std::size_t>(n > 0 ? n : 0));
   std::iota(order.begin(), order.end(), std::int64_t{0});
-  std::mt19937 engine(static_cast<std::uint32_t>(seed));  // torch's mt19937 keeps the low 32 bits
-  for (std::int64_t i = 0; i + 1 < n; ++i) {
+  sampling_detail::BlockMt19937 engine(static_cast<std::uint32_t>(seed));  // torch's mt19937 keeps the low 32 bits
+  // The swap partner of step i, i + draw % (n - i). Draws are independent of the order, so the
+  // partners are drawn kAhead steps early and their entries prefetched: each is a random access
+  // into an array of n entries, a cache miss once n outgrows the cache.
+  const auto partner = [&](std::int64_t i) {
     const auto remaining = static_cast<std::uint64_t>(n - i);
-    std::uint64_t draw = engine();
-    if (remaining > 0xffffffffULL) draw = (draw << 32) | engine();
-    const auto z = static_cast<std::int64_t>(draw % remaining);
-    std::swap(order[static_cast<std::size_t>(i)], order[static_cast<std::size_t>(i + z)]);
+    if (remaining > 0xffffffffULL) {
+      const std::uint64_t high = engine();
+      return i + static_cast<std::int64_t>(((high << 32) | engine()) % remaining);
+    }
+    return i + static_cast<std::int64_t>(engine() % static_cast<std::uint32_t>(remaining));  // 32-bit division
+  };
+  constexpr std::int64_t kAhead = 16;
+  std::int64_t partners[kAhead];
+  const std::int64_t steps = n - 1;  // i in [0, n - 1)
+  std::int64_t drawn = 0;
+  const auto draw_next = [&] {
+    const std::int64_t at = partner(drawn);
+    partners[drawn % kAhead] = at;
+    __builtin_prefetch(&order[static_cast<std::size_t>(at)], 1);
+    ++drawn;
+  };
+  while (drawn < std::min(kAhead, steps)) draw_next();
+  for (std::int64_t i = 0; i < steps; ++i) {
+    const std::int64_t at = partners[i % kAhead];
+    if (drawn < steps) draw_next();
+    std::swap(order[static_cast<std::size_t>(i)], order[static_cast<std::size_t>(at)]);
   }
   return order;
 }

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "sampler_properties.hpp"
+#include "sampling/block_mt19937.hpp"
 #include "strider/core/error.hpp"
 #include "strider/core/hash.hpp"
 #include "strider/sampling/distributed_sampler.hpp"
@@ -147,6 +148,34 @@ TEST_CASE("padding repeats the order from its start, even when it wraps more tha
   DistributedSampler dropped(config_of(2, 0, true, true, 3), 7, 0);
   REQUIRE(dropped.num_steps() == 0);
   REQUIRE(dropped.samples_per_rank() == 0);
+}
+
+TEST_CASE("every batch holds the rank's positions of the padded order, also where the padding wraps", "[distributed]") {
+  // Expected from the definition: the order padded by repeating it from its start (j -> order[j % N]),
+  // rank r takes positions r, r+R, ..., cut into batches of B.
+  struct Case {
+    std::int64_t n, batch;
+    int world;
+    bool shuffle;
+  };
+  for (const Case& c : {Case{10, 3, 3, true}, Case{10, 4, 4, false}, Case{2, 1, 7, true}, Case{3, 2, 5, true},
+                        Case{1000, 7, 6, true}, Case{5, 3, 11, false}}) {
+    CAPTURE(c.n, c.batch, c.world, c.shuffle);
+    const std::vector<std::int64_t> order =
+        c.shuffle ? torch_randperm(c.n, epoch_seed(4, 2)) : std::vector<std::int64_t>{};
+    const std::int64_t per_rank = (c.n + c.world - 1) / c.world;
+    for (int rank = 0; rank < c.world; ++rank) {
+      DistributedSampler sampler(config_of(c.n, c.batch, c.shuffle, false, 4), c.world, rank);
+      sampler.set_epoch(2);
+      std::vector<std::vector<std::int64_t>> expected;
+      for (std::int64_t k = 0; k < per_rank; ++k) {
+        if (k % c.batch == 0) expected.emplace_back();
+        const std::int64_t padded = (rank + k * c.world) % c.n;
+        expected.back().push_back(c.shuffle ? order[static_cast<std::size_t>(padded)] : padded);
+      }
+      REQUIRE(all_batches(sampler) == expected);
+    }
+  }
 }
 
 TEST_CASE("batches: last partial batch kept or dropped, same count on every rank", "[distributed]") {
@@ -295,4 +324,15 @@ TEST_CASE("shuffle_in_place gives each order of four values about equally often 
   shuffle_in_place(one, engine);
   REQUIRE(empty.empty());
   REQUIRE(one == std::vector<std::int64_t>{7});
+}
+
+TEST_CASE("torch_randperm's engine draws std::mt19937's stream", "[distributed][torch]") {
+  for (std::uint32_t seed : {0u, 1u, 5489u, 4294967295u}) {
+    CAPTURE(seed);
+    std::mt19937 reference(seed);
+    sampling_detail::BlockMt19937 engine(seed);
+    std::int64_t differing = 0;
+    for (int i = 0; i < 5000; ++i) differing += engine() != reference() ? 1 : 0;  // 8 blocks of 624
+    REQUIRE(differing == 0);
+  }
 }
