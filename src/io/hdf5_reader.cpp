@@ -71,7 +71,7 @@ class Hdf5Reader final : public ReaderBase {
 
  protected:
   void gather(const std::int64_t* indices, std::int64_t count, std::byte* out,
-              const std::vector<std::int64_t>& out_offsets) override {
+              const std::vector<std::int64_t>& out_offsets, std::int32_t* /*labels: read() fills them*/) override {
     owner_.check(dataset_.path);
     plan_.build(indices, count, shard_index_);
     const std::int64_t size = element_size();

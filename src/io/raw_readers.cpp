@@ -92,7 +92,7 @@ class MmapReader final : public ReaderBase {
 
  protected:
   void gather(const std::int64_t* indices, std::int64_t count, std::byte* out,
-              const std::vector<std::int64_t>& out_offsets) override {
+              const std::vector<std::int64_t>& out_offsets, std::int32_t* labels) override {
     const std::int64_t size = element_size();
     // Where each row lies, its shard mapped first if need be (on this thread: the mapping is not
     // thread-safe, the copies below are).
@@ -104,21 +104,28 @@ class MmapReader final : public ReaderBase {
       sources_[k] = base + (first_element(row) - shard(shard_index).first_element) * size;
     }
     const int parts = parts_for(out_offsets[count], pool_.threads());
+    const RowLabels row_label = labels != nullptr ? row_labels() : RowLabels{};
     pool_.run(parts, [&](int part) {
-      const std::int64_t end = part_begin(count, parts, part + 1);
       const std::int64_t begin = part_begin(count, parts, part);
-      for (std::int64_t k = begin; k < std::min(end, begin + kRowsAhead); ++k)
+      const std::int64_t end = part_begin(count, parts, part + 1);
+      // Each row and its label (when `labels` is set) in one pass; the row and the label
+      // kRowsAhead positions ahead are prefetched meanwhile.
+      const auto prefetch = [&](std::int64_t k) {
         prefetch_row(sources_[k], out_offsets[k + 1] - out_offsets[k]);
+        if (labels != nullptr) __builtin_prefetch(row_label.address(indices[k]), 0, 0);
+      };
+      for (std::int64_t k = begin; k < std::min(end, begin + kRowsAhead); ++k) prefetch(k);
       for (std::int64_t k = begin; k < end; ++k) {
-        if (k + kRowsAhead < end)
-          prefetch_row(sources_[k + kRowsAhead], out_offsets[k + kRowsAhead + 1] - out_offsets[k + kRowsAhead]);
+        if (k + kRowsAhead < end) prefetch(k + kRowsAhead);
         const std::int64_t bytes = out_offsets[k + 1] - out_offsets[k];
         if (bytes > 0) std::memcpy(out + out_offsets[k], sources_[k], static_cast<std::size_t>(bytes));
+        if (labels != nullptr) labels[k] = row_label(indices[k]);
       }
     });
     stats_.bytes_read += out_offsets[count];
     stats_.read_calls += count;
   }
+  bool gathers_labels() const override { return true; }
 
  private:
   /// Shuffled rows are random memory accesses, each a cache miss: asking for the rows kRowsAhead
@@ -165,7 +172,7 @@ class DirectReader final : public ReaderBase {
 
  protected:
   void gather(const std::int64_t* indices, std::int64_t count, std::byte* out,
-              const std::vector<std::int64_t>& out_offsets) override {
+              const std::vector<std::int64_t>& out_offsets, std::int32_t* /*labels: read() fills them*/) override {
     plan_.build(indices, count, shard_index_);
     const std::int64_t size = element_size();
     const std::size_t slots = plan_.unique_rows.size();

@@ -187,22 +187,45 @@ std::int64_t ReaderBase::samples_bytes(const std::int64_t* indices, std::int64_t
 
 void ReaderBase::read(const std::int64_t* indices, std::int64_t count, const BatchDestination& destination) {
   const auto start = std::chrono::steady_clock::now();
+  const std::int64_t size = element_size();
+  const std::int64_t row_bytes = dataset_.row_elements * size;  // fixed-size rows
+  const bool variable = dataset_.info.variable_length;
   const std::int64_t bytes = lay_out_batch(
       indices, count, dataset_.info.num_samples, dataset_.path, destination,
-      [this](std::int64_t row) { return row_elements(row) * element_size(); }, out_offsets_);
-  if (destination.labels != nullptr && batch_labels_) {
-    batch_labels_->read(indices, count, destination.labels);
-  } else if (destination.labels != nullptr && !dataset_.labels.empty()) {
-    for (std::int64_t k = 0; k < count; ++k) destination.labels[k] = dataset_.labels[indices[k]];
+      [&](std::int64_t row) { return variable ? dataset_.lengths[row] * size : row_bytes; }, out_offsets_);
+  const bool labels_wanted = destination.labels != nullptr && (batch_labels_ || !dataset_.labels.empty());
+  const bool labels_gathered =
+      labels_wanted && gathers_labels() && (!batch_labels_ || batch_labels_->mapped() != nullptr);
+  if (labels_wanted && !labels_gathered) {
+    const auto labels_start = std::chrono::steady_clock::now();
+    if (batch_labels_) {
+      batch_labels_->read(indices, count, destination.labels);
+    } else {
+      for (std::int64_t k = 0; k < count; ++k) destination.labels[k] = dataset_.labels[indices[k]];
+    }
+    stats_.labels_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - labels_start).count();
   }
-  if (destination.offsets != nullptr && dataset_.info.variable_length) {
-    const std::int64_t size = element_size();
+  if (destination.offsets != nullptr && variable) {
     for (std::int64_t k = 0; k <= count; ++k) destination.offsets[k] = out_offsets_[k] / size;
   }
-  if (count > 0) gather(indices, count, destination.samples, out_offsets_);
+  if (count > 0)
+    gather(indices, count, destination.samples, out_offsets_, labels_gathered ? destination.labels : nullptr);
   stats_.useful_bytes += bytes;
   stats_.batches += 1;
   stats_.read_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+RowLabels ReaderBase::row_labels() const {
+  RowLabels labels;
+  if (batch_labels_) {
+    labels.first = batch_labels_->mapped();
+    labels.bytes = batch_labels_->stored_bytes();
+    labels.int32 = batch_labels_->stored_as_int32();
+    labels.convert = batch_labels_.get();
+  } else {
+    labels.first = reinterpret_cast<const std::byte*>(dataset_.labels.data());
+  }
+  return labels;
 }
 
 void ReaderBase::scatter(const BatchPlan& plan, const std::byte* scratch, std::byte* out,

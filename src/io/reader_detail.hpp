@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <condition_variable>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -162,9 +163,16 @@ class BatchLabels {
   void read(const std::int64_t* indices, std::int64_t count, std::int32_t* out);
   /// out[k] = label of first + k (the range already checked).
   void read_range(std::int64_t first, std::int64_t count, std::int32_t* out);
+  /// The mapped labels (label 0), or null when they are read with pread.
+  const std::byte* mapped() const noexcept { return mapped_; }
+  /// Bytes per stored label, and whether it is stored as int32 (needs no conversion or check).
+  std::int64_t stored_bytes() const noexcept { return size_; }
+  bool stored_as_int32() const noexcept { return type_ == ElementType::int32; }
+  /// The label stored at `stored` (row `row`, for the error), converted to int32; throws DataError
+  /// when it does not fit. Thread-safe.
+  std::int32_t value(const std::byte* stored, std::int64_t row) const;
 
  private:
-  std::int32_t value(const std::byte* stored, std::int64_t row) const;
   /// The stored bytes of labels [first, first + count): in the mapping, or read into scratch_.
   const std::byte* stored(std::int64_t first, std::int64_t count);
   std::string path_, key_;
@@ -261,6 +269,22 @@ class CopyPool {
   std::exception_ptr failure_;
 };
 
+/// Where each row's label lies, for an engine that copies the labels with the rows (one pass over
+/// the batch instead of two, the label fetched while the row is). Copyable; thread-safe to read.
+struct RowLabels {
+  const std::byte* first = nullptr;      ///< label 0 (in memory, or in the mapping)
+  std::int64_t bytes = 4;                ///< per stored label
+  bool int32 = true;                     ///< stored as int32: no conversion
+  const BatchLabels* convert = nullptr;  ///< otherwise: converts and checks a stored value
+  const std::byte* address(std::int64_t row) const noexcept { return first + row * bytes; }
+  std::int32_t operator()(std::int64_t row) const {
+    if (!int32) return convert->value(address(row), row);
+    std::int32_t label;
+    std::memcpy(&label, address(row), sizeof label);
+    return label;
+  }
+};
+
 /// The common part of every engine: index checks, labels/offsets into the destination, stats.
 class ReaderBase : public BatchReader {
  public:
@@ -298,9 +322,17 @@ class ReaderBase : public BatchReader {
   /// counted in that file).
   std::string describe_rows(std::size_t shard, std::int64_t first, std::int64_t last) const;
   /// Copies the samples of indices[0..count) to out, row k at out + out_offsets[k] (bytes; count+1
-  /// entries). Indices are valid; adds to stats_.bytes_read and read_calls.
+  /// entries). Indices are valid; adds to stats_.bytes_read and read_calls. `labels` is non-null
+  /// only for an engine whose gathers_labels() is true and when labels are wanted: then label k goes
+  /// to labels[k], taken from row_labels().
   virtual void gather(const std::int64_t* indices, std::int64_t count, std::byte* out,
-                      const std::vector<std::int64_t>& out_offsets) = 0;
+                      const std::vector<std::int64_t>& out_offsets, std::int32_t* labels) = 0;
+  /// True for an engine that copies each row's label with the row (where labels can be mapped or
+  /// are in memory): read() then leaves the labels to gather().
+  virtual bool gathers_labels() const { return false; }
+  /// Where the labels lie for gather(): in memory, or mapped (per-batch labels of the mmap engine).
+  /// Only when labels are held or mapped.
+  RowLabels row_labels() const;
   /// Copies unique rows from `scratch` (plan order, back to back) to their batch positions.
   void scatter(const BatchPlan& plan, const std::byte* scratch, std::byte* out,
                const std::vector<std::int64_t>& out_offsets) const;

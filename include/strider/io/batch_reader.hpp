@@ -72,6 +72,9 @@ struct ReadStats {
   std::int64_t bytes_local = 0;      ///< in-memory store: bytes copied from this node's memory
   std::int64_t bytes_remote = 0;     ///< in-memory store: bytes received from other nodes
   std::int64_t remote_requests = 0;  ///< in-memory store: requests to other nodes (one reply each)
+  /// Part of read_seconds spent on labels apart from the samples (0 where an engine copies each
+  /// row's label with the row).
+  double labels_seconds = 0.0;
 };
 
 /// Options for open_reader.
