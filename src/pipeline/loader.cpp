@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <exception>
 #include <future>
@@ -10,6 +11,7 @@
 #include <utility>
 
 #include "pipeline/option_checks.hpp"
+#include "pipeline/thread_usage.hpp"
 #include "strider/comm/seed.hpp"
 #include "strider/core/error.hpp"
 #include "strider/core/log.hpp"
@@ -117,11 +119,13 @@ struct Loader::State {
   int depth = 0;
   std::vector<std::pair<std::int64_t, std::int64_t>> opened_file_states;  // per shard
   int uncaught_at_construction = std::uncaught_exceptions();
+  bool layout_logged = false;  // the thread layout measurement's outcome was logged
   bool closed = false;
   PrefetchStats final_stats;
   // The in-memory store, when on: the prefetcher's reader (owned there), and what it holds.
   MemoryStore* store = nullptr;
   std::optional<StoreInfo> store_info;
+  LayoutMeasurement final_layout;
 
   // Declared before the samplers, destroyed after them: they borrow its reader's labels and lengths.
   std::unique_ptr<Prefetcher> prefetcher;
@@ -130,6 +134,9 @@ struct Loader::State {
   std::unique_ptr<Sampler> current, upcoming;
   std::optional<std::int64_t> current_epoch, upcoming_epoch;
   std::future<void> planning;  // upcoming->set_epoch on another thread
+  // CPU time spent planning whole epochs (set_epoch), on any thread, in nanoseconds: the planning
+  // thread adds to it while the consumer may read it.
+  std::shared_ptr<std::atomic<std::int64_t>> epoch_plan_cpu_ns = std::make_shared<std::atomic<std::int64_t>>(0);
 
   // The position: the epoch last started (or resumed) and the steps done in it.
   std::uint64_t epoch_id = 0;  // of the running LoaderEpoch
@@ -144,6 +151,18 @@ struct Loader::State {
       return std::make_unique<ExactSplitSampler>(info.num_samples, options.sampler.batch_size, comm.size(),
                                                  comm.rank());
     return make_sampler(options.sampler, comm.size(), comm.rank());
+  }
+
+  /// sampler->set_epoch(epoch), its CPU time counted in epoch_plan_cpu_ns (any thread).
+  static void plan_epoch(Sampler& sampler, std::int64_t epoch, std::atomic<std::int64_t>& cpu_ns) {
+    const double start = pipeline_detail::ThreadUsage::cpu_seconds_now();
+    try {
+      sampler.set_epoch(epoch);
+    } catch (...) {
+      cpu_ns += static_cast<std::int64_t>(1e9 * (pipeline_detail::ThreadUsage::cpu_seconds_now() - start));
+      throw;
+    }
+    cpu_ns += static_cast<std::int64_t>(1e9 * (pipeline_detail::ThreadUsage::cpu_seconds_now() - start));
   }
 
   /// Waits for the plan made ahead; rethrows its failure (then nothing is planned ahead).
@@ -180,12 +199,12 @@ struct Loader::State {
     Sampler* idle = upcoming ? upcoming.get() : running ? nullptr : current.get();
     if (idle == nullptr) {
       std::unique_ptr<Sampler> plan = make_plan();
-      plan->set_epoch(epoch);
+      plan_epoch(*plan, epoch, *epoch_plan_cpu_ns);
       return {plan.get(), std::move(plan)};
     }
     std::optional<std::int64_t>& planned = idle == current.get() ? current_epoch : upcoming_epoch;
     planned.reset();
-    idle->set_epoch(epoch);
+    plan_epoch(*idle, epoch, *epoch_plan_cpu_ns);
     planned = epoch;
     return {idle, nullptr};
   }
@@ -199,7 +218,7 @@ struct Loader::State {
     }
     if (current_epoch != epoch) {
       current_epoch.reset();
-      current->set_epoch(epoch);
+      plan_epoch(*current, epoch, *epoch_plan_cpu_ns);
       current_epoch = epoch;
     }
   }
@@ -210,7 +229,8 @@ struct Loader::State {
     upcoming_epoch = epoch;  // valid once `planning` completed without error
     Sampler* sampler = upcoming.get();
     try {
-      planning = std::async(std::launch::async, [sampler, epoch] { sampler->set_epoch(epoch); });
+      planning = std::async(std::launch::async,
+                            [sampler, epoch, cpu_ns = epoch_plan_cpu_ns] { plan_epoch(*sampler, epoch, *cpu_ns); });
     } catch (...) {  // no thread to spare: the epoch is planned when it starts
       upcoming_epoch.reset();
     }
@@ -233,6 +253,7 @@ struct Loader::State {
     upcoming.reset();
     final_stats = prefetcher->stats();
     store = nullptr;                 // owned by the prefetcher as its reader
+    final_layout = prefetcher->layout();
     options.sampler.labels.reset();  // they point into the reader
     options.sampler.lengths.reset();
     closed = true;
@@ -322,6 +343,7 @@ Loader::Loader(const Communicator& comm, LoaderOptions options) : state_(std::ma
   prefetcher_options.depth = s.depth;
   prefetcher_options.allocator = s.options.allocator;
   prefetcher_options.io_thread = s.options.io_thread;
+  prefetcher_options.measure_layout = s.options.measure_thread_layout;
   prefetcher_options.read_rows_one_by_one = s.options.read_rows_one_by_one;
   if (s.options.lookahead > 0) {
     // Merged reads pay where a row costs a whole chunk (chunked data through HDF5), and where rows
@@ -366,8 +388,27 @@ LoaderEpoch Loader::epoch(std::int64_t epoch) {
     s.plan_current(epoch);
   });
   const std::int64_t steps = s.current->num_steps();
-  std::int64_t bounds[4] = {epoch, -epoch, steps, -steps};
-  s.comm.all_reduce(bounds, 4, ReduceOp::min);
+  // With the epoch and step counts, the thread layout each rank measured: whether all have decided,
+  // and whether all, or any, read on the caller's thread.
+  const LayoutMeasurement layout = s.prefetcher->layout();
+  std::int64_t bounds[7] = {epoch,
+                            -epoch,
+                            steps,
+                            -steps,
+                            layout.decided ? 1 : 0,
+                            layout.caller_thread ? 1 : 0,
+                            layout.caller_thread ? -1 : 0};
+  s.comm.all_reduce(bounds, 7, ReduceOp::min);
+  if (bounds[4] == 1 && !s.layout_logged) {
+    s.layout_logged = true;
+    if (s.comm.is_root())
+      log_info("thread layout: ",
+               bounds[5] == 1   ? "every rank reads on its consumer's thread"
+               : bounds[6] == 0 ? "every rank reads ahead on an I/O thread"
+                                : "some ranks read on the consumer's thread, the others on an I/O thread",
+               " (rank 0 measured ", layout.io_thread_us_per_step, " us per step with an I/O thread, ",
+               layout.caller_thread_us_per_step, " us on the consumer's thread)");
+  }
   s.comm.collective_try([&] {
     if (s.options.check_data_unchanged) {
       const auto states = shard_states(s.info);
@@ -498,12 +539,19 @@ std::int64_t Loader::store_resident_bytes() const {
 }
 
 PrefetchStats Loader::stats() const {
-  return state_->closed ? state_->final_stats : state_->prefetcher->stats();
+  PrefetchStats stats = state_->closed ? state_->final_stats : state_->prefetcher->stats();
+  stats.epoch_plan_cpu_seconds = 1e-9 * static_cast<double>(state_->epoch_plan_cpu_ns->load());
+  return stats;
+}
+
+LayoutMeasurement Loader::thread_layout() const {
+  return state_->closed ? state_->final_layout : state_->prefetcher->layout();
 }
 
 void Loader::reset_stats() {
   state_->check_open();
   state_->prefetcher->reset_stats();
+  *state_->epoch_plan_cpu_ns = 0;
 }
 
 const std::vector<std::int32_t>& Loader::labels() const {

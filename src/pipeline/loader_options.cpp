@@ -166,6 +166,19 @@ std::vector<LoaderOption> build_table() {
                      o.prefetch = depth;
                    },
                    [](const LoaderOptions& o) { return std::to_string(o.prefetch); }},
+      LoaderOption{"io-thread", "pipeline", OptionType::text, "",
+                   "read ahead on an I/O thread (yes), on the caller's thread when it asks (no), or measure both "
+                   "in the first epoch and keep the faster (auto)",
+                   [](LoaderOptions& o, std::string_view text) {
+                     if (text != "auto" && text != "yes" && text != "no")
+                       STRIDER_THROW(UsageError,
+                                     "--io-thread must be auto, yes or no, got '" + std::string(text) + "'");
+                     o.io_thread = text != "no";
+                     o.measure_thread_layout = text == "auto";
+                   },
+                   [](const LoaderOptions& o) {
+                     return std::string(!o.io_thread ? "no" : o.measure_thread_layout ? "auto" : "yes");
+                   }},
       LoaderOption{"copy-threads", "pipeline", OptionType::int32, "", "direct/mmap: threads that copy one batch",
                    [](LoaderOptions& o, std::string_view text) {
                      const int threads = parse_int_option(text, "copy-threads");

@@ -13,6 +13,7 @@
 
 #include "core/test_hooks.hpp"
 #include "pipeline/lookahead.hpp"
+#include "pipeline/thread_usage.hpp"
 #include "strider/core/error.hpp"
 #include "strider/core/log.hpp"
 
@@ -57,14 +58,17 @@ struct Slot {
 
 namespace {
 
-/// Reads `step` of the sampler's epoch into `slot` (its indices, samples, labels and offsets).
+/// Reads `step` of the sampler's epoch into `slot` (its indices, samples, labels and offsets); adds
+/// the time computing the batch's indices to `plan_seconds`.
 void read_into_slot(BatchReader& reader, pipeline_detail::LookaheadReader* lookahead, const DatasetInfo& info,
                     Slot& slot, const Sampler& sampler, std::int64_t step, std::size_t capacity, bool one_by_one,
-                    std::int64_t fail_at_step) {
+                    std::int64_t fail_at_step, double& plan_seconds) {
   if (step == fail_at_step)
     STRIDER_THROW(SystemError, "pread failed reading step " + std::to_string(step) +
                                    ": injected I/O error (STRIDER_TEST_FAIL_READ)");
+  const Clock::time_point plan_start = Clock::now();
   sampler.batch(step, slot.indices);
+  plan_seconds += seconds_since(plan_start);
   const auto count = static_cast<std::int64_t>(slot.indices.size());
   slot.samples_bytes = reader.samples_bytes(slot.indices.data(), count);
   if (slot.samples_bytes > static_cast<std::int64_t>(capacity))
@@ -100,9 +104,57 @@ void read_into_slot(BatchReader& reader, pipeline_detail::LookaheadReader* looka
 
 /// What the I/O thread hands the consumer, in plan order.
 struct Delivery {
-  int slot = -1;             // a filled slot, or -1 for an error or the end of the epoch
+  int slot = -1;             // a filled slot, or -1 for an error
   std::exception_ptr error;  // the I/O thread's failure
 };
+
+/// What one read cost, counted into the stats under the mutex by the thread that read.
+struct Prefetcher::ReadFigures {
+  std::exception_ptr error;
+  double seconds = 0, plan_seconds = 0, copy_seconds = 0, labels_seconds = 0;
+  std::int64_t bytes_read = 0, read_calls = 0;
+  std::int64_t bytes_local = 0, bytes_remote = 0, remote_requests = 0;  // the in-memory store's
+};
+
+namespace {
+
+/// The thread layout measurement (PrefetcherOptions::measure_layout): timed blocks of steps,
+/// alternately with the I/O thread reading ahead and with the consumer reading, kRounds blocks of
+/// each; a layout's time per step is the median of its blocks' (a block that a scheduler hiccup
+/// slowed does not decide). A block is timed from one next() call to the block_steps-th after it,
+/// so each step's time includes the consumer's own work; blocks hold twice the ring's batches, so
+/// what the ring held when a block began weighs little. A block starts once its layout has
+/// settled: an I/O-thread block skips its first steps while the ring refills (after an epoch's
+/// start a whole ring: the I/O thread may have filled it while the ranks agreed on the epoch), and a
+/// caller-thread block first takes the batches the I/O thread read ahead. Every epoch starts with
+/// the I/O thread; a block cut by the end of an epoch is dropped, and an epoch too short for any
+/// block ends the measurement undecided (the I/O thread stays). The caller's layout is kept only
+/// when it is faster by more than kMargin: on a tie the I/O thread stays, since it also absorbs a
+/// slow read without stalling a step.
+struct LayoutTrial {
+  static constexpr int kRounds = 3;
+  static constexpr std::int64_t kSettleSteps = 8;
+  static constexpr double kMargin = 0.05;
+  bool active = false;
+  int turn = 0;                   // the layout whose block is due: 0 the I/O thread, 1 the caller's thread
+  bool timing = false;            // a block of `turn` is being timed
+  std::int64_t block_steps = 64;  // steps per timed block: twice the ring's depth, at least 64
+  std::int64_t settle_steps = 0;  // steps still to skip before timing an I/O-thread block
+  std::int64_t steps_timed = 0;   // in the block being timed
+  std::int64_t epochs = 0;        // epochs started while measuring
+  int blocks_this_epoch = 0;
+  Clock::time_point block_start;
+  std::vector<double> seconds[2];  // per step, per block; [0]: I/O thread, [1]: caller's thread
+  LayoutMeasurement result;
+};
+
+/// The median of a few values.
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values.empty() ? 0.0 : values[values.size() / 2];
+}
+
+}  // namespace
 
 struct Prefetcher::State {
   std::unique_ptr<BatchReader> reader;
@@ -116,34 +168,38 @@ struct Prefetcher::State {
 
   std::mutex mutex;
   std::condition_variable io_wake;        // the I/O thread waits here (work, free slots, shutdown)
-  std::condition_variable consumer_wake;  // the consumer waits here (deliveries, I/O idle)
+  std::condition_variable consumer_wake;  // the consumer waits here (deliveries, a read ending)
 
-  // The command for the I/O thread; guarded by mutex.
-  const Sampler* sampler = nullptr;
+  // The running epoch, read step by step by whichever thread reads (the I/O thread ahead of the
+  // consumer, or the consumer itself); guarded by mutex.
+  const Sampler* sampler = nullptr;  // null: nothing to read (no epoch, or stopped)
   std::int64_t epoch = 0;
   std::int64_t first_step = 0;
   std::int64_t end_step = 0;
-  std::uint64_t generation = 0;          // bumped by start_epoch and stop: cancels the running epoch
-  std::uint64_t command_generation = 0;  // the generation of the pending command
-  std::uint64_t handled_generation = 0;  // the last command the I/O thread took
-  bool io_busy = false;
+  std::int64_t next_read_step = 0;     // the next step to read
+  std::int64_t next_deliver_step = 0;  // the next step next() hands out
+  std::uint64_t generation = 0;        // bumped by start_epoch and stop: a read begun before is dropped
+  bool io_busy = false;                // the I/O thread is reading a step (without the mutex)
   bool shutdown = false;
+  bool thread_reads = true;  // the I/O thread reads ahead; false: next() reads on the consumer's thread
+  LayoutTrial trial;         // consumer side
 
   // Consumer side; guarded by mutex.
   std::deque<Delivery> ready;
   std::deque<int> free_slots;
   int held = 0;
-  bool epoch_open = false;  // an epoch was started and its end (or error) not yet delivered
+  bool epoch_open = false;         // an epoch was started and its end (or error) not yet delivered
+  std::size_t consumer_wants = 0;  // > 0: the consumer sleeps until this many deliveries are ready
 
   // Stats; guarded by mutex.
   PrefetchStats stats;
   bool stats_clock_started = false;
   Clock::time_point stats_start;
+  pipeline_detail::ThreadUsage io_usage;  // the I/O thread's usage when last counted (touched by the I/O thread only)
 
   std::int64_t fail_at_step = -1;  // test-only fault injection (STRIDER_TEST_FAIL_READ)
   bool read_rows_one_by_one = false;
-  std::int64_t next_step = 0;  // without an I/O thread: the step next() reads
-  std::thread thread;          // not started without an I/O thread
+  std::thread thread;  // not started without an I/O thread
 };
 
 double expected_batch_bytes(const DatasetInfo& info, std::int64_t batch_size, std::int64_t max_tokens) noexcept {
@@ -217,6 +273,8 @@ Prefetcher::Prefetcher(std::unique_ptr<BatchReader> reader, PrefetcherOptions op
   state_->read_rows_one_by_one = options.read_rows_one_by_one;
   if (options.lookahead_steps > 0)
     state_->lookahead = std::make_unique<pipeline_detail::LookaheadReader>(*state_->reader, options.lookahead_steps);
+  state_->trial.active = options.io_thread && options.measure_layout;
+  state_->trial.block_steps = std::max<std::int64_t>(64, 2 * static_cast<std::int64_t>(depth_));
   if (options.io_thread) state_->thread = std::thread([this] { io_loop(); });
 }
 
@@ -304,9 +362,11 @@ void Prefetcher::start_epoch(const Sampler& sampler, std::int64_t first_step, st
     s.epoch = sampler.epoch();
     s.first_step = first_step;
     s.end_step = end_step;
-    s.next_step = first_step;
-    s.command_generation = ++s.generation;
+    s.next_read_step = first_step;
+    s.next_deliver_step = first_step;
+    ++s.generation;
     s.epoch_open = true;
+    if (s.trial.active) start_layout_epoch();
     if (!s.stats_clock_started) {
       s.stats_clock_started = true;
       s.stats_start = Clock::now();
@@ -317,16 +377,43 @@ void Prefetcher::start_epoch(const Sampler& sampler, std::int64_t first_step, st
 
 std::optional<Batch> Prefetcher::next() {
   State& s = *state_;
-  if (!s.thread.joinable()) return next_on_caller_thread();
+  const Clock::time_point entered = Clock::now();
   std::unique_lock<std::mutex> lock(s.mutex);
-  if (!s.epoch_open && s.ready.empty()) return std::nullopt;
-  if (s.ready.empty() && s.held == depth_)
-    STRIDER_THROW(UsageError, "the consumer holds all " + std::to_string(depth_) +
-                                  " prefetch buffers; release a batch before asking for the next");
-  const Clock::time_point wait_start = Clock::now();
-  if (s.ready.empty()) s.io_wake.notify_all();  // never wait on an I/O thread left asleep (release_slot)
-  s.consumer_wake.wait(lock, [&] { return !s.ready.empty(); });
-  s.stats.stall_seconds += seconds_since(wait_start);
+  if (s.trial.active && s.epoch_open) measure_layout_step();
+  double waited_seconds = 0;
+  while (s.ready.empty()) {
+    if (!s.epoch_open) return std::nullopt;
+    if (s.next_deliver_step >= s.end_step) {
+      s.epoch_open = false;
+      s.trial.timing = false;
+      return std::nullopt;
+    }
+    const bool thread_reads = s.thread.joinable() && s.thread_reads;
+    if (!thread_reads && !s.io_busy) return next_on_caller_thread(lock, entered);
+    if (s.held == depth_)
+      STRIDER_THROW(UsageError, "the consumer holds all " + std::to_string(depth_) +
+                                    " prefetch buffers; release a batch before asking for the next");
+    // Sleep until several batches are ready rather than one: a consumer that finds the ring
+    // empty is faster than the reading, and waking it per batch costs two context switches per
+    // batch for nothing (the I/O thread keeps reading meanwhile, so the job is no slower). The
+    // first batch of an epoch, the epoch's last ones and the buffers the consumer holds bound
+    // the number.
+    const std::int64_t remaining = s.end_step - s.next_deliver_step;
+    std::int64_t wanted = s.next_deliver_step == s.first_step
+                              ? 1
+                              : std::max<std::int64_t>(1, static_cast<std::int64_t>(s.slots.size()) / 4);
+    wanted = std::min({wanted, remaining, static_cast<std::int64_t>(depth_ - s.held)});
+    if (!thread_reads) wanted = 1;  // a read the I/O thread began before it stopped reading
+    s.consumer_wants = static_cast<std::size_t>(wanted);
+    s.io_wake.notify_all();  // never wait on an I/O thread left asleep (release_slot)
+    const Clock::time_point wait_start = Clock::now();
+    s.consumer_wake.wait(
+        lock, [&] { return s.ready.size() >= s.consumer_wants || (!s.ready.empty() && s.ready.back().error); });
+    s.consumer_wants = 0;
+    s.stats.consumer_sleeps += 1;
+    waited_seconds += seconds_since(wait_start);
+  }
+  s.stats.stall_seconds += waited_seconds;
 
   Delivery delivery = std::move(s.ready.front());
   s.ready.pop_front();
@@ -334,48 +421,45 @@ std::optional<Batch> Prefetcher::next() {
     s.epoch_open = false;
     std::rethrow_exception(delivery.error);
   }
-  if (delivery.slot < 0) {
-    s.epoch_open = false;
-    return std::nullopt;
-  }
-  return deliver(delivery.slot);
+  Batch batch = deliver(delivery.slot);
+  s.stats.consumer_handoff_seconds += seconds_since(entered) - waited_seconds;
+  return batch;
 }
 
-std::optional<Batch> Prefetcher::next_on_caller_thread() {
+std::optional<Batch> Prefetcher::next_on_caller_thread(std::unique_lock<std::mutex>& lock,
+                                                       std::chrono::steady_clock::time_point entered) {
   State& s = *state_;
-  std::unique_lock<std::mutex> lock(s.mutex);
-  if (!s.epoch_open || s.next_step >= s.end_step) {
-    s.epoch_open = false;
-    return std::nullopt;
-  }
   if (s.free_slots.empty())
     STRIDER_THROW(UsageError, "the consumer holds all " + std::to_string(depth_) +
                                   " prefetch buffers; release a batch before asking for the next");
   const int slot = s.free_slots.front();
   s.free_slots.pop_front();
-  const std::int64_t step = s.next_step++;
+  const std::int64_t step = s.next_read_step++;
   const Sampler& sampler = *s.sampler;
   const std::int64_t epoch = s.epoch;
   const std::size_t capacity = s.buffer_bytes;
   lock.unlock();
 
-  const Clock::time_point read_start = Clock::now();
-  const std::exception_ptr error = fill_slot(slot, sampler, epoch, step, capacity);
-  const double read_seconds = seconds_since(read_start);
+  const ReadFigures figures = fill_slot(slot, sampler, epoch, step, capacity);
   lock.lock();
-  s.stats.stall_seconds += read_seconds;  // the consumer waited for the whole read
-  if (error) {
+  count_read(figures);
+  s.stats.stall_seconds += figures.seconds;  // the consumer waited for the whole read
+  if (figures.error) {
     s.free_slots.push_back(slot);
     s.epoch_open = false;
-    std::rethrow_exception(error);
+    std::rethrow_exception(figures.error);
   }
-  return deliver(slot);
+  s.stats.caller_thread_batches += 1;
+  Batch batch = deliver(slot);
+  s.stats.consumer_handoff_seconds += seconds_since(entered) - figures.seconds;
+  return batch;
 }
 
 Batch Prefetcher::deliver(int slot_index) {
   State& s = *state_;
   Slot& slot = s.slots[static_cast<std::size_t>(slot_index)];
   ++s.held;
+  ++s.next_deliver_step;
   Batch batch;
   batch.owner_ = this;
   batch.slot_ = slot_index;
@@ -393,43 +477,58 @@ Batch Prefetcher::deliver(int slot_index) {
   return batch;
 }
 
-std::exception_ptr Prefetcher::fill_slot(int slot_index, const Sampler& sampler, std::int64_t epoch, std::int64_t step,
-                                         std::size_t capacity) noexcept {
+Prefetcher::ReadFigures Prefetcher::fill_slot(int slot_index, const Sampler& sampler, std::int64_t epoch,
+                                              std::int64_t step, std::size_t capacity) noexcept {
   State& s = *state_;
   const Clock::time_point start = Clock::now();
-  std::exception_ptr error;
+  ReadFigures figures;
   ReadStats before{}, after{};
   // With lookahead a window may be read in the background: its own counters then, not the reader's.
   const auto reader_stats = [&s] { return s.lookahead ? s.lookahead->stats() : s.reader->stats(); };
   try {
     before = reader_stats();
-    read_into_slot(*s.reader, s.lookahead.get(), info_, s.slots[static_cast<std::size_t>(slot_index)], sampler, step,
-                   capacity, s.read_rows_one_by_one, s.fail_at_step);
-    s.slots[static_cast<std::size_t>(slot_index)].epoch = epoch;
-    s.slots[static_cast<std::size_t>(slot_index)].step = step;
+    Slot& slot = s.slots[static_cast<std::size_t>(slot_index)];
+    read_into_slot(*s.reader, s.lookahead.get(), info_, slot, sampler, step, capacity, s.read_rows_one_by_one,
+                   s.fail_at_step, figures.plan_seconds);
+    slot.epoch = epoch;
+    slot.step = step;
   } catch (...) {
-    error = std::current_exception();
+    figures.error = std::current_exception();
   }
   try {
     after = reader_stats();
   } catch (...) {
     after = before;
   }
-  const double seconds = seconds_since(start);
-  std::lock_guard<std::mutex> lock(s.mutex);
-  s.stats.io_seconds += seconds;
-  s.stats.bytes_read += after.bytes_read - before.bytes_read;
-  s.stats.read_calls += after.read_calls - before.read_calls;
-  s.stats.bytes_local += after.bytes_local - before.bytes_local;
-  s.stats.bytes_remote += after.bytes_remote - before.bytes_remote;
-  s.stats.remote_requests += after.remote_requests - before.remote_requests;
-  return error;
+  figures.seconds = seconds_since(start);
+  figures.labels_seconds = after.labels_seconds - before.labels_seconds;
+  figures.copy_seconds = after.read_seconds - before.read_seconds - figures.labels_seconds;
+  figures.bytes_read = after.bytes_read - before.bytes_read;
+  figures.read_calls = after.read_calls - before.read_calls;
+  figures.bytes_local = after.bytes_local - before.bytes_local;
+  figures.bytes_remote = after.bytes_remote - before.bytes_remote;
+  figures.remote_requests = after.remote_requests - before.remote_requests;
+  return figures;
+}
+
+void Prefetcher::count_read(const ReadFigures& figures) noexcept {
+  PrefetchStats& stats = state_->stats;
+  stats.io_seconds += figures.seconds;
+  stats.plan_seconds += figures.plan_seconds;
+  stats.copy_seconds += figures.copy_seconds;
+  stats.labels_seconds += figures.labels_seconds;
+  stats.bytes_read += figures.bytes_read;
+  stats.read_calls += figures.read_calls;
+  stats.bytes_local += figures.bytes_local;
+  stats.bytes_remote += figures.bytes_remote;
+  stats.remote_requests += figures.remote_requests;
 }
 
 void Prefetcher::stop() noexcept {
   State& s = *state_;
   std::unique_lock<std::mutex> lock(s.mutex);
-  ++s.generation;  // cancels the running epoch and any pending command
+  ++s.generation;  // a read in progress is dropped
+  s.sampler = nullptr;
   s.io_wake.notify_all();
   s.consumer_wake.wait(lock, [&] { return !s.io_busy; });
   for (const Delivery& delivery : s.ready)
@@ -438,6 +537,7 @@ void Prefetcher::stop() noexcept {
   s.epoch_open = false;
   s.sampler = nullptr;
   if (s.lookahead) s.lookahead->stop();  // the I/O thread is idle
+  s.trial.timing = false;
 }
 
 void Prefetcher::release_slot(int slot) noexcept {
@@ -458,6 +558,73 @@ void Prefetcher::release_slot(int slot) noexcept {
   if (wake) s.io_wake.notify_all();
 }
 
+void Prefetcher::start_layout_epoch() {
+  State& s = *state_;
+  LayoutTrial& trial = s.trial;
+  if (trial.epochs > 0 && trial.blocks_this_epoch == 0) {  // epochs too short to time a block
+    trial.active = false;
+    s.thread_reads = true;
+    log_debug("prefetcher: epochs too short to measure the thread layout; reading on the I/O thread");
+    return;
+  }
+  ++trial.epochs;
+  trial.blocks_this_epoch = 0;
+  trial.timing = false;  // a block never spans two epochs
+  trial.settle_steps = std::max<std::int64_t>(LayoutTrial::kSettleSteps, depth_);
+  s.thread_reads = true;
+}
+
+void Prefetcher::measure_layout_step() {
+  State& s = *state_;
+  LayoutTrial& trial = s.trial;
+  if (trial.timing) {  // this call ends a step of the timed block
+    if (++trial.steps_timed < trial.block_steps) return;
+    trial.seconds[trial.turn].push_back(seconds_since(trial.block_start) / static_cast<double>(trial.steps_timed));
+    trial.timing = false;
+    trial.blocks_this_epoch += 1;
+    if (trial.seconds[0].size() >= LayoutTrial::kRounds && trial.seconds[1].size() >= LayoutTrial::kRounds) {
+      LayoutMeasurement& result = trial.result;
+      result.io_thread_us_per_step = 1e6 * median(trial.seconds[0]);
+      result.caller_thread_us_per_step = 1e6 * median(trial.seconds[1]);
+      result.steps_measured = LayoutTrial::kRounds * trial.block_steps;
+      result.caller_thread =
+          result.caller_thread_us_per_step < (1 - LayoutTrial::kMargin) * result.io_thread_us_per_step;
+      result.decided = true;
+      trial.active = false;
+      s.thread_reads = !result.caller_thread;
+      if (s.thread_reads) s.io_wake.notify_all();
+      log_debug("prefetcher: ", result.caller_thread ? "reading on the consumer's thread" : "reading on the I/O thread",
+                " (per step: ", result.io_thread_us_per_step, " us with the I/O thread, ",
+                result.caller_thread_us_per_step, " us on the consumer's thread)");
+      return;
+    }
+    trial.turn = 1 - trial.turn;  // the other layout's block
+    trial.settle_steps = LayoutTrial::kSettleSteps;
+  }
+  // Not timing: switch to the layout due, and start timing once it has settled.
+  const bool thread_reads = trial.turn == 0;
+  if (thread_reads != s.thread_reads) {
+    s.thread_reads = thread_reads;
+    if (thread_reads) s.io_wake.notify_all();
+  }
+  if (thread_reads) {
+    if (trial.settle_steps > 0) {
+      --trial.settle_steps;
+      return;
+    }
+  } else if (!s.ready.empty() || s.io_busy) {
+    return;  // batches the I/O thread read before the switch are taken first
+  }
+  trial.timing = true;
+  trial.steps_timed = 0;
+  trial.block_start = Clock::now();
+}
+
+LayoutMeasurement Prefetcher::layout() const {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  return state_->trial.result;
+}
+
 PrefetchStats Prefetcher::stats() const {
   std::lock_guard<std::mutex> lock(state_->mutex);
   PrefetchStats stats = state_->stats;
@@ -472,49 +639,61 @@ void Prefetcher::reset_stats() {
   state_->stats_start = Clock::now();
 }
 
+void Prefetcher::count_io_thread_usage() noexcept {
+  State& s = *state_;
+  const auto now = pipeline_detail::ThreadUsage::now();
+  s.stats.io_thread_cpu_seconds += now.cpu_seconds - s.io_usage.cpu_seconds;
+  s.stats.io_voluntary_switches += now.voluntary_switches - s.io_usage.voluntary_switches;
+  s.stats.io_involuntary_switches += now.involuntary_switches - s.io_usage.involuntary_switches;
+  s.io_usage = now;
+}
+
 void Prefetcher::io_loop() noexcept {
   State& s = *state_;
   std::unique_lock<std::mutex> lock(s.mutex);
+  s.io_usage = pipeline_detail::ThreadUsage::now();
+  const auto can_read = [&] {
+    return s.thread_reads && s.sampler != nullptr && s.next_read_step < s.end_step && !s.free_slots.empty();
+  };
   for (;;) {
-    s.io_wake.wait(lock, [&] {
-      return s.shutdown || (s.command_generation == s.generation && s.command_generation != s.handled_generation);
-    });
+    if (!s.shutdown && !can_read()) {
+      count_io_thread_usage();  // before sleeping: the figures are current whenever the thread is idle
+      const Clock::time_point idle_start = Clock::now();
+      s.io_wake.wait(lock, [&] { return s.shutdown || can_read(); });
+      s.stats.io_idle_seconds += seconds_since(idle_start);
+      s.stats.io_wakeups += 1;
+    }
     if (s.shutdown) break;
     const std::uint64_t generation = s.generation;
-    s.handled_generation = generation;
-    s.io_busy = true;
     const Sampler& sampler = *s.sampler;
-    const std::int64_t epoch = s.epoch, first = s.first_step, end = s.end_step;
-    const auto cancelled = [&] { return s.shutdown || s.generation != generation; };
+    const std::int64_t epoch = s.epoch, step = s.next_read_step++;
+    const bool last = s.next_read_step == s.end_step;
+    const int slot_index = s.free_slots.front();
+    s.free_slots.pop_front();
+    const std::size_t capacity = s.buffer_bytes;
+    s.io_busy = true;
+    lock.unlock();
 
-    bool failed = false;
-    for (std::int64_t step = first; step < end; ++step) {
-      s.io_wake.wait(lock, [&] { return cancelled() || !s.free_slots.empty(); });
-      if (cancelled()) break;
-      const int slot_index = s.free_slots.front();
-      s.free_slots.pop_front();
-      const std::size_t capacity = s.buffer_bytes;
-      lock.unlock();
-
-      const std::exception_ptr error = fill_slot(slot_index, sampler, epoch, step, capacity);
-      lock.lock();
-      if (cancelled()) {
-        s.free_slots.push_back(slot_index);
-        break;
-      }
-      if (error) {
-        s.free_slots.push_back(slot_index);
-        s.ready.push_back(Delivery{-1, error});
-        failed = true;
-        s.consumer_wake.notify_all();
-        break;
-      }
-      s.ready.push_back(Delivery{slot_index, nullptr});
-      s.consumer_wake.notify_all();
-    }
-    if (!failed && !cancelled()) s.ready.push_back(Delivery{-1, nullptr});  // the end of the epoch
+    const ReadFigures figures = fill_slot(slot_index, sampler, epoch, step, capacity);
+    const Clock::time_point handoff_start = Clock::now();
+    lock.lock();
     s.io_busy = false;
-    s.consumer_wake.notify_all();
+    if (s.generation != generation) {  // stopped, or a new epoch started, meanwhile
+      s.free_slots.push_back(slot_index);
+      s.consumer_wake.notify_all();  // stop() waits for the read to end
+      continue;
+    }
+    count_read(figures);
+    if (last) count_io_thread_usage();  // current when the consumer takes the epoch's last batch
+    if (figures.error) {
+      s.free_slots.push_back(slot_index);
+      s.ready.push_back(Delivery{-1, figures.error});
+      s.next_read_step = s.end_step;  // the epoch ends at its error
+    } else {
+      s.ready.push_back(Delivery{slot_index, nullptr});
+    }
+    if (s.consumer_wants > 0 && (s.ready.size() >= s.consumer_wants || figures.error)) s.consumer_wake.notify_all();
+    s.stats.handoff_seconds += seconds_since(handoff_start);
   }
   s.io_busy = false;
   s.consumer_wake.notify_all();

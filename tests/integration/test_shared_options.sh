@@ -20,7 +20,7 @@ help_of() {
 "$train" --help >"$work/train.help"
 "$inspect" read-speed --help >"$work/read-speed.help"
 "$inspect" plan --help >"$work/plan.help"
-for option in sampler batch-size no-shuffle class-weights block-window seed data-key engine prefetch copy-threads; do
+for option in sampler batch-size no-shuffle class-weights block-window seed data-key engine prefetch copy-threads io-thread; do
   reference=$(help_of $option "$work/bench.help")
   [[ -n $reference ]] || fail "strider-bench --help lists no --$option"
   for app in train read-speed plan; do
@@ -48,6 +48,8 @@ for app in bench train; do
   expect_error "strider-$app: --prefetch 65" "--prefetch must be in 0..64 \(0: auto\), got 65" 30 \
     mpirun_n 1 "$STRIDER_BIN/strider-$app" --data "$work/f.h5" --prefetch 65
 done
+expect_error "strider-bench: --io-thread maybe" "--io-thread must be auto, yes or no, got 'maybe'" 30 \
+  mpirun_n 1 "$bench" --data "$work/f.h5" --io-thread maybe
 expect_error "read-speed: --copy-threads 0" "--copy-threads must be >= 1, got 0" 30 \
   mpirun_n 2 "$inspect" read-speed "$work/f.h5" --copy-threads 0
 

@@ -45,6 +45,7 @@ TEST_CASE("loader: plan-ahead, caller-thread reads, per-row reads, depth and eng
       {"default", [](LoaderOptions&) {}},
       {"no plan-ahead", [](LoaderOptions& o) { o.plan_ahead = false; }},
       {"caller thread", [](LoaderOptions& o) { o.io_thread = false; }},
+      {"I/O thread, layout not measured", [](LoaderOptions& o) { o.measure_thread_layout = false; }},
       {"caller thread, per row", [](LoaderOptions& o) { o.io_thread = false, o.read_rows_one_by_one = true; }},
       {"per row", [](LoaderOptions& o) { o.read_rows_one_by_one = true; }},
       {"depth 1, hdf5", [](LoaderOptions& o) { o.prefetch = 1, o.reader.engine = "hdf5"; }},

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstring>
+#include <deque>
 #include <mutex>
 #include <optional>
 
@@ -375,4 +376,107 @@ TEST_CASE("a batch's samples, labels and offsets all come from the ring's alloca
     // Samples and labels per buffer, offsets too for sequences.
     REQUIRE(allocator->live_blocks() == static_cast<std::size_t>(3 * (variable_length ? 3 : 2)));
   }
+}
+
+TEST_CASE("a consumer that finds the ring empty is woken per several batches, not per batch", "[prefetcher]") {
+  // A slow reader and a consumer with nothing to do: the consumer always waits, and sleeps until a
+  // quarter of the ring (4 of 16) is ready, so at most one sleep per 4 batches (plus the epoch's
+  // first batch, which it takes alone).
+  FakeReaderOptions options;
+  options.samples = 200;
+  options.delay = std::chrono::microseconds(100);
+  DistributedSampler sampler = make_sampler(options.samples, 1, 1, 0);  // 200 steps
+  const auto expected = direct_hashes(options, sampler);
+  Prefetcher prefetcher(std::make_unique<FakeReader>(options), PrefetcherOptions{16, nullptr});
+  REQUIRE(strider::testing::prefetched_batch_hashes(prefetcher, sampler) == expected);
+  const PrefetchStats stats = prefetcher.stats();
+  REQUIRE(stats.batches == 200);
+  REQUIRE(stats.consumer_sleeps >= 1);  // it did wait for the slow reader
+  REQUIRE(stats.consumer_sleeps <= 200 / 4 + 2);
+}
+
+TEST_CASE("the prefetcher's account: phases within the read time, the I/O thread's CPU counted", "[prefetcher]") {
+  for (bool io_thread : {true, false}) {
+    CAPTURE(io_thread);
+    FakeReaderOptions options;
+    options.samples = 2000;
+    DistributedSampler sampler = make_sampler(options.samples, 4);  // 250 steps on this rank
+    PrefetcherOptions prefetcher_options{8, nullptr};
+    prefetcher_options.io_thread = io_thread;
+    Prefetcher prefetcher(std::make_unique<FakeReader>(options), prefetcher_options);
+    REQUIRE(strider::testing::prefetched_batch_hashes(prefetcher, sampler) == direct_hashes(options, sampler));
+    const PrefetchStats stats = prefetcher.stats();
+    REQUIRE(stats.batches == 250);
+    REQUIRE(stats.plan_seconds > 0);
+    REQUIRE(stats.plan_seconds + stats.copy_seconds + stats.labels_seconds <= stats.io_seconds);
+    REQUIRE(stats.caller_thread_batches == (io_thread ? 0 : 250));
+    if (io_thread) {
+      REQUIRE(stats.io_thread_cpu_seconds > 0);
+    } else {
+      REQUIRE(stats.io_thread_cpu_seconds == 0);
+      REQUIRE(stats.consumer_sleeps == 0);
+    }
+  }
+}
+
+TEST_CASE("measuring the thread layout switches readers mid-epoch and changes no batch", "[prefetcher]") {
+  // Blocks of 64 steps (twice a ring of 8, at least 64), three per layout, alternating: the caller's
+  // blocks read on the consumer's thread, whatever is decided in the end.
+  for (int held : {1, 2}) {
+    CAPTURE(held);
+    FakeReaderOptions options;
+    options.samples = 1500;
+    DistributedSampler sampler = make_sampler(options.samples, 1, 1, 0);  // 1500 steps
+    PrefetcherOptions prefetcher_options{8, nullptr};
+    prefetcher_options.measure_layout = true;
+    Prefetcher prefetcher(std::make_unique<FakeReader>(options), prefetcher_options);
+    for (std::int64_t epoch = 0; epoch < 2; ++epoch) {
+      sampler.set_epoch(epoch);
+      const auto expected = direct_hashes(options, sampler);
+      std::vector<std::uint64_t> seen;
+      std::deque<Batch> kept;  // the consumer holds `held` batches at a time
+      prefetcher.start_epoch(sampler);
+      while (auto batch = prefetcher.next()) {
+        seen.push_back(strider::testing::batch_hash(*batch));
+        kept.push_back(std::move(*batch));
+        if (static_cast<int>(kept.size()) >= held) kept.pop_front();
+      }
+      kept.clear();
+      REQUIRE(seen == expected);
+      if (epoch == 0) {
+        const LayoutMeasurement layout = prefetcher.layout();
+        REQUIRE(layout.decided);
+        REQUIRE(layout.steps_measured == 3 * 64);
+        REQUIRE(layout.io_thread_us_per_step > 0);
+        REQUIRE(layout.caller_thread_us_per_step > 0);
+        const PrefetchStats stats = prefetcher.stats();
+        REQUIRE(stats.caller_thread_batches >= 3 * 64);
+        REQUIRE(stats.caller_thread_batches <= 1500);
+      }
+    }
+  }
+}
+
+TEST_CASE("epochs too short to time a layout block end the measurement on the I/O thread", "[prefetcher]") {
+  // Epoch 0 (100 steps) times an I/O-thread block (8 steps settling, 64 timed); the caller's block is
+  // then cut by the epoch's end, and epoch 1 (50 steps) is too short for one: the measurement ends
+  // undecided, and epochs 2 and 3 read ahead on the I/O thread again.
+  FakeReaderOptions options;
+  options.samples = 100;
+  DistributedSampler long_epochs = make_sampler(100, 1, 1, 0), short_epochs = make_sampler(50, 1, 1, 0);
+  PrefetcherOptions prefetcher_options{8, nullptr};
+  prefetcher_options.measure_layout = true;
+  Prefetcher prefetcher(std::make_unique<FakeReader>(options), prefetcher_options);
+  std::int64_t caller_batches_before = 0;
+  for (std::int64_t epoch = 0; epoch < 4; ++epoch) {
+    DistributedSampler& sampler = epoch == 0 ? long_epochs : short_epochs;
+    sampler.set_epoch(epoch);
+    REQUIRE(strider::testing::prefetched_batch_hashes(prefetcher, sampler) == direct_hashes(options, sampler));
+    if (epoch == 1) {
+      caller_batches_before = prefetcher.stats().caller_thread_batches;
+      REQUIRE(caller_batches_before >= 50);  // epoch 1 was read on the caller's thread, its block cut
+    }
+  }
+  REQUIRE_FALSE(prefetcher.layout().decided);
+  REQUIRE(prefetcher.stats().caller_thread_batches == caller_batches_before);  // epochs 2, 3: the I/O thread
 }

@@ -20,8 +20,9 @@
 /// close() inside a collective_try whose body can fail on some ranks only (they run collectives).
 ///
 /// Threads: one consumer thread uses a Loader and its epochs; Batches may be released from any
-/// thread. The Loader's own threads: the prefetcher's I/O thread (unless io_thread is false) and,
-/// between epochs, the thread that plans the next one (plan_ahead).
+/// thread. The Loader's own threads: the prefetcher's I/O thread (unless io_thread is false; with
+/// measure_thread_layout it may stop reading once the caller's thread proved faster) and, between
+/// epochs, the thread that plans the next one (plan_ahead).
 
 #include <cstdint>
 #include <memory>
@@ -171,6 +172,9 @@ class Loader {
 
   /// The prefetch and read counters since construction (or reset_stats()); the last values after close().
   PrefetchStats stats() const;
+  /// This rank's thread layout measurement (LoaderOptions::measure_thread_layout): each layout's time
+  /// per step and the one kept; `decided` is false while measuring or when not measuring.
+  LayoutMeasurement thread_layout() const;
   void reset_stats();
 
   /// Every label, when held in memory (LoaderOptions::labels_in_memory, or a sampler that needs

@@ -79,8 +79,13 @@ struct LoaderOptions {
   /// second plan in memory.
   bool plan_ahead = true;
   /// true: a background I/O thread reads ahead (the prefetcher). false: batches are read on the
-  /// caller's thread when it asks for them (measuring the reader, choosing a thread layout).
+  /// caller's thread when it asks for them (measuring the reader, a rank with no core to spare).
   bool io_thread = true;
+  /// With io_thread: during the first epoch(s) time blocks of steps (the caller's own work
+  /// included) with the I/O thread reading ahead and with the caller reading, and keep reading on
+  /// the caller's thread if that is clearly faster (rank 0 logs the outcome at the next epoch()).
+  /// The batches are the same either way. `--io-thread auto|yes|no` sets both fields.
+  bool measure_thread_layout = true;
   /// One read() call per sample instead of one per batch (the same batches; measures what batching
   /// saves).
   bool read_rows_one_by_one = false;

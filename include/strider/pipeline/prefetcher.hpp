@@ -15,10 +15,12 @@
 /// the original exception (type and context) on its next call to next(). stop() and the destructor
 /// end the I/O at any point without hanging. Results are identical for any depth.
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -40,6 +42,12 @@ struct PrefetcherOptions {
   /// caller's thread (the time it takes counts as stall), and the ring only holds batches the
   /// caller keeps.
   bool io_thread = true;
+  /// With io_thread: measure both layouts (reading ahead on the I/O thread, reading on the
+  /// consumer's thread) over blocks of steps in the first epoch(s), the consumer's own step
+  /// included, and keep the one that takes clearly less time per step (see layout()). Where a
+  /// rank has no core to spare for its I/O thread, handing batches between threads can cost more
+  /// than it overlaps. The batches are the same in either layout.
+  bool measure_layout = false;
   /// One read() call per sample instead of one per batch (the same bytes; shows what batching
   /// saves, e.g. a chunk decompressed once per batch instead of once per row).
   bool read_rows_one_by_one = false;
@@ -83,8 +91,39 @@ struct PrefetchStats {
   std::int64_t bytes_local = 0;               ///< in-memory store: bytes copied from this node's memory
   std::int64_t bytes_remote = 0;              ///< in-memory store: bytes received from other nodes
   std::int64_t remote_requests = 0;           ///< in-memory store: requests to other nodes
+
+  // Where the reading goes, for a per-batch account (strider-bench prints it). Wall-clock seconds
+  // of the thread that reads (the I/O thread, or the consumer without one); on a loaded machine
+  // they include time the thread was preempted.
+  double plan_seconds = 0.0;    ///< computing each batch's indices (Sampler::batch); part of io_seconds
+  double copy_seconds = 0.0;    ///< inside the reader: samples, and labels where gathered with them; part of io_seconds
+  double labels_seconds = 0.0;  ///< inside the reader: labels read apart from the samples; part of io_seconds
+  double handoff_seconds = 0.0;  ///< the I/O thread between reads: locking, queueing a batch, waking the consumer
+  double io_idle_seconds = 0.0;  ///< the I/O thread waiting for a free buffer or for an epoch (no CPU)
+  double consumer_handoff_seconds = 0.0;     ///< the consumer inside next(), not waiting and not reading
+  double io_thread_cpu_seconds = 0.0;        ///< CPU time (user + system) of the I/O thread
+  std::int64_t consumer_sleeps = 0;          ///< times next() blocked until the I/O thread woke it
+  std::int64_t io_wakeups = 0;               ///< times the I/O thread blocked until it was woken
+  std::int64_t io_voluntary_switches = 0;    ///< the I/O thread's context switches: it blocked
+  std::int64_t io_involuntary_switches = 0;  ///< ... it was preempted
+  /// Batches read on the consumer's thread (no I/O thread, or the caller's layout chosen).
+  std::int64_t caller_thread_batches = 0;
+  /// CPU time planning whole epochs (Sampler::set_epoch) on any thread; filled by Loader::stats()
+  /// (a Prefetcher is handed planned samplers: 0 there).
+  double epoch_plan_cpu_seconds = 0.0;
+
   /// stall_seconds / wall_seconds: the one definition of stall fraction used everywhere.
   double stall_fraction() const noexcept { return wall_seconds > 0 ? stall_seconds / wall_seconds : 0.0; }
+};
+
+/// What PrefetcherOptions::measure_layout found: each layout's wall time per step (the consumer's
+/// step included; the median of its timed blocks), and the layout kept.
+struct LayoutMeasurement {
+  bool decided = false;                  ///< measuring ended (false: still measuring, or not asked to)
+  bool caller_thread = false;            ///< the layout kept: batches read on the consumer's thread
+  double io_thread_us_per_step = 0;      ///< reading ahead on the I/O thread
+  double caller_thread_us_per_step = 0;  ///< reading on the consumer's thread
+  std::int64_t steps_measured = 0;       ///< per layout
 };
 
 class Prefetcher;
@@ -175,19 +214,33 @@ class Prefetcher {
   /// hdf5-engine reader's close is collective.
   std::unique_ptr<BatchReader> release_reader() noexcept;
   int depth() const noexcept { return depth_; }
+  /// The thread layout measurement (PrefetcherOptions::measure_layout); consumer thread.
+  LayoutMeasurement layout() const;
   /// Bytes of each ring buffer's samples area.
   std::size_t buffer_bytes() const noexcept;
 
  private:
   friend class Batch;
   struct State;
+  struct ReadFigures;
   void release_slot(int slot) noexcept;
   void io_loop() noexcept;
-  std::optional<Batch> next_on_caller_thread();
-  /// Reads `step` of the sampler's epoch into `slot` (called without the mutex) and counts the
-  /// read in the stats; returns the reader's failure, if any.
-  std::exception_ptr fill_slot(int slot, const Sampler& sampler, std::int64_t epoch, std::int64_t step,
-                               std::size_t capacity) noexcept;
+  /// next() without an I/O thread: reads the next step on the caller's thread (`lock` held on entry).
+  std::optional<Batch> next_on_caller_thread(std::unique_lock<std::mutex>& lock,
+                                             std::chrono::steady_clock::time_point entered);
+  /// Reads `step` of the sampler's epoch into `slot` (called without the mutex); returns what it
+  /// cost and the reader's failure, if any.
+  ReadFigures fill_slot(int slot, const Sampler& sampler, std::int64_t epoch, std::int64_t step,
+                        std::size_t capacity) noexcept;
+  /// Counts a read into the stats (mutex held).
+  void count_read(const ReadFigures& figures) noexcept;
+  /// Counts the I/O thread's CPU time and context switches since it last did (I/O thread, mutex held).
+  void count_io_thread_usage() noexcept;
+  /// The layout measurement's step at a next() call (consumer, mutex held): times blocks of steps
+  /// and switches the layout between them.
+  void measure_layout_step();
+  /// The layout measurement at an epoch's start (mutex held): the epoch starts with the I/O thread.
+  void start_layout_epoch();
   /// The consumer's Batch view of a filled slot; counts it in the stats (mutex held).
   Batch deliver(int slot);
 
