@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -79,7 +80,25 @@ struct RankFigures {
   double au = 0;                    // this rank's accelerator utilization (accelerator_utilization.hpp)
   double steady_samples_per_s = 0;  // over this rank's AU windows; the job's is the ranks' sum
   std::int64_t samples = 0, batches = 0, useful_bytes = 0, bytes_read = 0, peak_rss_bytes = 0;
+  // The CPU account: where this rank's CPU time went (seconds over the measured epochs).
+  double cpu_seconds = 0;           // the whole process, user + system, every thread
+  double consumer_cpu_seconds = 0;  // the thread that takes the batches (the emulated step included)
+  double step_seconds = 0;          // wall time in the emulated step
+  double io_thread_cpu_seconds = 0, epoch_plan_cpu_seconds = 0;
+  double plan_seconds = 0, copy_seconds = 0, labels_seconds = 0, handoff_seconds = 0, io_idle_seconds = 0,
+         consumer_handoff_seconds = 0;
+  std::int64_t consumer_sleeps = 0, io_wakeups = 0, io_voluntary_switches = 0, io_involuntary_switches = 0,
+               caller_thread_batches = 0;
+  LayoutMeasurement layout;  // the thread layout measured (--io-thread auto)
 };
+
+/// CPU seconds (user + system) of this process (CLOCK_PROCESS_CPUTIME_ID) or of the calling thread
+/// (CLOCK_THREAD_CPUTIME_ID).
+double cpu_seconds(clockid_t clock) {
+  timespec now{};
+  clock_gettime(clock, &now);
+  return static_cast<double>(now.tv_sec) + 1e-9 * static_cast<double>(now.tv_nsec);
+}
 
 /// The emulated step (--compute-mode):
 ///   busy   spins on the clock until `microseconds` have passed: a GPU step the host thread spin-waits
@@ -158,6 +177,64 @@ void write_figures(JsonWriter& json, double samples_per_s, double bytes_per_s, d
   json.field("time_to_first_batch_s", first_batch);
   json.field("read_amplification", amplification);
   json.field("peak_rss_bytes", rss);
+}
+
+/// Where a rank read its batches: "io-thread", "caller", or "measuring" (--io-thread auto, undecided).
+std::string thread_layout_name(const LoaderOptions& loading, const LayoutMeasurement& layout) {
+  if (layout.decided) return layout.caller_thread ? "caller" : "io-thread";
+  if (!loading.io_thread) return "caller";
+  return loading.measure_thread_layout ? "measuring" : "io-thread";
+}
+
+/// One line of the CPU account: a JSON key, a label for the table, and its value per batch.
+struct AccountLine {
+  std::string key, label;
+  double value;
+};
+
+/// The per-batch account of one rank: CPU by thread (process = consumer + I/O thread + epoch
+/// planning + other), the reading thread's wall time by phase, and the kernel round trips. Times in
+/// microseconds per batch, counts per batch.
+std::vector<AccountLine> account_lines(const RankFigures& rank) {
+  const double batches = static_cast<double>(std::max<std::int64_t>(rank.batches, 1));
+  const auto us = [&](double seconds) { return 1e6 * seconds / batches; };
+  const auto per = [&](std::int64_t count) { return static_cast<double>(count) / batches; };
+  const double other =
+      rank.cpu_seconds - rank.consumer_cpu_seconds - rank.io_thread_cpu_seconds - rank.epoch_plan_cpu_seconds;
+  return {
+      {"cpu", "CPU, whole process", us(rank.cpu_seconds)},
+      {"cpu_consumer", "  consumer thread (step included)", us(rank.consumer_cpu_seconds)},
+      {"cpu_io_thread", "  I/O thread", us(rank.io_thread_cpu_seconds)},
+      {"cpu_epoch_planning", "  planning epochs (set_epoch)", us(rank.epoch_plan_cpu_seconds)},
+      {"cpu_other", "  other threads (MPI, copy threads)", us(std::max(0.0, other))},
+      {"step", "step (wall, emulated)", us(rank.step_seconds)},
+      {"batch_indices", "reading: batch indices", us(rank.plan_seconds)},
+      {"copy", "reading: copy (samples, fused labels)", us(rank.copy_seconds)},
+      {"labels", "reading: labels apart", us(rank.labels_seconds)},
+      {"io_handoff", "I/O thread: lock, queue, wake", us(rank.handoff_seconds)},
+      {"io_idle", "I/O thread: idle (no free buffer)", us(rank.io_idle_seconds)},
+      {"consumer_handoff", "consumer: in next(), not waiting", us(rank.consumer_handoff_seconds)},
+      {"consumer_wait", "consumer: waiting (stall)", us(rank.stall_seconds)},
+      {"consumer_sleeps", "consumer sleeps (count)", per(rank.consumer_sleeps)},
+      {"io_wakeups", "I/O thread wake-ups (count)", per(rank.io_wakeups)},
+      {"io_voluntary_switches", "I/O thread blocked (count)", per(rank.io_voluntary_switches)},
+      {"io_involuntary_switches", "I/O thread preempted (count)", per(rank.io_involuntary_switches)},
+      {"caller_thread_batches", "batches read on the consumer (share)", per(rank.caller_thread_batches)},
+  };
+}
+
+/// The account as a table: one column per rank, microseconds (or counts) per batch.
+void write_account(std::ostringstream& table, const std::vector<RankFigures>& ranks) {
+  std::vector<std::vector<AccountLine>> lines;
+  for (const RankFigures& rank : ranks) lines.push_back(account_lines(rank));
+  table << "  per batch (us; counts)                 ";
+  for (const RankFigures& rank : ranks) table << std::setw(9) << ("rank " + std::to_string(rank.rank));
+  table << "\n";
+  for (std::size_t line = 0; line < lines.front().size(); ++line) {
+    table << "    " << std::left << std::setw(39) << lines.front()[line].label << std::right;
+    for (const auto& rank_lines : lines) table << std::setw(9) << std::setprecision(2) << rank_lines[line].value;
+    table << "\n";
+  }
 }
 
 void report(const Communicator& world, const BenchOptions& options, const std::vector<RankFigures>& ranks,
@@ -307,6 +384,9 @@ int bench_main(const Communicator& world, int argc, char** argv) {
   StepEmulator step(options.compute_us, options.compute_mode);  // calibrates before the clock starts
   world.barrier();
   const Clock::time_point start = Clock::now();
+  const double process_cpu_start = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID),
+               consumer_cpu_start = cpu_seconds(CLOCK_THREAD_CPUTIME_ID);
+  double step_seconds = 0;
   loader.reset_stats();
   const auto since_start = [&start] { return std::chrono::duration<double>(Clock::now() - start).count(); };
   std::vector<StepTiming> steps;  // for the accelerator utilization; no barrier per step (as in DLIO)
@@ -327,6 +407,7 @@ int bench_main(const Communicator& world, int argc, char** argv) {
         timing.bytes = batch->samples_bytes();
         step.run();
         timing.compute_end_s = since_start();
+        step_seconds += timing.compute_end_s - timing.compute_start_s;
         steps.push_back(timing);
       }
     });
@@ -343,7 +424,24 @@ int bench_main(const Communicator& world, int argc, char** argv) {
   const std::vector<EpochWindow> windows = epoch_windows(steps);
   mine.au = accelerator_utilization(windows);
   mine.steady_samples_per_s = summarize_utilization({windows}, 0.0).samples_per_s;
+  mine.cpu_seconds = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID) - process_cpu_start;
+  mine.consumer_cpu_seconds = cpu_seconds(CLOCK_THREAD_CPUTIME_ID) - consumer_cpu_start;
+  mine.step_seconds = step_seconds;
   const PrefetchStats stats = loader.stats();
+  mine.io_thread_cpu_seconds = stats.io_thread_cpu_seconds;
+  mine.epoch_plan_cpu_seconds = stats.epoch_plan_cpu_seconds;
+  mine.plan_seconds = stats.plan_seconds;
+  mine.copy_seconds = stats.copy_seconds;
+  mine.labels_seconds = stats.labels_seconds;
+  mine.handoff_seconds = stats.handoff_seconds;
+  mine.io_idle_seconds = stats.io_idle_seconds;
+  mine.consumer_handoff_seconds = stats.consumer_handoff_seconds;
+  mine.consumer_sleeps = stats.consumer_sleeps;
+  mine.io_wakeups = stats.io_wakeups;
+  mine.io_voluntary_switches = stats.io_voluntary_switches;
+  mine.io_involuntary_switches = stats.io_involuntary_switches;
+  mine.caller_thread_batches = stats.caller_thread_batches;
+  mine.layout = loader.thread_layout();
   mine.rank = world.rank();
   mine.stall_seconds = stats.stall_seconds;
   mine.io_seconds = stats.io_seconds;
@@ -447,6 +545,20 @@ void report(const Communicator& world, const BenchOptions& options, const std::v
           << " MB, remote " << static_cast<double>(epochs[e].bytes_remote) / 1e6 << " MB in "
           << epochs[e].remote_requests << " requests, local " << static_cast<double>(epochs[e].bytes_local) / 1e6
           << " MB\n";
+  double cpu = 0;
+  for (const RankFigures& rank : ranks) cpu += rank.cpu_seconds;
+  const double samples_per_cpu_s = cpu > 0 ? static_cast<double>(samples) / cpu : 0;
+  table << "  cpu " << std::setprecision(3) << cpu
+        << " s (user + system, all ranks and threads): " << std::setprecision(0) << samples_per_cpu_s
+        << " samples per CPU-second\n";
+  write_account(table, ranks);
+  for (const RankFigures& rank : ranks) {
+    if (!rank.layout.decided) continue;
+    table << "  rank " << rank.rank << " thread layout: "
+          << (rank.layout.caller_thread ? "read on the consumer's thread" : "read ahead on the I/O thread")
+          << std::setprecision(2) << " (per step " << rank.layout.io_thread_us_per_step << " us with the I/O thread, "
+          << rank.layout.caller_thread_us_per_step << " us on the consumer's)\n";
+  }
   std::cout << table.str() << std::flush;
 
   if (!options.json.empty()) {
@@ -493,6 +605,8 @@ void report(const Communicator& world, const BenchOptions& options, const std::v
       json.field("store_bytes_per_node", store.bytes_per_node);
       json.field("store_segment_bytes", store.segment_bytes);
     }
+    json.field("cpu_seconds", cpu);
+    json.field("samples_per_cpu_s", samples_per_cpu_s);
     json.key("ranks");
     json.begin_array();
     for (const RankFigures& rank : ranks) {
@@ -508,6 +622,18 @@ void report(const Communicator& world, const BenchOptions& options, const std::v
       json.field("samples", rank.samples);
       json.field("au", rank.au);
       json.field("steady_samples_per_s", rank.steady_samples_per_s);
+      json.field("batches", rank.batches);
+      json.field("cpu_seconds", rank.cpu_seconds);
+      json.field("samples_per_cpu_s", rank.cpu_seconds > 0 ? static_cast<double>(rank.samples) / rank.cpu_seconds : 0);
+      json.field("thread_layout", thread_layout_name(options.loading, rank.layout));
+      if (rank.layout.decided) {
+        json.field("layout_io_thread_us_per_step", rank.layout.io_thread_us_per_step);
+        json.field("layout_caller_us_per_step", rank.layout.caller_thread_us_per_step);
+      }
+      json.key("account_us_per_batch");
+      json.begin_object();
+      for (const AccountLine& line : account_lines(rank)) json.field(line.key, line.value);
+      json.end_object();
       json.end_object();
     }
     json.end_array();

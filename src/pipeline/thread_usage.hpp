@@ -19,8 +19,7 @@ struct ThreadUsage {
     ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu);
     rusage usage{};
     ::getrusage(RUSAGE_THREAD, &usage);
-    return {static_cast<double>(cpu.tv_sec) + 1e-9 * static_cast<double>(cpu.tv_nsec), usage.ru_nvcsw,
-            usage.ru_nivcsw};
+    return {static_cast<double>(cpu.tv_sec) + 1e-9 * static_cast<double>(cpu.tv_nsec), usage.ru_nvcsw, usage.ru_nivcsw};
   }
   /// The calling thread's CPU time alone (one system call).
   static double cpu_seconds_now() noexcept {

@@ -53,6 +53,28 @@ expect_equal "auto prefetch depth" "$(json_number "$work/d.json" prefetch)" 64
 expect_equal "distributed reads labels per batch" "$(grep -o '"labels_per_batch":[a-z]*' "$work/d.json")" '"labels_per_batch":true'
 grep -q "total .* samples/s" "$work/d.txt" || fail "no total line in the table"
 
+# The CPU account: CPU seconds and samples per CPU-second for the job and each rank, the per-batch
+# account of each rank.
+for key in cpu_seconds samples_per_cpu_s; do
+  expect_equal "job and per-rank key $key" "$(grep -o "\"$key\":" "$work/d.json" | wc -l | tr -d ' ')" 3
+done
+expect_equal "an account per rank" "$(grep -o '"account_us_per_batch":' "$work/d.json" | wc -l | tr -d ' ')" 2
+expect_at_least "cpu seconds > 0" "$(json_number "$work/d.json" cpu_seconds)" 0.000001
+grep -q "CPU, whole process" "$work/d.txt" || fail "no CPU account in the table"
+
+# Either thread layout reads the same samples; each rank says which it used.
+for layout in yes no; do
+  mpirun_n 2 "$bench" --data "$work/f.h5" --batch-size 64 --epochs 2 --io-thread $layout --json "$work/l-$layout.json" \
+    >"$work/l.txt" 2>&1 || fail "--io-thread $layout: $(tail -n 3 "$work/l.txt")"
+  expect_equal "--io-thread $layout: the same samples" "$(json_number "$work/l-$layout.json" samples)" 10000
+done
+expect_equal "--io-thread yes: the I/O thread" "$(grep -o '"thread_layout":"[a-z-]*"' "$work/l-yes.json" | sort -u)" \
+  '"thread_layout":"io-thread"'
+expect_equal "--io-thread no: the caller's thread" "$(grep -o '"thread_layout":"[a-z-]*"' "$work/l-no.json" | sort -u)" \
+  '"thread_layout":"caller"'
+expect_equal "--io-thread no: every batch read on the consumer" \
+  "$(grep -o '"caller_thread_batches":[0-9.]*' "$work/l-no.json" | sort -u)" '"caller_thread_batches":1'
+
 # An explicit depth, and a sampler that needs every label (held in memory).
 mpirun_n 2 "$bench" --data "$work/f.h5" --batch-size 64 --sampler balanced --prefetch 3 --json "$work/b.json" \
   >"$work/b.txt" 2>&1 || fail "balanced run: $(tail -n 3 "$work/b.txt")"
