@@ -14,9 +14,9 @@
 # plus, on w1: strider from Python (scripts/bench/python_loop.py: strider.Loader, each batch wrapped with
 # torch.from_numpy) beside strider-bench's C++ loop and the peer; the same rows split over 8 shards (read as one
 # dataset; strider-bench within 10% of the one file is the target); runs with --compute-us at 1x, 2x (and 4x) the
-# measured time to read a batch, as a busy wait on the clock, a sleep and fixed CPU work (stall fraction), --cold,
-# and the streaming sampler's peak RSS at N = 100,000, 1,000,000 and 10,000,000 (with and without the labels
-# dataset; the distributed sampler beside it).
+# measured time to read a batch, as a busy wait on the clock, a sleep and fixed CPU work (stall fraction; with CPU
+# work also with each thread layout forced: --io-thread yes / no), --cold, and the streaming sampler's peak RSS at
+# N = 100,000, 1,000,000 and 10,000,000 (with and without the labels dataset; the distributed sampler beside it).
 #
 # Then the in-memory store and --lookahead (scripts/bench/store.sh: its own files, goals and
 # $BENCH_OUT/store/store.json; about 2 minutes), and last the sampler microbenchmarks
@@ -92,6 +92,9 @@ g++ -O2 -std=c++17 -o "$out/gather_limit" "$here/gather_limit.cpp"
 layout() { $python -c "import h5py,sys; d=h5py.File(sys.argv[1],'r')[sys.argv[2]]; print(d.id.get_offset(), d.id.get_storage_size(), d.shape[0], d.dtype.itemsize * (int(d.size) // max(1, d.shape[0]) if d.ndim > 1 else 1))" "$1" "$2"; }
 
 # ---- the limits ----
+# The gather limit for R ranks is R gathers running at once (gather_limit --processes R), measured
+# for every R in $RANKS, with and without the labels (strider delivers them with the rows); each
+# also gives rows per CPU-second, the bare gather's CPU efficiency.
 limits() {  # NAME KEY BATCH [OFFSETS_KEY]
   local name=$1 key=$2 batch=$3 file=$data/$1.h5
   read -r offset bytes rows unit < <(layout "$file" "$key")
@@ -101,17 +104,27 @@ limits() {  # NAME KEY BATCH [OFFSETS_KEY]
     line=$(LC_ALL=C dd if="$file" of=/dev/null bs=4M iflag=skip_bytes,count_bytes skip="$offset" count="$bytes" 2>&1 | tail -n 1)
     best=$(awk -v line="$line" -v best="$best" 'BEGIN { split(line, f, " "); rate = f[1] / f[8]; print (rate > best ? rate : best) }')
   done
-  local gather
+  local args=(--file "$file" --data-offset "$offset" --batch "$batch" --seconds 1)
   if [[ $# -ge 4 ]]; then  # variable-length rows: offsets[rows + 1] say where each starts
     local offsets_at offsets_rows
     read -r offsets_at _ offsets_rows _ < <(layout "$file" "$4")
-    gather=$("$out/gather_limit" "$file" "$offset" "$unit" "$((offsets_rows - 1))" "$batch" 1 "$offsets_at")
+    args+=(--element-bytes "$unit" --offsets-at "$offsets_at" --rows "$((offsets_rows - 1))")
   else
-    gather=$("$out/gather_limit" "$file" "$offset" "$unit" "$rows" "$batch" 1)
+    args+=(--row-bytes "$unit" --rows "$rows")
   fi
-  printf '{"workload": "%s", "sequential_read_bytes_per_s": %s, "sequential_read_bytes": %s, "gather": %s}\n' \
-    "$name" "$best" "$bytes" "$gather" >"$out/limit-$name.json"
-  log "limits $name: sequential $(awk -v b="$best" 'BEGIN { printf "%.2f GB/s", b / 1e9 }'), gather $gather"
+  local labels_at label_bytes
+  read -r labels_at _ _ label_bytes < <(layout "$file" /labels)
+  local by_ranks="" with_labels="" gather one
+  for r in $ranks_list; do
+    gather=$("$out/gather_limit" "${args[@]}" --processes "$r")
+    [[ $r == 1 ]] && one=$gather
+    by_ranks+="${by_ranks:+, }\"$r\": $gather"
+    with_labels+="${with_labels:+, }\"$r\": $("$out/gather_limit" "${args[@]}" --processes "$r" --labels-at "$labels_at" --label-bytes "$label_bytes")"
+  done
+  printf '{"workload": "%s", "sequential_read_bytes_per_s": %s, "sequential_read_bytes": %s, "gather": %s, "gather_by_ranks": {%s}, "gather_with_labels_by_ranks": {%s}}\n' \
+    "$name" "$best" "$bytes" "${one:-null}" "$by_ranks" "$with_labels" >"$out/limit-$name.json"
+  log "limits $name: sequential $(awk -v b="$best" 'BEGIN { printf "%.2f GB/s", b / 1e9 }'), gather rows/s by ranks:" \
+    "$(grep -o '"[0-9]*": {"processes": [0-9]*, "labels": false, "rows_per_s": [0-9.]*' <<<"$by_ranks" | sed -E 's/"([0-9]+)".*"rows_per_s": ([0-9.]+)/\1: \2/' | tr '\n' ' ')"
 }
 
 # ---- strider, strider from Python, and the peer ----
@@ -214,6 +227,13 @@ if [[ $read_us != 0 ]]; then
     for mode in busy sleep work; do
       strider "w1-compute2x-$mode-r$ranks" "$ranks" --data "$data/w1.h5" --batch-size 256 --compute-mode $mode \
         --compute-us "$(awk -v t="$read_us" 'BEGIN { print 2 * t }')"
+    done
+    # The thread layouts side by side with a CPU-bound step (the runs above measure and choose: auto).
+    for layout in yes no; do
+      for scale in "" 2x; do
+        strider "w1-compute$scale-work-layout$layout-r$ranks" "$ranks" --data "$data/w1.h5" --batch-size 256 \
+          --compute-mode work --io-thread $layout --compute-us "$(awk -v t="$read_us" -v k="${scale%x}" 'BEGIN { print (k == "" ? 1 : k) * t }')"
+      done
     done
   done
 fi

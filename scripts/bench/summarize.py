@@ -1,7 +1,8 @@
 #!/usr/bin/python3
-"""Reads compare.sh's JSON files in OUT, prints the table with the ratios, checks the goals (issue 9: the
-pipeline; issue 19: strider from Python) and writes OUT/results.json and OUT/compare.png (matplotlib,
-when installed)."""
+"""Reads compare.sh's JSON files in OUT, prints the tables with the ratios (throughput against the peer
+and the limits, CPU efficiency against the bare gather, strider's per-batch CPU account), checks the
+goals (issue 9: the pipeline; issue 19: strider from Python; issue 22: CPU efficiency) and writes
+OUT/results.json and OUT/compare.png (matplotlib, when installed)."""
 
 import glob
 import json
@@ -22,6 +23,11 @@ def load(path):
             return json.load(file)
     except (OSError, ValueError):
         return None
+
+
+def gather_at(limit, key, ranks):
+    """The gather limit for `ranks` ranks (that many gathers at once), or {}."""
+    return ((limit.get(key) or {}).get(str(ranks))) or {}
 
 
 def main(out):
@@ -93,6 +99,22 @@ def main(out):
                 row["strider_over_sequential_read"] = s["bytes_per_s"] / sequential
             if s and gather > 0:
                 row["strider_rank_over_gather"] = row["strider_min_rank_samples_per_s"] / gather
+            together = gather_at(limit, "gather_by_ranks", ranks)
+            with_labels = gather_at(limit, "gather_with_labels_by_ranks", ranks)
+            if together:
+                row["gather_rows_per_s_ranks"] = together["rows_per_s"]
+                row["gather_rows_per_cpu_s"] = together["rows_per_cpu_s"]
+            if with_labels:
+                row["gather_with_labels_rows_per_s_ranks"] = with_labels["rows_per_s"]
+                row["gather_with_labels_rows_per_cpu_s"] = with_labels["rows_per_cpu_s"]
+            if s and s.get("samples_per_cpu_s"):
+                row["strider_samples_per_cpu_s"] = s["samples_per_cpu_s"]
+                if together:
+                    row["strider_cpu_over_gather"] = s["samples_per_cpu_s"] / together["rows_per_cpu_s"]
+                if with_labels:
+                    row["strider_cpu_over_gather_with_labels"] = s["samples_per_cpu_s"] / with_labels["rows_per_cpu_s"]
+            if s and together:
+                row["strider_over_gather_ranks"] = s["samples_per_s"] / together["rows_per_s"]
             rows.append(row)
 
             def cell(key, fmt, width, scale=1.0):
@@ -136,6 +158,41 @@ def main(out):
                   + f"{100 * row['python_stall_fraction']:.1f}%; runs "
                   + " ".join(f"{v:.0f}" for v in row["python_runs_samples_per_s"]))
 
+    print("\nthroughput against R gathers at once, and CPU efficiency (samples per CPU-second, user + system of "
+          "every process and thread) against the bare gather's:")
+    head = (f"{'workload':8s} {'R':>2s} {'strider/s':>11s} {'R gathers/s':>12s} {'/gathers':>8s} "
+            f"{'strider/CPU-s':>13s} {'gather/CPU-s':>12s} {'ratio':>6s} {'+labels/CPU-s':>13s} {'ratio':>6s}")
+    print(head)
+    print("-" * len(head))
+    for row in rows:
+        def c(key, fmt, width, scale=1.0):
+            return f"{row[key] * scale:{width}{fmt}}" if key in row else f"{'-':>{width}s}"
+        print(f"{row['workload']:8s} {row['ranks']:2d} {c('strider_samples_per_s', '.0f', 11)} "
+              f"{c('gather_rows_per_s_ranks', '.0f', 12)} {c('strider_over_gather_ranks', '.2f', 8)} "
+              f"{c('strider_samples_per_cpu_s', '.0f', 13)} {c('gather_rows_per_cpu_s', '.0f', 12)} "
+              f"{c('strider_cpu_over_gather', '.2f', 6)} {c('gather_with_labels_rows_per_cpu_s', '.0f', 13)} "
+              f"{c('strider_cpu_over_gather_with_labels', '.2f', 6)}")
+    print("R gathers/s: R gather_limit processes at once (the limit for R ranks); +labels: the gather copying each "
+          "row's label too, as strider does.")
+
+    accounts = {}
+    for tag in ("w1-r1", "w1-r2"):
+        s = strider.get(tag)
+        if s and all("account_us_per_batch" in r for r in s["ranks"]):
+            accounts[tag] = {str(r["rank"]): r["account_us_per_batch"] for r in s["ranks"]}
+    if accounts:
+        print("\nstrider's CPU account on w1, per batch of 256 (us; counts per batch), and the bare gather's CPU per batch:")
+        columns = [(tag, rank) for tag in accounts for rank in accounts[tag]]
+        print(f"  {'':40s}" + "".join(f"{tag + ' rank ' + rank:>16s}" for tag, rank in columns))
+        for key in next(iter(next(iter(accounts.values())).values())):
+            print(f"  {key:40s}" + "".join(f"{accounts[tag][rank][key]:16.2f}" for tag, rank in columns))
+        for tag in accounts:
+            row = next((r for r in rows if f"{r['workload']}-r{r['ranks']}" == tag), {})
+            if row.get("gather_rows_per_cpu_s"):
+                print(f"  bare gather CPU per batch ({tag}): {256e6 / row['gather_rows_per_cpu_s']:.2f} us"
+                      + (f", with labels {256e6 / row['gather_with_labels_rows_per_cpu_s']:.2f} us"
+                         if row.get("gather_with_labels_rows_per_cpu_s") else ""))
+
     extras = []
     print("\nstall fraction with an emulated step (w1; busy wait or sleep per batch), warm vs cold page cache (w1):")
     for tag in sorted(strider):
@@ -147,10 +204,12 @@ def main(out):
             extras.append(dict(tag=tag, world=s["world"], compute_us=s["compute_us"], cold=s["cold"], read_us_per_batch=read_us,
                                samples_per_s=s["samples_per_s"], bytes_per_s=s["bytes_per_s"], stall_fraction=s["stall_fraction"],
                                time_to_first_batch_s=s["time_to_first_batch_s"]))
-            print(f"  {tag:22s} ranks {s['world']} compute {s['compute_us']:7.1f} us: {s['samples_per_s']:11.0f} samples/s, "
+            extras[-1]["thread_layouts"] = [r.get("thread_layout", "-") for r in s["ranks"]]
+            print(f"  {tag:32s} ranks {s['world']} compute {s['compute_us']:7.1f} us: {s['samples_per_s']:11.0f} samples/s, "
                   f"{s['bytes_per_s'] / 1e9:6.3f} GB/s, read {read_us:6.1f} us/batch, stall {100 * s['stall_fraction']:5.1f}%, "
                   f"first batch {s['time_to_first_batch_s']:.3f} s, per rank stall "
-                  + ", ".join(f"{100 * r['stall_fraction']:.1f}%" for r in s["ranks"]))
+                  + ", ".join(f"{100 * r['stall_fraction']:.1f}%" for r in s["ranks"])
+                  + ", layout " + "/".join(extras[-1]["thread_layouts"]))
     print("\npeak RSS against N (1 rank, pread engine, 200 steps of 256):")
     rss = {}
     for tag in sorted(strider):
@@ -187,7 +246,22 @@ def main(out):
         if row["workload"] == "w2" and "strider_over_sequential_read" in row:
             goal(f"w2 at {row['ranks']} rank(s): >= half the sequential-read limit", row["strider_over_sequential_read"] >= 0.5,
                  f"{100 * row['strider_over_sequential_read']:.0f}%")
+    for row in rows:  # CPU efficiency, and w1 at 2 ranks against the two-process gather and the peer
+        if row["workload"] != "w1":
+            continue
+        if "strider_cpu_over_gather" in row:
+            goal(f"w1 at {row['ranks']} rank(s): samples per CPU-second >= 80% of the bare gather's",
+                 row["strider_cpu_over_gather"] >= 0.8,
+                 f"{100 * row['strider_cpu_over_gather']:.0f}% ({100 * row.get('strider_cpu_over_gather_with_labels', 0):.0f}% "
+                 "of the gather that copies the labels too)")
+        if row["ranks"] == 2 and "strider_over_gather_ranks" in row:
+            goal("w1 at 2 ranks: >= 70% of the two-process gather limit", row["strider_over_gather_ranks"] >= 0.7,
+                 f"{100 * row['strider_over_gather_ranks']:.0f}%")
+        if row["ranks"] == 2 and "strider_over_peer" in row:
+            goal("w1 at 2 ranks: >= 100x the peer", row["strider_over_peer"] >= 100, f"{row['strider_over_peer']:.1f}x")
     for extra in extras:  # the goal: stall < 5% where the step is at least the time to read a batch
+        if extra["tag"].startswith("w1-compute") and "-layout" in extra["tag"]:
+            continue  # forced layouts: shown for comparison, not a goal
         if extra["tag"].startswith("w1-compute"):
             below = extra["compute_us"] < extra["read_us_per_batch"]
             goal(f"stall < 5% ({extra['tag']}, {extra['world']} rank(s), compute {extra['compute_us']:.0f} us, read "
@@ -202,13 +276,13 @@ def main(out):
             goal(f"streaming RSS flat in N (100k -> {'10M' if large_name == 'big' else '1M'}"
                  f"{', no labels' if suffix else ', labels read per batch'})",
                  growth < 1.0, f"{small / 1048576:.1f} -> {large / 1048576:.1f} MiB (+{growth:.1f} MiB)")
-    print("\ngoals (issue 9; 'from Python': issue 19):")
+    print("\ngoals (issue 9; 'from Python': issue 19; CPU and the two-process gather: issue 22):")
     for g in goals:
         print(f"  [{'met' if g['met'] else 'MISSED'}] {g['goal']}: {g['detail']}")
 
     with open(os.path.join(out, "results.json"), "w") as file:
         json.dump(dict(machine=machine, table=rows, extras=extras, peak_rss_bytes=rss, goals=goals, samplers=samplers,
-                       strider=strider, peers=peers, limits=limits, python=pythons), file, indent=1)
+                       accounts=accounts, strider=strider, peers=peers, limits=limits, python=pythons), file, indent=1)
     plot(out, rows)
 
 
@@ -223,7 +297,7 @@ def plot(out, rows):
     labels = [f"{r['workload']}\n{r['ranks']} rank{'s' if r['ranks'] > 1 else ''}" for r in rows]
     series = [("strider", "strider_samples_per_s"), ("strider from Python", "python_samples_per_s"),
               ("peer, per row", "peer_per_row_samples_per_s"), ("peer, batched", "peer_batched_samples_per_s"),
-              ("gather limit, 1 core", "gather_rows_per_s_one_core")]
+              ("gather limit, R at once", "gather_rows_per_s_ranks")]
     width = 0.16
     figure, axes = plt.subplots(figsize=(11, 5))
     for k, (name, key) in enumerate(series):
