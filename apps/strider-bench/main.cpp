@@ -182,8 +182,8 @@ void write_figures(JsonWriter& json, double samples_per_s, double bytes_per_s, d
 /// Where a rank read its batches: "io-thread", "caller", or "measuring" (--io-thread auto, undecided).
 std::string thread_layout_name(const LoaderOptions& loading, const LayoutMeasurement& layout) {
   if (layout.decided) return layout.caller_thread ? "caller" : "io-thread";
-  if (!loading.io_thread) return "caller";
-  return loading.measure_thread_layout ? "measuring" : "io-thread";
+  if (layout.measuring) return "measuring";
+  return loading.io_thread ? "io-thread" : "caller";
 }
 
 /// One line of the CPU account: a JSON key, a label for the table, and its value per batch.

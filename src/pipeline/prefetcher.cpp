@@ -273,7 +273,10 @@ Prefetcher::Prefetcher(std::unique_ptr<BatchReader> reader, PrefetcherOptions op
   state_->read_rows_one_by_one = options.read_rows_one_by_one;
   if (options.lookahead_steps > 0)
     state_->lookahead = std::make_unique<pipeline_detail::LookaheadReader>(*state_->reader, options.lookahead_steps);
-  state_->trial.active = options.io_thread && options.measure_layout;
+  // The hdf5 engine is bound to the first thread that reads (io/owner_thread.hpp): no switching; with
+  // lookahead the lookahead's own thread reads whatever the layout.
+  state_->trial.active =
+      options.io_thread && options.measure_layout && state_->reader->engine() != "hdf5" && !state_->lookahead;
   state_->trial.block_steps = std::max<std::int64_t>(64, 2 * static_cast<std::int64_t>(depth_));
   if (options.io_thread) state_->thread = std::thread([this] { io_loop(); });
 }
@@ -622,7 +625,9 @@ void Prefetcher::measure_layout_step() {
 
 LayoutMeasurement Prefetcher::layout() const {
   std::lock_guard<std::mutex> lock(state_->mutex);
-  return state_->trial.result;
+  LayoutMeasurement layout = state_->trial.result;
+  layout.measuring = state_->trial.active;
+  return layout;
 }
 
 PrefetchStats Prefetcher::stats() const {

@@ -60,6 +60,7 @@ const std::map<std::string, Expectation>& expectations() {
       {"store-layout", {"replicate", [](const LoaderOptions& o) { return o.store.layout == "replicate"; }}},
       {"store-budget", {"8192", [](const LoaderOptions& o) { return o.store.budget_bytes == 8192; }}},
       {"lookahead", {"256", [](const LoaderOptions& o) { return o.lookahead == 256; }}},
+      {"io-thread", {"no", [](const LoaderOptions& o) { return !o.io_thread && !o.measure_thread_layout; }}},
   };
   return table;
 }
@@ -117,7 +118,8 @@ TEST_CASE("option table: one default per option, LoaderOptions{}'s, as the apps 
                                                          {"store", "none"},
                                                          {"store-layout", "auto"},
                                                          {"store-budget", "0"},
-                                                         {"lookahead", "0"}};
+                                                         {"lookahead", "0"},
+                                                         {"io-thread", "auto"}};
   const LoaderOptions defaults;
   for (const LoaderOption& option : loader_option_table()) {
     CAPTURE(option.name);

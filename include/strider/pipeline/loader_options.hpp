@@ -84,7 +84,8 @@ struct LoaderOptions {
   /// With io_thread: during the first epoch(s) time blocks of steps (the caller's own work
   /// included) with the I/O thread reading ahead and with the caller reading, and keep reading on
   /// the caller's thread if that is clearly faster (rank 0 logs the outcome at the next epoch()).
-  /// The batches are the same either way. `--io-thread auto|yes|no` sets both fields.
+  /// The batches are the same either way. Not with the hdf5 engine (its reads stay on the thread
+  /// that read first). `--io-thread auto|yes|no` sets both fields.
   bool measure_thread_layout = true;
   /// One read() call per sample instead of one per batch (the same batches; measures what batching
   /// saves).

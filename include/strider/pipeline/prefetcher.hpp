@@ -46,7 +46,8 @@ struct PrefetcherOptions {
   /// consumer's thread) over blocks of steps in the first epoch(s), the consumer's own step
   /// included, and keep the one that takes clearly less time per step (see layout()). Where a
   /// rank has no core to spare for its I/O thread, handing batches between threads can cost more
-  /// than it overlaps. The batches are the same in either layout.
+  /// than it overlaps. The batches are the same in either layout. Not with the hdf5 engine: HDF5
+  /// here is not thread-safe, so the thread that read first makes every read (the I/O thread stays).
   bool measure_layout = false;
   /// One read() call per sample instead of one per batch (the same bytes; shows what batching
   /// saves, e.g. a chunk decompressed once per batch instead of once per row).
@@ -119,7 +120,8 @@ struct PrefetchStats {
 /// What PrefetcherOptions::measure_layout found: each layout's wall time per step (the consumer's
 /// step included; the median of its timed blocks), and the layout kept.
 struct LayoutMeasurement {
-  bool decided = false;                  ///< measuring ended (false: still measuring, or not asked to)
+  bool decided = false;                  ///< measuring ended (false: still measuring, or not measured)
+  bool measuring = false;                ///< still measuring (see PrefetcherOptions::measure_layout)
   bool caller_thread = false;            ///< the layout kept: batches read on the consumer's thread
   double io_thread_us_per_step = 0;      ///< reading ahead on the I/O thread
   double caller_thread_us_per_step = 0;  ///< reading on the consumer's thread
