@@ -252,7 +252,7 @@ struct Loader::State {
     current.reset();
     upcoming.reset();
     final_stats = prefetcher->stats();
-    store = nullptr;                 // owned by the prefetcher as its reader
+    store = nullptr;  // owned by the prefetcher as its reader
     final_layout = prefetcher->layout();
     options.sampler.labels.reset();  // they point into the reader
     options.sampler.lengths.reset();
