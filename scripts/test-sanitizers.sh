@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The test suite again under sanitizers (CUDA off): the whole suite with AddressSanitizer +
 # UndefinedBehaviorSanitizer (all but the tests labelled slow: exhaustive sweeps that the plain run
-# covers), then the prefetcher and pipeline tests with ThreadSanitizer.
+# covers, and plain-only: integration scripts that drive daemons or other scripts (Slurm, fio, the
+# mutation list, the layer check) while the apps they run are sanitized in other tests), then the
+# prefetcher and pipeline tests with ThreadSanitizer.
 # Usage: scripts/test-sanitizers.sh [asan|tsan]   (default: both)
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
@@ -17,7 +19,7 @@ if [[ $which == all || $which == asan ]]; then
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=0:fast_unwind_on_malloc=0 \
   LSAN_OPTIONS=suppressions=$supp/lsan.supp:print_suppressions=0:fast_unwind_on_malloc=0 \
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    ctest --test-dir "$dir" --output-on-failure --parallel "$jobs" --timeout 900 --label-exclude slow
+    ctest --test-dir "$dir" --output-on-failure --parallel "$jobs" --timeout 900 --label-exclude "^(slow|plain-only)$"
 fi
 
 if [[ $which == all || $which == tsan ]]; then

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# ctest-label: plain-only
 # scripts/check-layers.sh: the source tree keeps its layers, and the check names an include that
 # points up (a forbidden include added on purpose to a copy of the tree, and one of each kind in a
 # small made-up tree) while it lets the allowed ones through.

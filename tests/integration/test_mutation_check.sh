@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# ctest-label: plain-only
 # scripts/mutation-check.sh, the parts that build nothing: the repository's mutant list matches its
 # code; --list and --area select from it; --show applies a mutant (one line, several lines) exactly;
 # --check names a stale, an ambiguous and a missing-file mutant of a made-up list; a malformed list

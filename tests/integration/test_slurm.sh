@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# ctest-label: plain-only
 # The Slurm scripts end to end on a small dataset: through a real one-node Slurm cluster that this
 # test starts and stops (slurm_cluster.sh) or, where Slurm cannot start, with stand-ins for srun,
 # mpirun and scontrol. Either way: an uninterrupted job, then for each launcher a job preempted

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# ctest-label: plain-only
 # scripts/bench/storage.sh end to end on tiny settings (STORAGE_QUICK=1): the files, fio, strider at 1
 # and 2 simulated accelerators with O_DIRECT, the peer where torch and h5py are installed (else the
 # line that says it was skipped), and the summary. No figure is asserted (they live in the script's
