@@ -43,8 +43,9 @@ std::shared_ptr<const T> borrow(const T& value) {
   return std::shared_ptr<const T>(std::shared_ptr<void>(), &value);
 }
 
-/// Keeps a reader that must not be closed now (an hdf5-engine reader while an error unwinds, maybe
-/// on this rank only: its close would wait for the other ranks) until the process ends, never
+/// Keeps a reader that must not be closed now (the store's, or an hdf5-engine reader, while an error
+/// unwinds, maybe on this rank only: the store's close would wait for the other ranks, and HDF5 is
+/// left to close its files once, at exit) until the process ends, never
 /// destroying it: MPI_Finalize (HDF5 closes its files there, on every rank) or the job's abort
 /// closes the file. Held from a static, so leak checkers count it as reachable, not lost.
 void keep_open_until_exit(std::unique_ptr<BatchReader> reader) noexcept {
@@ -333,7 +334,7 @@ Loader::Loader(const Communicator& comm, LoaderOptions options) : state_(std::ma
   s.depth = strider::prefetch_depth(options.prefetch, s.info, options.sampler.batch_size, options.sampler.max_tokens,
                                     options.batches_held);
   s.options = std::move(options);
-  // An agreed failure here destroys the reader on every rank (a collective close for hdf5).
+  // An agreed failure here destroys the reader on every rank (a collective close for the store).
   comm.collective_try([&] {
     s.depth = depth_within_ring_memory(s.depth, s.options, s.info);
     s.current = s.make_plan();
@@ -375,7 +376,7 @@ Loader::~Loader() {
   s.wait_for_plan_quietly();
   s.current.reset();
   s.upcoming.reset();
-  s.prefetcher.reset();  // with the reader: the hdf5 engine's close and the store's are collective
+  s.prefetcher.reset();  // with the reader: the store's close is collective
 }
 
 LoaderEpoch Loader::epoch(std::int64_t epoch) {
@@ -589,7 +590,7 @@ void Loader::close() {
   State& s = *state_;
   if (s.closed) return;
   std::unique_ptr<BatchReader> reader = s.close_except_ring();
-  reader.reset();  // the hdf5 engine's close is collective
+  reader.reset();  // the in-memory store's close is collective
 }
 
 void Loader::abandon() noexcept {

@@ -112,10 +112,12 @@ class Loader {
   Loader(const Communicator& comm, LoaderOptions options);
 
   /// Ends the running epoch and the planning thread and frees everything; never throws. Every
-  /// batch must have been dropped. Without close(): at a normal scope exit it closes the file,
-  /// which for the hdf5 engine is collective (every rank must destroy its Loader); while an
-  /// exception unwinds the stack, it leaves an hdf5-engine file open instead (abandon()), so that a
-  /// failure on one rank can never block in that close while the other ranks wait elsewhere.
+  /// batch must have been dropped. Without close(): at a normal scope exit it closes what it
+  /// opened, which with the in-memory store is collective (its shared window: every rank must
+  /// destroy its Loader; each engine opens its files on its own rank, so their close is local);
+  /// while an exception unwinds the stack, it leaves the store (and an hdf5-engine file, which
+  /// HDF5 closes at MPI_Finalize) open instead (abandon()), so that a failure on one rank can never
+  /// block in a collective close while the other ranks wait elsewhere.
   ~Loader();
   Loader(const Loader&) = delete;
   Loader& operator=(const Loader&) = delete;
@@ -192,15 +194,15 @@ class Loader {
   /// UsageError for other modes or invalid weights (the same on every rank).
   void set_class_weights(std::vector<double> weights);
 
-  /// Collective over comm: every rank must call. Ends the running epoch and closes the file (for
-  /// the hdf5 engine a collective MPI-IO close). Batches still held stay valid until they are
-  /// dropped; the ring's memory is freed when the Loader is destroyed. Afterwards only dataset(),
-  /// engine(), seed(), options() and stats() may be used; calling close() again does nothing.
+  /// Collective over comm: every rank must call. Ends the running epoch and closes the files (a
+  /// local close per rank) and the in-memory store (collective: its shared window). Batches still held stay valid until
+  /// they are dropped; the ring's memory is freed when the Loader is destroyed. Afterwards only dataset(), engine(),
+  /// seed(), options() and stats() may be used; calling close() again does nothing.
   void close();
-  /// Not collective: ends the running epoch and leaves the file to the end of the process, as the
-  /// destructor does while an exception unwinds. An hdf5-engine file stays open until MPI_Finalize
-  /// (or the job's abort) closes it, so that an error path on one rank never waits in a collective
-  /// close; the other engines close their files now (their close is local). For callers whose error
+  /// Not collective: ends the running epoch and leaves the store and an hdf5-engine file to the end
+  /// of the process, as the destructor does while an exception unwinds (HDF5 closes its files at
+  /// MPI_Finalize or the job's abort), so that an error path on one rank never waits in a
+  /// collective close; the other engines close their files now. For callers whose error
   /// path is not C++ unwinding (a binding). Batches still held stay valid as after close().
   /// Afterwards the Loader counts as closed. Never throws.
   void abandon() noexcept;
