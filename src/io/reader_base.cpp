@@ -9,8 +9,6 @@
 
 namespace strider {
 
-namespace io_detail {
-
 hid_t native_hdf5_type(ElementType type) {
   switch (type) {
     case ElementType::int8:
@@ -34,10 +32,12 @@ hid_t native_hdf5_type(ElementType type) {
     case ElementType::float64:
       return H5T_NATIVE_DOUBLE;
     case ElementType::float16:
-      return float16_hdf5_type();
+      return io_detail::float16_hdf5_type();
   }
   return H5I_INVALID_HID;
 }
+
+namespace io_detail {
 
 hid_t float16_hdf5_type() {
   // HDF5 1.10 has no predefined half type: IEEE binary16 in the native byte order, built the way

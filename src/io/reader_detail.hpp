@@ -22,9 +22,7 @@
 
 namespace strider::io_detail {
 
-/// The native HDF5 memory type of an element type (a predefined id, or float16_hdf5_type(): never
-/// closed).
-hid_t native_hdf5_type(ElementType type);
+using strider::native_hdf5_type;  // strider/io/hdf5_handle.hpp
 
 /// IEEE 754 binary16 in the native byte order (the type h5py writes for np.float16), created on
 /// first use and kept for the process.

@@ -12,10 +12,16 @@
 
 #include <string>
 
+#include "strider/core/element_type.hpp"
 #include "strider/core/error.hpp"
 #include "strider/core/unique_handle.hpp"
 
 namespace strider {
+
+/// The native HDF5 memory type of an element type: a predefined id, or for float16 IEEE binary16 in
+/// the native byte order (created on first use and kept for the process). Never close it. Not
+/// collective; thread-safe after the first float16 call.
+hid_t native_hdf5_type(ElementType type);
 
 namespace detail {
 /// Traits for UniqueHandle over hid_t; Close is the matching H5*close function.
