@@ -91,6 +91,7 @@ void transfer_layout(Io& io, D& dataset) {
   for (auto& shard : dataset.shards) {
     io.put_or_get(shard.path);
     io.put_or_get(shard.data_key);
+    io.put_or_get(shard.vlen);
     io.put_or_get(shard.first_row);
     io.put_or_get(shard.rows);
     io.put_or_get(shard.first_element);

@@ -6,9 +6,11 @@
 // batch touches is read (and decompressed) once per batch, by one H5Dread. Each shard is opened on
 // its own with HDF5's default (sec2) driver when a batch first needs it.
 #include <algorithm>
+#include <cstring>
 
 #include "io/owner_thread.hpp"
 #include "io/reader_detail.hpp"
+#include "io/vlen_sequences.hpp"
 #include "strider/core/log.hpp"
 
 namespace strider::io_detail {
@@ -65,6 +67,8 @@ class Hdf5Reader final : public ReaderBase {
     memory_type_ = native_hdf5_type(dataset_.info.element_type);
     start_.assign(dataset_.dims.size(), 0);
     count_.assign(dataset_.dims.begin(), dataset_.dims.end());
+    for (const ShardLayout& shard : dataset_.shards)
+      if (shard.vlen && !vlen_) vlen_ = std::make_unique<VlenDescriptors>(dataset_.info.element_type);
     if (dataset_.shards.size() == 1) open_.get(0);  // one file: opened at open, as it will be read
   }
   std::string engine() const override { return "hdf5"; }
@@ -87,42 +91,50 @@ class Hdf5Reader final : public ReaderBase {
       const std::size_t shard_index = plan_.runs[run].shard;
       const ShardLayout& file = shard(shard_index);
       OpenShard& opened = open_.get(shard_index);
-      std::int64_t blocks = 0, group_elements = 0, touched_chunks = 0;
+      std::int64_t blocks = 0, group_elements = 0, group_rows = 0, touched_chunks = 0;
       std::int64_t last_chunk = -1;
       const std::size_t group_first_run = run;
       for (; run < plan_.runs.size() && plan_.runs[run].shard == shard_index; ++run) {
         const RunSpan span = run_span(plan_, plan_.runs[run]);
-        // Position along dimension 0 of this file: the row (fixed size) or the token (sequences).
-        const std::int64_t begin =
-            dataset_.info.variable_length ? span.first_element - file.first_element : span.first_row - file.first_row;
+        // Position along dimension 0 of this file: the row (fixed size, vlen sequences) or the token
+        // (tokens + offsets).
+        const bool by_token = dataset_.info.variable_length && !file.vlen;
+        const std::int64_t begin = by_token ? span.first_element - file.first_element : span.first_row - file.first_row;
         const std::int64_t elements = span.elements;
+        const std::int64_t extent = file.vlen ? span.last_row - span.first_row + 1 : block_extent(elements);
         const std::int64_t first_chunk = chunk_of(file, begin);
         if (blocks >= kMaxBlocksPerRead && (file.chunk_rows == 0 || first_chunk != last_chunk)) break;
-        if (elements == 0) continue;  // an empty sequence
-        select_block(opened.space.get(), begin, elements, blocks == 0 ? H5S_SELECT_SET : H5S_SELECT_OR);
+        if (elements == 0) continue;  // empty sequences
+        select_block(opened.space.get(), begin, extent, blocks == 0 ? H5S_SELECT_SET : H5S_SELECT_OR);
         ++blocks;
         group_elements += elements;
+        group_rows += extent;
         if (file.chunk_rows > 0) {
-          const std::int64_t end_chunk = chunk_of(file, begin + block_extent(elements) - 1);
+          const std::int64_t end_chunk = chunk_of(file, begin + extent - 1);
           touched_chunks += end_chunk - std::max(first_chunk, last_chunk + 1) + 1;
           last_chunk = end_chunk;
         }
       }
       if (blocks == 0) continue;
-      // Fixed-size rows: a memory space of the file's shape ([rows, ...]). For a single block HDF5
-      // then maps whole chunks at once; a flat one makes it map element by element (a third of
-      // the time of a large contiguous read went there).
-      std::vector<hsize_t> memory_shape = {static_cast<hsize_t>(group_elements)};
-      if (!dataset_.info.variable_length) {
-        memory_shape.assign(count_.begin(), count_.end());
-        memory_shape[0] = static_cast<hsize_t>(group_elements / dataset_.row_elements);
+      if (file.vlen) {
+        read_vlen_group(opened, group_rows, group_elements, scratch_.data() + done_elements * size,
+                        file.data_key + " " + describe_group(group_first_run, run));
+      } else {
+        // Fixed-size rows: a memory space of the file's shape ([rows, ...]). For a single block HDF5
+        // then maps whole chunks at once; a flat one makes it map element by element (a third of
+        // the time of a large contiguous read went there).
+        std::vector<hsize_t> memory_shape = {static_cast<hsize_t>(group_elements)};
+        if (!dataset_.info.variable_length) {
+          memory_shape.assign(count_.begin(), count_.end());
+          memory_shape[0] = static_cast<hsize_t>(group_elements / dataset_.row_elements);
+        }
+        H5Dataspace memory_space(
+            STRIDER_H5_CHECK(H5Screate_simple(static_cast<int>(memory_shape.size()), memory_shape.data(), nullptr),
+                             "creating a memory space"));
+        STRIDER_H5_CHECK(H5Dread(opened.data.get(), memory_type_, memory_space.get(), opened.space.get(), H5P_DEFAULT,
+                                 scratch_.data() + done_elements * size),
+                         "reading " + file.data_key + " " + describe_group(group_first_run, run));
       }
-      H5Dataspace memory_space(
-          STRIDER_H5_CHECK(H5Screate_simple(static_cast<int>(memory_shape.size()), memory_shape.data(), nullptr),
-                           "creating a memory space"));
-      STRIDER_H5_CHECK(H5Dread(opened.data.get(), memory_type_, memory_space.get(), opened.space.get(), H5P_DEFAULT,
-                               scratch_.data() + done_elements * size),
-                       "reading " + file.data_key + " " + describe_group(group_first_run, run));
       done_elements += group_elements;
       stats_.read_calls += 1;
       stats_.bytes_read += file.compressed && file.chunk_rows > 0
@@ -141,9 +153,32 @@ class Hdf5Reader final : public ReaderBase {
     return file.chunk_rows > 0 ? position / file.chunk_rows : 0;
   }
 
-  void select_block(hid_t space, std::int64_t begin, std::int64_t elements, H5S_seloper_t op) {
+  /// Reads the `rows` vlen sequences selected in `opened` (their tokens: `elements`, as the lengths
+  /// read at open say) back to back into `target`; HDF5's buffers are freed before this returns.
+  void read_vlen_group(const OpenShard& opened, std::int64_t rows, std::int64_t elements, std::byte* target,
+                       const std::string& what) {
+    vlen_->read(opened.data.get(), opened.space.get(), rows, what);
+    std::int64_t total = 0;
+    for (std::int64_t row = 0; row < rows; ++row) total += vlen_->length(row);
+    if (total != elements) {
+      vlen_->reclaim();
+      STRIDER_THROW(DataError, "reading " + what + ": the sequences hold " + std::to_string(total) +
+                                   " tokens, not the " + std::to_string(elements) +
+                                   " their lengths at open said (was the file changed?)");
+    }
+    const std::int64_t size = element_size();
+    std::int64_t copied = 0;
+    for (std::int64_t row = 0; row < rows; ++row) {
+      const std::int64_t length = vlen_->length(row);
+      if (length > 0) std::memcpy(target + copied * size, vlen_->values(row), static_cast<std::size_t>(length * size));
+      copied += length;
+    }
+    vlen_->reclaim();
+  }
+
+  void select_block(hid_t space, std::int64_t begin, std::int64_t extent, H5S_seloper_t op) {
     start_[0] = static_cast<hsize_t>(begin);
-    count_[0] = static_cast<hsize_t>(block_extent(elements));
+    count_[0] = static_cast<hsize_t>(extent);
     STRIDER_H5_CHECK(H5Sselect_hyperslab(space, op, start_.data(), nullptr, count_.data(), nullptr),
                      "selecting elements " + std::to_string(begin) + " of " + dataset_.data_key);
   }
@@ -161,6 +196,7 @@ class Hdf5Reader final : public ReaderBase {
   std::vector<hsize_t> start_, count_;
   BatchPlan plan_;
   std::vector<std::byte> scratch_;
+  std::unique_ptr<VlenDescriptors> vlen_;  // when a shard holds vlen sequences
 };
 
 }  // namespace

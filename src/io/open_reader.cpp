@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "io/reader_detail.hpp"
+#include "io/vlen_sequences.hpp"
 #include "strider/core/log.hpp"
 #include "strider/io/data_paths.hpp"
 
@@ -107,6 +108,9 @@ ElementType element_type_of(const OpenedDataset& dataset, hid_t type, const std:
       STRIDER_DATA_FAIL(key + " holds " + why + "; strider reads IEEE 754 binary16 (np.float16) as its 2-byte float");
     }
   }
+  if (type_class == H5T_VLEN)
+    STRIDER_DATA_FAIL(key + " holds variable-length sequences (h5py vlen_dtype): strider reads them as token " +
+                      "sequences, named with --tokens-key (and no --offsets-key dataset in the file)");
   const char* names[] = {"integer",  "float",     "time", "string", "bitfield", "opaque",
                          "compound", "reference", "enum", "vlen",   "array"};
   const std::string name = type_class >= 0 && type_class < 11 ? names[type_class] : "unknown";
@@ -121,7 +125,9 @@ struct DatasetHandles {
   bool native = false;  // stored type equals the native one (byte order included)
 };
 
-DatasetHandles open_dataset(const OpenedDataset& dataset, hid_t file, const std::string& key) {
+/// Opens dataset `key`: its shape and element type (`vlen`: of its variable-length sequences, which
+/// must hold integers, else one line says what is read and why).
+DatasetHandles open_dataset(const OpenedDataset& dataset, hid_t file, const std::string& key, bool vlen = false) {
   DatasetHandles handles;
   handles.dataset.reset(
       STRIDER_H5_CHECK(H5Dopen2(file, key.c_str(), H5P_DEFAULT), "opening " + key + " (is it a dataset?)"));
@@ -132,9 +138,21 @@ DatasetHandles open_dataset(const OpenedDataset& dataset, hid_t file, const std:
     STRIDER_H5_CHECK(H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr), "reading the shape of " + key);
   handles.dims.assign(dims.begin(), dims.end());
   H5Datatype type(STRIDER_H5_CHECK(H5Dget_type(handles.dataset.get()), "reading the type of " + key));
+  if (vlen) {
+    handles.type = vlen_element_type(dataset.path, type.get(), key, handles.native);
+    return handles;
+  }
   handles.type = element_type_of(dataset, type.get(), key);
   handles.native = STRIDER_H5_CHECK(H5Tequal(type.get(), native_hdf5_type(handles.type)), "comparing types") > 0;
   return handles;
+}
+
+/// True when dataset `key` of the file has a variable-length type (h5py's vlen_dtype or strings).
+bool is_vlen_dataset(hid_t file, const std::string& key) {
+  H5Dataset opened(
+      STRIDER_H5_CHECK(H5Dopen2(file, key.c_str(), H5P_DEFAULT), "opening " + key + " (is it a dataset?)"));
+  H5Datatype type(STRIDER_H5_CHECK(H5Dget_type(opened.get()), "reading the type of " + key));
+  return is_variable_length_type(type.get());
 }
 
 std::string shape_text(const std::vector<std::int64_t>& dims) {
@@ -246,6 +264,24 @@ OpenedFile open_and_validate(hid_t file, OpenedDataset& dataset, ShardLayout& sh
     for (std::int64_t extent : info.sample_shape) dataset.row_elements *= extent;
     if (info.num_samples == 0 || dataset.row_elements == 0)
       STRIDER_DATA_FAIL(keys.data + " is empty (shape " + shape_text(data.dims) + ")");
+  } else if (link_exists(file, keys.tokens) && is_vlen_dataset(file, keys.tokens)) {
+    if (link_exists(file, keys.offsets))
+      STRIDER_DATA_FAIL(keys.tokens + " holds variable-length sequences (h5py vlen_dtype), which need no " +
+                        keys.offsets + ", but the file has one too: name one layout (--tokens-key, --offsets-key)");
+    info.variable_length = true;
+    dataset.data_key = keys.tokens;
+    data = open_dataset(dataset, file, keys.tokens, true);
+    if (data.dims.size() != 1)
+      STRIDER_DATA_FAIL(keys.tokens + " must be one-dimensional (one sequence per row), has shape " +
+                        shape_text(data.dims));
+    if (data.dims[0] == 0) STRIDER_DATA_FAIL(keys.tokens + " is empty (no sequences)");
+    info.num_samples = data.dims[0];
+    const std::vector<std::int64_t> lengths =
+        read_vlen_lengths(data.dataset.get(), data.type, info.num_samples, keys.tokens + " of " + dataset.path);
+    dataset.offsets.assign(1, 0);
+    for (std::int64_t length : lengths) dataset.offsets.push_back(dataset.offsets.back() + length);
+    info.num_tokens = dataset.offsets.back();
+    shard.vlen = true;
   } else if (link_exists(file, keys.tokens)) {
     if (!link_exists(file, keys.offsets))
       STRIDER_DATA_FAIL("it has " + keys.tokens + " but no " + keys.offsets + " (sequences need both)");
@@ -308,7 +344,15 @@ OpenedFile open_and_validate(hid_t file, OpenedDataset& dataset, ShardLayout& sh
   shard.data_key = dataset.data_key;
   shard.rows = info.num_samples;
   shard.elements = info.variable_length ? info.num_tokens : info.num_samples * dataset.row_elements;
-  inspect_layout(dataset, shard, data.dataset.get(), data.native);
+  inspect_layout(dataset, shard, data.dataset.get(), data.native && !shard.vlen);
+  if (shard.vlen) {
+    // The values live in HDF5's global heap, one object per row: no file offset to pread or map.
+    shard.raw_readable = false;
+    shard.file_offset_bytes = -1;
+    shard.raw_refusal = keys.tokens +
+                        " holds h5py variable-length sequences, which only the hdf5 engine reads (strider-convert "
+                        "rewrites them as tokens + offsets for direct and mmap)";
+  }
   opened.data = std::move(data.dataset);
   return opened;
 }

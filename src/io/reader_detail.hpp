@@ -31,8 +31,11 @@ hid_t float16_hdf5_type();
 /// One shard (file) of the dataset, as rank 0 validated it and broadcast it: where its rows lie in
 /// the global index and in its file, and what the engines need to read them.
 struct ShardLayout {
-  std::string path;            ///< the file
-  std::string data_key;        ///< its samples or tokens dataset
+  std::string path;      ///< the file
+  std::string data_key;  ///< its samples or tokens dataset
+  /// Its tokens are h5py variable-length sequences (one vlen element per row, see vlen_sequences.hpp)
+  /// rather than a flat [T] dataset: positions along dimension 0 are rows, not tokens.
+  bool vlen = false;
   std::int64_t first_row = 0;  ///< global index of its row 0
   std::int64_t rows = 0;
   /// The global element index (OpenedDataset::first_element) of element 0 of its data dataset:

@@ -78,7 +78,7 @@ std::vector<LoaderOption> build_table() {
       text_option(
           "label-key", "data", "dataset of integer labels [N]", [](auto& o) -> auto& { return o.reader.keys.labels; }),
       text_option(
-          "tokens-key", "data", "sequences: dataset of all tokens [T]",
+          "tokens-key", "data", "sequences: dataset of all tokens [T], or h5py vlen sequences [N] (then no offsets)",
           [](auto& o) -> auto& { return o.reader.keys.tokens; }),
       text_option(
           "offsets-key", "data", "sequences: int64 [N+1], row i is tokens[offsets[i]:offsets[i+1]]",
