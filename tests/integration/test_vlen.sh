@@ -47,6 +47,17 @@ for dtype in (np.int8, np.uint16, np.int64):
     r = rows_of(dtype, 30)
     write(f"{folder}/{name}.h5", r, dtype)
     expected(f"{folder}/{name}.expected", r, None, [29, 0, 1, 3, 17, 1])
+with h5py.File(f"{folder}/deflate.h5", "w") as f:  # chunked (4 rows) and compressed
+    d = f.create_dataset("tokens", (90,), dtype=h5py.vlen_dtype(np.int32), chunks=(4,), compression="gzip")
+    for i, row in enumerate(rows):
+        d[i] = row
+    f["labels"] = labels
+with h5py.File(f"{folder}/both.h5", "w") as f:
+    d = f.create_dataset("tokens", (1,), dtype=h5py.vlen_dtype(np.int32))
+    d[0] = np.array([1, 2], np.int32)
+    f["offsets"] = np.array([0, 2], np.int64)
+with h5py.File(f"{folder}/empty.h5", "w") as f:
+    f.create_dataset("tokens", (0,), dtype=h5py.vlen_dtype(np.int32))
 with h5py.File(f"{folder}/floats.h5", "w") as f:
     d = f.create_dataset("tokens", (2,), dtype=h5py.vlen_dtype(np.float32))
     d[0] = np.array([1.5, 2.5], np.float32)
@@ -65,6 +76,7 @@ dump_equals() {
 shards="$work/part-0.h5,$work/part-1.h5,$work/part-2.h5"
 dump_equals "vlen int32 over 3 shards: dump over global indices equals h5py's values" "$shards" "$work/int32.expected"
 dump_equals "vlen int32 over 3 shards: --engine hdf5 named" "$shards" "$work/int32.expected" --engine hdf5
+dump_equals "vlen int32, chunked and deflated: dump equals h5py's values" "$work/deflate.h5" "$work/int32.expected"
 for type in int8 uint16 int64; do
   dump_equals "vlen $type: dump equals h5py's values" "$work/$type.h5" "$work/$type.expected"
 done
@@ -80,6 +92,9 @@ expect_error "vlen of floats" "/tokens holds variable-length sequences of 4-byte
   30 mpirun_n 2 "$inspect" dump "$work/floats.h5" --indices 0
 expect_error "vlen strings" "/tokens holds variable-length strings; strider reads variable-length sequences of integers only.*tokenize" \
   30 mpirun_n 2 "$inspect" dump "$work/strings.h5" --indices 0
+expect_error "vlen beside an offsets dataset" "/tokens holds variable-length sequences .*need no /offsets" \
+  30 mpirun_n 2 "$inspect" dump "$work/both.h5" --indices 0
+expect_error "empty vlen dataset" "/tokens is empty" 30 mpirun_n 2 "$inspect" dump "$work/empty.h5" --indices 0
 expect_error "vlen named with --data-key" "holds variable-length sequences .*--tokens-key" \
   30 mpirun_n 2 "$inspect" dump "$work/int8.h5" --indices 0 --data-key /tokens
 
