@@ -147,4 +147,12 @@ for sampler in "bucketed --max-tokens 512" "distributed --batch-size 16" "stream
     expect_equal "$sampler: per-epoch losses of the vlen file and its conversion" \
       "$(losses "$work/seq-vlen.json")" "$(losses "$work/seq-flat.json")" || fail "$sampler: no losses"
 done
+# The in-memory store loads vlen data through the same reader: the same losses as from the file.
+mpirun_n 2 "$train" --data "$work/seq-vlen.h5" --sampler bucketed --max-tokens 512 --epochs 2 --seed 2 --lr 2 \
+  --stats-json "$work/store.json" --store memory >"$work/store.out" 2>&1 || fail "train --store memory: $(tail -n 2 "$work/store.out")"
+mpirun_n 2 "$train" --data "$work/seq-vlen.h5" --sampler bucketed --max-tokens 512 --epochs 2 --seed 2 --lr 2 \
+  --stats-json "$work/file.json" >/dev/null 2>&1
+[[ -n $(losses "$work/file.json") ]] &&
+  expect_equal "vlen under --store memory: the losses of the file" "$(losses "$work/store.json")" "$(losses "$work/file.json")" ||
+  fail "vlen under --store memory: no losses"
 finish
