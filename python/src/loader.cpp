@@ -45,6 +45,8 @@ py::dtype dtype_of(ElementType type) {
       return py::dtype::of<std::int64_t>();
     case ElementType::uint64:
       return py::dtype::of<std::uint64_t>();
+    case ElementType::float16:
+      return py::dtype("float16");  // IEEE binary16, as strider checks the file's type field by field
     case ElementType::float32:
       return py::dtype::of<float>();
     case ElementType::float64:

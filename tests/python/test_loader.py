@@ -51,6 +51,22 @@ def test_views_hold_the_bytes_the_reader_returns(files):
             assert batch.samples[position].tolist() == [float(np.float32(v)) for v in values]
 
 
+def test_float16_samples_are_float16_views_of_the_files_values(tmp_path):
+    # float16 rows stay 2 bytes each (numpy's float16, torch.from_numpy's torch.half); the expected
+    # values are the file's own, read by h5py.
+    h5py = pytest.importorskip("h5py")
+    path = generate(tmp_path / "half.h5", "--kind", "features", "--samples", "50", "--dim", "5", "--dtype", "float16",
+                    "--seed", "8")
+    with h5py.File(path, "r") as file:
+        expected = file["samples"][...]
+    assert expected.dtype == np.float16
+    with strider.Loader(path, batch_size=7, seed=3) as loader:
+        for batch in loader.epoch(0):
+            assert batch.samples.dtype == np.float16 and batch.samples.shape == (len(batch.indices), 5)
+            assert batch.samples.nbytes == 2 * 5 * len(batch.indices)
+            assert np.array_equal(batch.samples, expected[np.asarray(batch.indices)])
+
+
 def test_sequences_are_tokens_and_offsets(files):
     with strider.Loader(files["sequences"], batch_size=5, seed=2) as loader:
         batch = next(iter(loader.epoch(0)))
