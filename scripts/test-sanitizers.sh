@@ -2,7 +2,7 @@
 # The test suite again under sanitizers (CUDA off): the whole suite with AddressSanitizer +
 # UndefinedBehaviorSanitizer (all but the tests labelled slow: exhaustive sweeps that the plain run
 # covers, and plain-only: integration scripts that drive daemons or other scripts (Slurm, fio, the
-# mutation list, the layer check) while the apps they run are sanitized in other tests), then the
+# mutation list, the layer check, --help alike) while the apps they run are sanitized in other tests), then the
 # prefetcher and pipeline tests with ThreadSanitizer.
 # Usage: scripts/test-sanitizers.sh [asan|tsan]   (default: both)
 set -euo pipefail

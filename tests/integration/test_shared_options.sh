@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# ctest-label: plain-only
 # The options several apps share come from one table in the library: every app lists them with the
 # same help, refuses a bad value with the same line (exit 2), and reads them from --config FILE; and
 # strider-inspect read-speed, which reads through the Loader without its I/O thread, keeps its
