@@ -13,16 +13,11 @@
 #include "file_options.hpp"
 #include "strider/comm/mpi_runtime.hpp"
 #include "strider/core/json_writer.hpp"
+#include "strider/core/option_text.hpp"
 #include "subcommands.hpp"
 
 namespace strider::inspect {
 namespace {
-
-std::string shape_text(const std::vector<std::int64_t>& dims) {
-  std::string text = "[";
-  for (std::size_t i = 0; i < dims.size(); ++i) text += (i ? ", " : "") + std::to_string(dims[i]);
-  return text + "]";
-}
 
 /// Lengths in power-of-two buckets: bucket b holds lengths in [2^(b-1), 2^b) (bucket 0: length 0).
 std::vector<std::int64_t> length_buckets(const std::vector<std::int64_t>& lengths) {
@@ -140,11 +135,11 @@ int info_main(Communicator& world, int argc, char** argv) {
     } else {
       std::vector<std::int64_t> shape{info.num_samples};
       shape.insert(shape.end(), info.sample_shape.begin(), info.sample_shape.end());
-      out << "kind:     fixed-size samples " << reader_options.keys.data << " " << shape_text(shape) << " "
+      out << "kind:     fixed-size samples " << reader_options.keys.data << " " << format_shape(shape) << " "
           << element_name(info.element_type) << " (" << info.sample_bytes << " bytes per sample)\n";
     }
     out << "layout:   " << info.layout;
-    if (!info.chunk_shape.empty()) out << ", chunks " << shape_text(info.chunk_shape);
+    if (!info.chunk_shape.empty()) out << ", chunks " << format_shape(info.chunk_shape);
     out << (info.compressed ? ", compressed" : "") << "\n";
     out << "engine:   " << reader->engine() << (reader_options.engine == "auto" ? " (auto)" : "") << "\n";
     if (info.has_labels) {

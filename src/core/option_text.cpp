@@ -95,6 +95,12 @@ std::int64_t parse_byte_size_option(std::string_view text, std::string_view name
   return number << shift;
 }
 
+std::string format_shape(const std::vector<std::int64_t>& dims) {
+  std::string text = "[";
+  for (std::size_t i = 0; i < dims.size(); ++i) text += (i ? ", " : "") + std::to_string(dims[i]);
+  return text + "]";
+}
+
 std::string format_bytes(std::int64_t bytes) {
   if (bytes < 1000 && bytes > -1000) return std::to_string(bytes) + " bytes";
   const char* units[] = {"kB", "MB", "GB", "TB", "PB", "EB"};

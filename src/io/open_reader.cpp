@@ -12,6 +12,7 @@
 #include "io/reader_detail.hpp"
 #include "io/vlen_sequences.hpp"
 #include "strider/core/log.hpp"
+#include "strider/core/option_text.hpp"
 #include "strider/io/data_paths.hpp"
 
 namespace strider {
@@ -155,12 +156,6 @@ bool is_vlen_dataset(hid_t file, const std::string& key) {
   return is_variable_length_type(type.get());
 }
 
-std::string shape_text(const std::vector<std::int64_t>& dims) {
-  std::string text = "[";
-  for (std::size_t i = 0; i < dims.size(); ++i) text += (i ? ", " : "") + std::to_string(dims[i]);
-  return text + "]";
-}
-
 const char* layout_name(H5D_layout_t layout) {
   return layout == H5D_CHUNKED      ? "chunked"
          : layout == H5D_COMPACT    ? "compact"
@@ -263,7 +258,7 @@ OpenedFile open_and_validate(hid_t file, OpenedDataset& dataset, ShardLayout& sh
     dataset.row_elements = 1;
     for (std::int64_t extent : info.sample_shape) dataset.row_elements *= extent;
     if (info.num_samples == 0 || dataset.row_elements == 0)
-      STRIDER_DATA_FAIL(keys.data + " is empty (shape " + shape_text(data.dims) + ")");
+      STRIDER_DATA_FAIL(keys.data + " is empty (shape " + format_shape(data.dims) + ")");
   } else if (link_exists(file, keys.tokens) && is_vlen_dataset(file, keys.tokens)) {
     if (link_exists(file, keys.offsets))
       STRIDER_DATA_FAIL(keys.tokens + " holds variable-length sequences (h5py vlen_dtype), which need no " +
@@ -273,7 +268,7 @@ OpenedFile open_and_validate(hid_t file, OpenedDataset& dataset, ShardLayout& sh
     data = open_dataset(dataset, file, keys.tokens, true);
     if (data.dims.size() != 1)
       STRIDER_DATA_FAIL(keys.tokens + " must be one-dimensional (one sequence per row), has shape " +
-                        shape_text(data.dims));
+                        format_shape(data.dims));
     if (data.dims[0] == 0) STRIDER_DATA_FAIL(keys.tokens + " is empty (no sequences)");
     info.num_samples = data.dims[0];
     const std::vector<std::int64_t> lengths =
@@ -289,11 +284,11 @@ OpenedFile open_and_validate(hid_t file, OpenedDataset& dataset, ShardLayout& sh
     dataset.data_key = keys.tokens;
     data = open_dataset(dataset, file, keys.tokens);
     if (data.dims.size() != 1)
-      STRIDER_DATA_FAIL(keys.tokens + " must be one-dimensional, has shape " + shape_text(data.dims));
+      STRIDER_DATA_FAIL(keys.tokens + " must be one-dimensional, has shape " + format_shape(data.dims));
     info.num_tokens = data.dims[0];
     DatasetHandles offsets = open_dataset(dataset, file, keys.offsets);
     if (offsets.dims.size() != 1)
-      STRIDER_DATA_FAIL(keys.offsets + " must be one-dimensional, has shape " + shape_text(offsets.dims));
+      STRIDER_DATA_FAIL(keys.offsets + " must be one-dimensional, has shape " + format_shape(offsets.dims));
     if (element_name(offsets.type)[0] == 'f')
       STRIDER_DATA_FAIL(keys.offsets + " must hold integers, has " + element_name(offsets.type));
     if (offsets.dims[0] < 2)
@@ -314,7 +309,7 @@ OpenedFile open_and_validate(hid_t file, OpenedDataset& dataset, ShardLayout& sh
   } else if (link_exists(file, keys.labels)) {
     DatasetHandles labels = open_dataset(dataset, file, keys.labels);
     if (labels.dims.size() != 1)
-      STRIDER_DATA_FAIL(keys.labels + " must be one-dimensional, has shape " + shape_text(labels.dims));
+      STRIDER_DATA_FAIL(keys.labels + " must be one-dimensional, has shape " + format_shape(labels.dims));
     if (element_name(labels.type)[0] == 'f')
       STRIDER_DATA_FAIL(keys.labels + " must hold integers, has " + element_name(labels.type));
     if (labels.dims[0] != info.num_samples)
@@ -407,7 +402,7 @@ std::string contents_text(const DatasetInfo& info, const std::string& data_key) 
   std::string text = info.variable_length
                          ? "sequences of " + std::string(element_name(info.element_type)) + " tokens in " + data_key
                          : std::string(element_name(info.element_type)) + " samples of shape " +
-                               shape_text(info.sample_shape) + " in " + data_key;
+                               format_shape(info.sample_shape) + " in " + data_key;
   return text + (info.has_labels ? " with labels" : " without labels");
 }
 
@@ -609,7 +604,7 @@ void validate_virtual(OpenedDataset& whole, hid_t file, const OpenedDataset& dat
   DatasetHandles labels = open_dataset(dataset, file, keys.labels);
   if (labels.dims.size() != 1 || labels.dims[0] != whole.info.num_samples || element_name(labels.type)[0] == 'f')
     STRIDER_DATA_FAIL("labels " + keys.labels + " must be " + std::to_string(whole.info.num_samples) +
-                      " integers, one per row of virtual " + keys.data + " (it is " + shape_text(labels.dims) + " " +
+                      " integers, one per row of virtual " + keys.data + " (it is " + format_shape(labels.dims) + " " +
                       element_name(labels.type) + ")");
   const std::vector<std::int64_t> values = read_int64(labels.dataset.get(), whole.info.num_samples, keys.labels);
   whole.labels.resize(values.size());

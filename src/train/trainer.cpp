@@ -13,6 +13,7 @@
 #include "strider/core/error.hpp"
 #include "strider/core/hash.hpp"
 #include "strider/core/log.hpp"
+#include "strider/core/option_text.hpp"
 #include "strider/device/backend.hpp"
 #include "strider/pipeline/loader.hpp"
 #include "strider/train/fingerprint.hpp"
@@ -39,12 +40,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-std::string shape_text(const std::vector<std::int64_t>& shape) {
-  std::string text = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
-  return text + "]";
 }
 
 /// Refuses settings that cannot work, naming them as the caller does (TrainerConfig::setting_name).
@@ -194,8 +189,8 @@ std::optional<Normalization> TrainingRun::input_normalization() {
       InputStatistics read = read_input_statistics(config_.normalize);
       if (read.sample_shape != info.sample_shape)
         STRIDER_THROW(DataError, "statistics file " + config_.normalize + " is for samples of shape " +
-                                     shape_text(read.sample_shape) + ", but " + config_.loader.data_path + " has " +
-                                     shape_text(info.sample_shape));
+                                     format_shape(read.sample_shape) + ", but " + config_.loader.data_path + " has " +
+                                     format_shape(info.sample_shape));
       return read;
     });
     if (comm_.is_root())

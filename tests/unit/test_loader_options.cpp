@@ -228,4 +228,7 @@ TEST_CASE("option text: byte sizes take binary suffixes; bytes print in decimal 
   CHECK(format_bytes(1000) == "1.0 kB");
   CHECK(format_bytes(242000000) == "242.0 MB");
   CHECK(format_bytes(1550000000) == "1.6 GB");
+  CHECK(format_shape({}) == "[]");
+  CHECK(format_shape({64}) == "[64]");
+  CHECK(format_shape({3, 32, 32}) == "[3, 32, 32]");
 }

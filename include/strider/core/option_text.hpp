@@ -37,6 +37,9 @@ std::int64_t parse_byte_size_option(std::string_view text, std::string_view name
 /// Bytes for messages: "242.0 MB", "1.5 GB" (powers of 1000, one decimal; "512 bytes" below 1 kB).
 std::string format_bytes(std::int64_t bytes);
 
+/// A shape for messages: "[64]", "[3, 32, 32]" ("[]" for none).
+std::string format_shape(const std::vector<std::int64_t>& dims);
+
 /// Values back to text, comma-separated, each with the digits it needs to parse back exactly.
 std::string format_real_list(const std::vector<double>& values);
 
