@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdio>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
@@ -25,6 +24,7 @@
 #include "strider/io/data_paths.hpp"
 #include "strider/pipeline/accelerator_utilization.hpp"
 #include "strider/pipeline/loader.hpp"
+#include "strider/pipeline/memory_store.hpp"
 #include "strider/pipeline/workload_preset.hpp"
 
 namespace {
@@ -255,18 +255,6 @@ std::vector<std::vector<EpochWindow>> gather_windows(const Communicator& world, 
   return ranks;
 }
 
-/// MemAvailable of /proc/meminfo in bytes (0 when it cannot be read).
-std::int64_t memory_available_bytes() {
-  std::FILE* file = std::fopen("/proc/meminfo", "r");
-  if (file == nullptr) return 0;
-  char line[256];
-  long long kib = 0;
-  while (std::fgets(line, sizeof line, file) != nullptr)
-    if (std::sscanf(line, "MemAvailable: %lld kB", &kib) == 1) break;
-  std::fclose(file);
-  return static_cast<std::int64_t>(kib) * 1024;
-}
-
 /// --workload: the preset's batch and step (its compute time x --accelerator-slowdown, sleeping: an
 /// accelerator the host waits on). Options the preset sets may not be given as well.
 void apply_workload(const po::variables_map& values, BenchOptions& options) {
@@ -362,7 +350,7 @@ int bench_main(const Communicator& world, int argc, char** argv) {
   // node's ranks.
   double ring_bytes_per_node = options.ring_memory_gb * 1e9;
   if (ring_bytes_per_node <= 0 && !options.workload.empty())
-    ring_bytes_per_node = static_cast<double>(memory_available_bytes()) / 2;
+    ring_bytes_per_node = static_cast<double>(std::max<std::int64_t>(0, node_memory().mem_available)) / 2;
   if (ring_bytes_per_node > 0)
     options.loading.max_ring_bytes = static_cast<std::int64_t>(ring_bytes_per_node / world.local_size());
   Loader loader(world, options.loading);
