@@ -13,7 +13,8 @@
 # and the limits, measured by readers of their own in the same run (scripts/bench/read_limit.py,
 # gather_limit.cpp): wc read in chunk order with each chunk read and decompressed once (the in-order
 # limit), wk read sequentially from a cold page cache, and one core gathering shuffled rows of wk
-# from memory. scripts/bench/summarize_store.py prints the goals and writes $BENCH_OUT/store.json.
+# from memory; and rows of another node by one-sided MPI_Get against the store's request and reply
+# (store_exchange_bench.cpp). scripts/bench/summarize_store.py prints the goals and writes $BENCH_OUT/store.json.
 #
 # Environment: STRIDER_BIN, BENCH_DIR (default /tmp/strider-bench), BENCH_OUT (default
 # $BENCH_DIR/results), SHUFFLED_STEPS (6: a shuffled step of wc costs about a second per rank here).
@@ -88,6 +89,23 @@ read -r offset rows < <($python -c "import h5py,sys; d=h5py.File(sys.argv[1],'r'
 cat "$data/wk.h5" >/dev/null
 "$out/gather_limit" "$data/wk.h5" "$offset" 256 "$rows" 256 1 >"$out/store/limit-gather.json"
 log "limit gather (one core): $(cat "$out/store/limit-gather.json")"
+
+# Rows of another node, 4 ranks as 2 nodes of 2: one-sided MPI_Get (Open MPI's osc sm and osc ucx)
+# against the store's own request and reply (scripts/bench/store_exchange_bench.cpp), batches of 256
+# rows of 256 B and of 64 KiB, under MPI_THREAD_MULTIPLE. A component that cannot make the window is
+# logged and skipped.
+mpicxx -O2 -std=c++17 -I"$repo_root/include" -I"$build_dir/include" -I"$repo_root/src" -o "$out/store_exchange_bench" \
+  "$here/store_exchange_bench.cpp" "$repo_root"/src/{pipeline/store_exchange,core/error,core/log,comm/communicator}.cpp
+for row_bytes in 256 65536; do
+  for mode in rma-sm rma-ucx request; do
+    osc=() && [[ $mode == rma-* ]] && osc=(-x OMPI_MCA_osc="${mode#rma-}")
+    tag=exchange-$mode-d$row_bytes
+    "${launch[@]}" -np 4 "${osc[@]}" "$out/store_exchange_bench" --mode "${mode%%-*}" --row-bytes "$row_bytes" \
+      --batch 256 --seconds 2 >"$out/store/$tag.json" 2>"$out/logs/$tag.log" ||
+      { log "$tag FAILED (see $out/logs/$tag.log)"; rm -f "$out/store/$tag.json"; continue; }
+    log "$tag: $(cut -c1-120 "$out/store/$tag.json")"
+  done
+done
 
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$out/store/load.txt"
 $python "$here/summarize_store.py" "$out/store"

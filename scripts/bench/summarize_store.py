@@ -114,6 +114,14 @@ def main(directory):
     if lookahead and shuffled:
         print(f"read amplification: today {shuffled['read_amplification']:.1f}x, --lookahead 256 "
               f"{lookahead['read_amplification']:.2f}x ({lookahead['samples_per_s']:,.0f} samples/s)")
+    exchange = sorted((r for n, r in runs.items() if n.startswith("exchange-") and r),
+                      key=lambda r: (r["row_bytes"], r["mode"], r["osc"]))
+    if exchange:
+        print("rows of another node, 4 ranks as 2 x 2, batches of 256 (store_exchange_bench):")
+        for r in exchange:
+            how = "request/reply" if r["mode"] == "request" else "MPI_Get, " + r["osc"].split(";")[0]
+            print(f"  {r['row_bytes']:6d} B rows  {how:28s} {r['us_per_batch']:9.1f} us/batch "
+                  f"{r['rows_per_s']:12,.0f} rows/s {r['gb_per_s']:6.2f} GB/s{'' if r['correct'] else '  WRONG BYTES'}")
     for g in goals:
         print(f"  {'met ' if g['met'] else 'MISSED'} {g['goal']}: {g['value']:.3g} (target {g['target']:.3g})")
     with open(os.path.join(directory, "store.json"), "w") as file:
