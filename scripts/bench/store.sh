@@ -14,7 +14,8 @@
 # gather_limit.cpp): wc read in chunk order with each chunk read and decompressed once (the in-order
 # limit), wk read sequentially from a cold page cache, and one core gathering shuffled rows of wk
 # from memory; and rows of another node by one-sided MPI_Get against the store's request and reply
-# (store_exchange_bench.cpp). scripts/bench/summarize_store.py prints the goals and writes $BENCH_OUT/store.json.
+# (store_exchange_bench.cpp); and what a decompressed-chunk cache would save --lookahead, simulated
+# from the plan (chunk_cache_sim.cpp). scripts/bench/summarize_store.py prints the goals and writes $BENCH_OUT/store.json.
 #
 # Environment: STRIDER_BIN, BENCH_DIR (default /tmp/strider-bench), BENCH_OUT (default
 # $BENCH_DIR/results), SHUFFLED_STEPS (6: a shuffled step of wc costs about a second per rank here).
@@ -106,6 +107,14 @@ for row_bytes in 256 65536; do
     log "$tag: $(cut -c1-120 "$out/store/$tag.json")"
   done
 done
+
+# A decompressed-chunk cache for --lookahead, simulated from the plan (no file read): decompressions
+# per epoch of rank 0 of 2, windows of 256 steps, without a cache and with 16-240 MiB of chunks.
+mpicxx -O2 -std=c++17 -I"$repo_root/include" -I"$build_dir/include" -I"$repo_root/src" -o "$out/chunk_cache_sim" \
+  "$here/chunk_cache_sim.cpp" -L"$build_dir/src" -lstrider -Wl,-rpath,"$build_dir/src"
+"$out/chunk_cache_sim" --samples 1000000 --chunk-rows 1024 --row-bytes 256 --batch 256 --ranks 2 --lookahead 256 \
+  --cache-mib 16,64,128,240 >"$out/store/chunk-cache.json"
+log "chunk cache (simulated): $(cat "$out/store/chunk-cache.json")"
 
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$out/store/load.txt"
 $python "$here/summarize_store.py" "$out/store"

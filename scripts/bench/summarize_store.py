@@ -122,6 +122,12 @@ def main(directory):
             how = "request/reply" if r["mode"] == "request" else "MPI_Get, " + r["osc"].split(";")[0]
             print(f"  {r['row_bytes']:6d} B rows  {how:28s} {r['us_per_batch']:9.1f} us/batch "
                   f"{r['rows_per_s']:12,.0f} rows/s {r['gb_per_s']:6.2f} GB/s{'' if r['correct'] else '  WRONG BYTES'}")
+    cache = runs.get("chunk-cache")
+    if cache:
+        saved = ", ".join(f"{c['mib']} MiB {1 - c['decompressions_per_epoch'] / cache['decompressions_per_epoch']:.0%}"
+                          for c in cache["cache"])
+        print(f"--lookahead {cache['lookahead']}, rank 0 of {cache['ranks']}: {cache['decompressions_per_epoch']:,} chunk "
+              f"decompressions per epoch ({cache['distinct_chunks']:,} chunks); a chunk cache would save {saved}")
     for g in goals:
         print(f"  {'met ' if g['met'] else 'MISSED'} {g['goal']}: {g['value']:.3g} (target {g['target']:.3g})")
     with open(os.path.join(directory, "store.json"), "w") as file:

@@ -2,7 +2,11 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
+#include <limits>
+#include <set>
 #include <system_error>
+#include <unordered_map>
 #include <utility>
 
 #include "strider/core/error.hpp"
@@ -33,6 +37,52 @@ std::exception_ptr run_catching(const std::function<void()>& task) noexcept {
 }
 
 }  // namespace
+
+std::int64_t count_chunk_decompressions(const std::vector<std::vector<std::int64_t>>& windows,
+                                        std::int64_t cache_chunks) {
+  // The uses in order, each window's chunks distinct; then each use's next use of the same chunk.
+  std::vector<std::int64_t> uses;
+  for (const std::vector<std::int64_t>& window : windows) {
+    std::vector<std::int64_t> chunks = window;
+    std::sort(chunks.begin(), chunks.end());
+    chunks.erase(std::unique(chunks.begin(), chunks.end()), chunks.end());
+    uses.insert(uses.end(), chunks.begin(), chunks.end());
+  }
+  const auto count = static_cast<std::int64_t>(uses.size());
+  constexpr std::int64_t kNever = std::numeric_limits<std::int64_t>::max();
+  std::vector<std::int64_t> next_use(uses.size(), kNever);
+  std::unordered_map<std::int64_t, std::int64_t> seen;  // chunk -> its first use after this point
+  for (std::int64_t k = count - 1; k >= 0; --k) {
+    const auto found = seen.find(uses[k]);
+    if (found != seen.end()) next_use[k] = found->second;
+    seen[uses[k]] = k;
+  }
+  // The cache: (next use, chunk), the farthest last; and each cached chunk's next use.
+  std::set<std::pair<std::int64_t, std::int64_t>> cached;
+  std::unordered_map<std::int64_t, std::int64_t> cached_next;
+  std::int64_t decompressions = 0;
+  for (std::int64_t k = 0; k < count; ++k) {
+    const std::int64_t chunk = uses[k];
+    const auto hit = cached_next.find(chunk);
+    if (hit != cached_next.end()) {
+      cached.erase({hit->second, chunk});
+      cached_next.erase(hit);
+    } else {
+      ++decompressions;
+    }
+    // Keep it if it is needed again and the cache has room, or it is needed sooner than the farthest.
+    if (cache_chunks <= 0 || next_use[k] == kNever) continue;
+    if (static_cast<std::int64_t>(cached.size()) >= cache_chunks) {
+      const auto farthest = std::prev(cached.end());
+      if (farthest->first <= next_use[k]) continue;
+      cached_next.erase(farthest->second);
+      cached.erase(farthest);
+    }
+    cached.insert({next_use[k], chunk});
+    cached_next[chunk] = next_use[k];
+  }
+  return decompressions;
+}
 
 LookaheadReader::LookaheadReader(BatchReader& reader, std::int64_t window_steps)
     : reader_(reader), window_steps_(std::max<std::int64_t>(1, window_steps)), stats_(reader.stats()) {}

@@ -20,6 +20,16 @@
 
 namespace strider::pipeline_detail {
 
+/// Chunk decompressions of a lookahead epoch with a cache of decompressed chunks, simulated from
+/// the plan alone: `windows[w]` lists the distinct chunks window w reads (its one pass, in any
+/// order), and a chunk is decompressed when a window needs it and the cache does not hold it. The
+/// cache holds at most `cache_chunks` chunks between and within windows and keeps the ones whose
+/// next use is soonest (Belady's rule, optimal for a known future: a chunk decompressed now is not
+/// kept when every cached chunk is needed sooner). With 0 this is the sum of the windows' distinct
+/// chunks, what --lookahead does today; the result is never below the number of distinct chunks.
+std::int64_t count_chunk_decompressions(const std::vector<std::vector<std::int64_t>>& windows,
+                                        std::int64_t cache_chunks);
+
 class LookaheadReader {
  public:
   /// Reads through `reader`, which must outlive this object; from now on only this object calls it.
