@@ -2,9 +2,10 @@
 // Rows are sorted, deduplicated and coalesced into runs; the runs of one shard become hyperslab
 // selections of at most kMaxBlocksPerRead blocks each (HDF5 1.10.8 builds OR-unions in superlinear
 // time, DESIGN.md 4), one H5Dread per selection into scratch, then the rows are scattered back into
-// batch order. In a chunked dataset a selection is only ever cut between chunks, so each chunk a
-// batch touches is read (and decompressed) once per batch, by one H5Dread. Each shard is opened on
-// its own with HDF5's default (sec2) driver when a batch first needs it.
+// batch order (fixed-size rows already in file order, each once, are read straight into the
+// batch). In a chunked dataset a selection is only ever cut between chunks, so each chunk a batch
+// touches is read (and decompressed) once per batch, by one H5Dread. Each shard is opened on its
+// own with HDF5's default (sec2) driver when a batch first needs it.
 #include <algorithm>
 #include <cstring>
 
@@ -79,10 +80,16 @@ class Hdf5Reader final : public ReaderBase {
     owner_.check(dataset_.path);
     plan_.build(indices, count, shard_index_);
     const std::int64_t size = element_size();
-    std::int64_t unique_elements = 0;
-    for (std::int64_t row : plan_.unique_rows) unique_elements += row_elements(row);
-    if (static_cast<std::int64_t>(scratch_.size()) < unique_elements * size)
-      scratch_.resize(static_cast<std::size_t>(unique_elements * size));
+    // Fixed-size rows in file order, each once (the store's load, --lookahead's windows, reads in
+    // order): the scratch would hold exactly the batch, so HDF5 reads straight into `out`.
+    const bool in_place = !dataset_.info.variable_length && plan_.in_file_order();
+    if (!in_place) {
+      std::int64_t unique_elements = 0;
+      for (std::int64_t row : plan_.unique_rows) unique_elements += row_elements(row);
+      if (static_cast<std::int64_t>(scratch_.size()) < unique_elements * size)
+        scratch_.resize(static_cast<std::size_t>(unique_elements * size));
+    }
+    std::byte* const target = in_place ? out : scratch_.data();
 
     std::int64_t done_elements = 0;  // elements already in scratch
     std::size_t run = 0;
@@ -117,7 +124,7 @@ class Hdf5Reader final : public ReaderBase {
       }
       if (blocks == 0) continue;
       if (file.vlen) {
-        read_vlen_group(opened, group_rows, group_elements, scratch_.data() + done_elements * size,
+        read_vlen_group(opened, group_rows, group_elements, target + done_elements * size,
                         file.data_key + " " + describe_group(group_first_run, run));
       } else {
         // Fixed-size rows: a memory space of the file's shape ([rows, ...]). For a single block HDF5
@@ -132,7 +139,7 @@ class Hdf5Reader final : public ReaderBase {
             STRIDER_H5_CHECK(H5Screate_simple(static_cast<int>(memory_shape.size()), memory_shape.data(), nullptr),
                              "creating a memory space"));
         STRIDER_H5_CHECK(H5Dread(opened.data.get(), memory_type_, memory_space.get(), opened.space.get(), H5P_DEFAULT,
-                                 scratch_.data() + done_elements * size),
+                                 target + done_elements * size),
                          "reading " + file.data_key + " " + describe_group(group_first_run, run));
       }
       done_elements += group_elements;
@@ -141,7 +148,7 @@ class Hdf5Reader final : public ReaderBase {
                                ? touched_chunks * file.chunks_across_row * file.average_chunk_storage_bytes
                                : group_elements * size;
     }
-    scatter(plan_, scratch_.data(), out, out_offsets);
+    if (!in_place) scatter(plan_, scratch_.data(), out, out_offsets);
   }
 
  private:

@@ -199,6 +199,14 @@ struct BatchPlan {
   };
   std::vector<Run> runs;  ///< consecutive rows of one shard (row i+1 follows row i in its file)
   void build(const std::int64_t* indices, std::int64_t count, const ShardIndex& shards);
+  /// True when the batch is its rows in file order, each once (slot k is position k): rows read in
+  /// order are then the batch itself, with no scatter.
+  bool in_file_order() const {
+    if (unique_rows.size() != slot_of_position.size()) return false;
+    for (std::size_t k = 0; k < slot_of_position.size(); ++k)
+      if (slot_of_position[k] != static_cast<std::int64_t>(k)) return false;
+    return true;
+  }
 };
 
 /// The open files (or descriptors) of the shards a reader reads, at most `bound` at once: asking for
