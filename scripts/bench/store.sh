@@ -88,7 +88,8 @@ bench cold-store-r2 2 0 --data "$data/wk.h5" --store memory --cold
 g++ -O2 -std=c++17 -o "$out/gather_limit" "$here/gather_limit.cpp"
 read -r offset rows < <($python -c "import h5py,sys; d=h5py.File(sys.argv[1],'r')['/samples']; print(d.id.get_offset(), d.shape[0])" "$data/wk.h5")
 cat "$data/wk.h5" >/dev/null
-"$out/gather_limit" "$data/wk.h5" "$offset" 256 "$rows" 256 1 >"$out/store/limit-gather.json"
+"$out/gather_limit" --file "$data/wk.h5" --data-offset "$offset" --row-bytes 256 --rows "$rows" --batch 256 --seconds 1 \
+  >"$out/store/limit-gather.json"
 log "limit gather (one core): $(cat "$out/store/limit-gather.json")"
 
 # Rows of another node, 4 ranks as 2 nodes of 2: one-sided MPI_Get (Open MPI's osc sm and osc ucx)
