@@ -29,17 +29,28 @@ int main(int argc, char** argv) {
   std::string sampler_mode = "distributed", cache_mib = "16,64,128";
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string name = argv[i], value = argv[i + 1];
-    if (name == "--samples") samples = std::atoll(value.c_str());
-    else if (name == "--chunk-rows") chunk_rows = std::atoll(value.c_str());
-    else if (name == "--row-bytes") row_bytes = std::atoll(value.c_str());
-    else if (name == "--batch") batch = std::atoll(value.c_str());
-    else if (name == "--lookahead") lookahead = std::atoll(value.c_str());
-    else if (name == "--epochs") epochs = std::atoll(value.c_str());
-    else if (name == "--ranks") ranks = std::atoi(value.c_str());
-    else if (name == "--rank") rank = std::atoi(value.c_str());
-    else if (name == "--seed") seed = std::strtoull(value.c_str(), nullptr, 10);
-    else if (name == "--sampler") sampler_mode = value;
-    else if (name == "--cache-mib") cache_mib = value;
+    if (name == "--samples")
+      samples = std::atoll(value.c_str());
+    else if (name == "--chunk-rows")
+      chunk_rows = std::atoll(value.c_str());
+    else if (name == "--row-bytes")
+      row_bytes = std::atoll(value.c_str());
+    else if (name == "--batch")
+      batch = std::atoll(value.c_str());
+    else if (name == "--lookahead")
+      lookahead = std::atoll(value.c_str());
+    else if (name == "--epochs")
+      epochs = std::atoll(value.c_str());
+    else if (name == "--ranks")
+      ranks = std::atoi(value.c_str());
+    else if (name == "--rank")
+      rank = std::atoi(value.c_str());
+    else if (name == "--seed")
+      seed = std::strtoull(value.c_str(), nullptr, 10);
+    else if (name == "--sampler")
+      sampler_mode = value;
+    else if (name == "--cache-mib")
+      cache_mib = value;
     else {
       std::fprintf(stderr, "chunk_cache_sim: unknown option %s\n", name.c_str());
       return 2;
@@ -69,12 +80,12 @@ int main(int argc, char** argv) {
   }
   const double chunk_mib = static_cast<double>(chunk_rows * row_bytes) / (1 << 20);
   const auto per_epoch = [&](std::int64_t count) { return static_cast<double>(count) / static_cast<double>(epochs); };
-  std::printf("{\"samples\": %lld, \"chunk_rows\": %lld, \"ranks\": %d, \"lookahead\": %lld, \"epochs\": %lld, "
-              "\"windows_per_epoch\": %.1f, \"distinct_chunks\": %zu, \"decompressions_per_epoch\": %.0f, \"cache\": [",
-              static_cast<long long>(samples), static_cast<long long>(chunk_rows), ranks,
-              static_cast<long long>(lookahead), static_cast<long long>(epochs),
-              static_cast<double>(windows.size()) / static_cast<double>(epochs), distinct.size(),
-              per_epoch(strider::pipeline_detail::count_chunk_decompressions(windows, 0)));
+  std::printf(
+      "{\"samples\": %lld, \"chunk_rows\": %lld, \"ranks\": %d, \"lookahead\": %lld, \"epochs\": %lld, "
+      "\"windows_per_epoch\": %.1f, \"distinct_chunks\": %zu, \"decompressions_per_epoch\": %.0f, \"cache\": [",
+      static_cast<long long>(samples), static_cast<long long>(chunk_rows), ranks, static_cast<long long>(lookahead),
+      static_cast<long long>(epochs), static_cast<double>(windows.size()) / static_cast<double>(epochs),
+      distinct.size(), per_epoch(strider::pipeline_detail::count_chunk_decompressions(windows, 0)));
   std::stringstream sizes(cache_mib);
   std::string size;
   for (bool first = true; std::getline(sizes, size, ','); first = false) {

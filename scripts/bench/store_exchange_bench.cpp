@@ -227,8 +227,7 @@ Result run_request(const Options& options, const Layout& layout, MPI_Comm node_c
   int unit = 0;
   std::byte* node_base = nullptr;
   MPI_Win_shared_query(segment, 0, &size, &unit, &node_base);  // contiguous: rank 0's part first
-  const std::int64_t node_first_row =
-      static_cast<std::int64_t>(layout.node) * layout.node_size * layout.rows_per_rank;
+  const std::int64_t node_first_row = static_cast<std::int64_t>(layout.node) * layout.node_size * layout.rows_per_rank;
   MPI_Comm comm = MPI_COMM_NULL;
   MPI_Comm_dup(MPI_COMM_WORLD, &comm);
   MPI_Barrier(node_comm);
@@ -284,9 +283,8 @@ void report(const char* mode, const Options& options, const Layout& layout, cons
       "\"us_per_batch\": %.1f, \"rows_per_s\": %.0f, \"gb_per_s\": %.3f, \"messages_per_batch\": %.1f, "
       "\"correct\": %s, \"batches\": %lld, \"osc\": \"%s\"}\n",
       mode, layout.ranks, layout.node_size, static_cast<long long>(options.row_bytes),
-      static_cast<long long>(options.batch), us, rows_per_s,
-      rows_per_s * static_cast<double>(options.row_bytes) / 1e9, gets, correct ? "true" : "false",
-      static_cast<long long>(result.batches), component.c_str());
+      static_cast<long long>(options.batch), us, rows_per_s, rows_per_s * static_cast<double>(options.row_bytes) / 1e9,
+      gets, correct ? "true" : "false", static_cast<long long>(result.batches), component.c_str());
   std::fflush(stdout);
 }
 

@@ -26,7 +26,8 @@ std::int64_t exhaustive(const std::vector<std::int64_t>& uses, std::size_t at, s
   const std::int64_t cost = (cached & bit) ? 0 : 1;
   const std::uint32_t with = cached | bit;
   std::int64_t best = cost + exhaustive(uses, at + 1, cached & ~bit, capacity, memo);  // not kept
-  if (__builtin_popcount(with) <= capacity) best = std::min(best, cost + exhaustive(uses, at + 1, with, capacity, memo));
+  if (__builtin_popcount(with) <= capacity)
+    best = std::min(best, cost + exhaustive(uses, at + 1, with, capacity, memo));
   for (std::uint32_t other = with & ~bit; other != 0; other &= other - 1) {  // kept, another evicted
     const std::uint32_t evicted = with & ~(other & (~other + 1));
     if (__builtin_popcount(evicted) <= capacity)
