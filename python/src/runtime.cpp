@@ -5,6 +5,7 @@
 #include <thread>
 #include <vector>
 
+#include "strider/comm/mpi_runtime.hpp"
 #include "strider/core/error.hpp"
 #include "strider/core/log.hpp"
 
@@ -75,6 +76,7 @@ void ensure_mpi() {
     MPI_Query_thread(&provided);
   } else {
     py::gil_scoped_release release;
+    prefer_thread_safe_mpi_io();
     if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS)
       STRIDER_THROW(MpiError, "MPI_Init_thread failed");
     runtime().owns_mpi = true;

@@ -2,6 +2,8 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <thread>
 
@@ -9,12 +11,33 @@
 
 namespace strider {
 
+namespace {
+#if defined(OPEN_MPI) && OMPI_MAJOR_VERSION < 5
+constexpr bool kOmpioMayRace = true;
+#else
+constexpr bool kOmpioMayRace = false;
+#endif
+}  // namespace
+
+void prefer_thread_safe_mpi_io() noexcept {
+  if (kOmpioMayRace) ::setenv("OMPI_MCA_io", "^ompio", /*overwrite=*/0);
+}
+
+bool mpi_io_is_thread_safe() noexcept {
+  if (!kOmpioMayRace) return true;
+  const char* choice = std::getenv("OMPI_MCA_io");
+  if (choice == nullptr) return false;
+  if (std::strncmp(choice, "^", 1) == 0) return std::strstr(choice, "ompio") != nullptr;
+  return std::strstr(choice, "ompio") == nullptr;  // a list of components to use, ompio not among them
+}
+
 MpiRuntime::MpiRuntime(int& argc, char**& argv) {
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (initialized) {
     MPI_Query_thread(&provided_);
   } else {
+    prefer_thread_safe_mpi_io();
     if (MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided_) != MPI_SUCCESS)
       STRIDER_THROW(MpiError, "MPI_Init_thread failed");
     owns_mpi_ = true;

@@ -19,6 +19,7 @@
 #include "core/test_hooks.hpp"
 #include "io/batch_layout.hpp"
 #include "pipeline/store_exchange.hpp"
+#include "strider/comm/mpi_runtime.hpp"
 #include "strider/comm/node_groups.hpp"
 #include "strider/core/error.hpp"
 #include "strider/core/log.hpp"
@@ -355,6 +356,13 @@ NodeStore::NodeStore(const Communicator& comm, std::unique_ptr<BatchReader> file
         comm_.native(), [this](const std::int64_t* rows_asked, std::int64_t count, std::vector<std::byte>& out) {
           serve(rows_asked, count, out);
         });
+  static bool warned_mpi_io = false;
+  if (server_ && comm_.is_root() && !warned_mpi_io && !mpi_io_is_thread_safe()) {
+    warned_mpi_io = true;
+    log_warn(
+        "store: Open MPI 4's ompio may crash if this process does MPI-IO (e.g. parallel HDF5 writes) while "
+        "the store serves other nodes; export OMPI_MCA_io=^ompio before starting the job (strider's apps do)");
+  }
   comm_.barrier();  // every node loaded, every server answering
   store_info_.load_seconds =
       comm_.all_reduce(std::chrono::duration<double>(Clock::now() - start).count(), ReduceOp::max);

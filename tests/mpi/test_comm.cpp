@@ -4,6 +4,7 @@
 #include <set>
 
 #include "mpi_test_support.hpp"
+#include "strider/comm/mpi_runtime.hpp"
 #include "strider/comm/seed.hpp"
 #include "strider/core/error.hpp"
 #include "strider/core/hash.hpp"
@@ -170,4 +171,10 @@ TEST_CASE("plan consensus: the same plan hash on every rank, and the ranks cover
     comm.all_reduce(flags.data(), n, ReduceOp::max);
     REQUIRE(flags == std::vector<std::int64_t>(flags.size(), 1));  // agreed: the result of an all-reduce
   }
+}
+
+TEST_CASE("MPI-IO: the test runtime started MPI with a thread-safe MPI-IO", "[mpi][comm]") {
+  // The MPI tests write files with parallel HDF5 while stores serve rows from other threads
+  // (prefer_thread_safe_mpi_io in MpiRuntime): with Open MPI 4's ompio that can crash.
+  REQUIRE(mpi_io_is_thread_safe());
 }

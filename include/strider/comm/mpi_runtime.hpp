@@ -27,6 +27,19 @@ class MpiRuntime {
   int provided_ = 0;
 };
 
+/// Makes the MPI library about to be initialised in this process choose a thread-safe MPI-IO
+/// component: with Open MPI before 5.0 it sets OMPI_MCA_io=^ompio (ROMIO then) unless the variable is
+/// set already. Open MPI 4's ompio walks its list of pending I/O requests from any thread's MPI
+/// progress without a lock, so a thread inside MPI (the store's server, the I/O thread fetching
+/// remote rows) while another thread does MPI-IO (strider-gen's parallel writes, a trainer's
+/// parallel-HDF5 checkpoint) can crash there. ROMIO serialises its calls. Call before
+/// MPI_Init_thread; MpiRuntime and the Python module do. A no-op with other MPI libraries.
+void prefer_thread_safe_mpi_io() noexcept;
+
+/// False where this process's MPI-IO may be Open MPI 4's ompio (see prefer_thread_safe_mpi_io):
+/// MPI-IO there must not run while another thread is inside MPI. Decided from OMPI_MCA_io.
+bool mpi_io_is_thread_safe() noexcept;
+
 /// The name of an MPI thread level ("MPI_THREAD_SERIALIZED"), or "unknown" for another value.
 const char* thread_level_name(int level) noexcept;
 
