@@ -8,7 +8,10 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
+#include <cstdlib>
 #include <fstream>
+#include <optional>
+#include <string>
 
 #include "loader_test_support.hpp"
 #include "strider/comm/node_groups.hpp"
@@ -18,15 +21,30 @@ using namespace strider::testing;
 
 namespace {
 
-/// Sets STRIDER_NODE_SIZE on this rank for the object's lifetime (0: unset: the real nodes).
+/// Sets STRIDER_NODE_SIZE on this rank for the object's lifetime (0: unset: the real nodes), and
+/// restores what the environment held before (a run of the tests with it set must still pass).
 class NodeSize {
  public:
   explicit NodeSize(int ranks_per_node) {
-    if (ranks_per_node > 0) ::setenv("STRIDER_NODE_SIZE", std::to_string(ranks_per_node).c_str(), 1);
+    if (const char* before = std::getenv("STRIDER_NODE_SIZE")) before_ = before;
+    if (ranks_per_node > 0) {
+      ::setenv("STRIDER_NODE_SIZE", std::to_string(ranks_per_node).c_str(), 1);
+    } else {
+      ::unsetenv("STRIDER_NODE_SIZE");
+    }
   }
-  ~NodeSize() { ::unsetenv("STRIDER_NODE_SIZE"); }
+  ~NodeSize() {
+    if (before_) {
+      ::setenv("STRIDER_NODE_SIZE", before_->c_str(), 1);
+    } else {
+      ::unsetenv("STRIDER_NODE_SIZE");
+    }
+  }
   NodeSize(const NodeSize&) = delete;
   NodeSize& operator=(const NodeSize&) = delete;
+
+ private:
+  std::optional<std::string> before_;
 };
 
 /// The node sizes a run at `ranks` ranks can use (each divides the ranks of the one real node),
@@ -79,6 +97,7 @@ TEST_CASE("store: node groups follow STRIDER_NODE_SIZE", "[mpi][store][pipeline]
   }
   REQUIRE(everywhere(comm, ok));
   // A size that does not divide the node's ranks, or no number, is refused on every rank.
+  const NodeSize restore(0);  // the environment's value again afterwards
   for (const std::string& bad : {std::string("abc"), std::string("0"), std::to_string(comm.size() + 1)}) {
     ::setenv("STRIDER_NODE_SIZE", bad.c_str(), 1);
     const int refused = ranks_agreeing(
