@@ -25,7 +25,10 @@
 #      ranks until the AU falls below the threshold or memory caps the count (the cap itself is tried
 #      when it lies between two powers of two), then by bisection between the largest count that held
 #      and the first that did not.
-#   5. the peer (storage_peer.py: DataLoader + DistributedSampler + h5py, the file dropped from the page
+#   5. the refinement at the largest count N that held (refine, below): N ranks, shorter steps (a
+#      smaller slowdown: more H100s per rank) up to the one that asks for fio's rate, bisected
+#      REFINE_STEPS times; the goals are judged there.
+#   6. the peer (storage_peer.py: DataLoader + DistributedSampler + h5py, the file dropped from the page
 #      cache at each epoch's start), searched the same way, with its own memory cap.
 # The AU, samples/s and GB/s are those of the AU window (each epoch's first step left out, as DLIO).
 #
@@ -35,10 +38,11 @@
 #
 # Environment: STRIDER_BIN (default build/bin), BENCH_DIR (the files; default /tmp/strider-storage, or
 # /tmp/strider-storage-quick), BENCH_OUT (default $BENCH_DIR/results), WORKLOADS ("unet3d resnet50
-# cosmoflow"), MAX_ACCELERATORS (8; quick 2), TARGET_ACCELERATORS (4), COPY_THREADS (strider's
-# --copy-threads, 1), PEER_WORKERS (2), PEER_DROP (file: posix_fadvise DONTNEED on the file; all:
-# /proc/sys/vm/drop_caches, root only, empties the whole machine's page cache), FIO_SECONDS (3; quick
-# 1), RING_MEMORY_GB, SLOWDOWN_unet3d / SLOWDOWN_resnet50 / SLOWDOWN_cosmoflow.
+# cosmoflow"), MAX_ACCELERATORS (8; quick 2), TARGET_ACCELERATORS (4), REFINE_STEPS (4; quick 1; 0:
+# no refinement), COPY_THREADS (strider's --copy-threads, 1), PEER_WORKERS (2), PEER_DROP (file:
+# posix_fadvise DONTNEED on the file; all: /proc/sys/vm/drop_caches, root only, empties the whole
+# machine's page cache), FIO_SECONDS (2, each of the median's three runs; quick 1), RING_MEMORY_GB,
+# SLOWDOWN_unet3d / SLOWDOWN_resnet50 / SLOWDOWN_cosmoflow.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$here/../common.sh"
@@ -53,9 +57,11 @@ target=${TARGET_ACCELERATORS:-4}
 copy_threads=${COPY_THREADS:-1}
 peer_workers_wanted=${PEER_WORKERS:-2}
 peer_drop=${PEER_DROP:-file}
-fio_seconds=${FIO_SECONDS:-$([[ $quick == 1 ]] && echo 1 || echo 3)}
+refine_steps=${REFINE_STEPS:-$([[ $quick == 1 ]] && echo 1 || echo 4)}
+fio_seconds=${FIO_SECONDS:-$([[ $quick == 1 ]] && echo 1 || echo 2)}
 python=/usr/bin/python3
 seed=0
+[[ $refine_steps =~ ^[0-9]+$ ]] || { echo "storage: REFINE_STEPS must be a whole number >= 0, got '$refine_steps'" >&2; exit 1; }
 
 for tool in strider-gen strider-bench strider-inspect; do
   [[ -x $bin/$tool ]] || { echo "storage: $bin/$tool is missing: build first (or set STRIDER_BIN)" >&2; exit 1; }
@@ -101,22 +107,20 @@ fio_rate() {
     "${extra[@]}" 2>>"$out/logs/fio.err" | awk -F';' 'NR == 1 { printf "%.0f\n", $7 * 1024 }'
 }
 
-# best_of_two COMMAND...: the larger of two runs' numbers (the least disturbed, on a shared machine).
-best_of_two() {
-  local first second
-  first=$("$@")
-  second=$("$@")
-  echo $((first > second ? first : second))
+# median_of_three COMMAND...: the middle of three runs' numbers (the largest could be a run the
+# virtual disk's host served from its cache; the smallest one another job disturbed).
+median_of_three() {
+  { "$@"; "$@"; "$@"; } | sort -n | sed -n 2p
 }
 
-# fio_at WORKLOAD JOBS FILE BLOCK: both rates at JOBS jobs (each the best of two; one run in quick
-# mode), once, kept in $out/fio.jsonl.
+# fio_at WORKLOAD JOBS FILE BLOCK: both rates at JOBS jobs (each the median of three; one run in
+# quick mode), once, kept in $out/fio.jsonl.
 declare -A fio_random
 fio_at() {
   local key="$1/$2"
   [[ -n ${fio_random[$key]:-} ]] && return
   local random sequential
-  local repeat=(best_of_two)
+  local repeat=(median_of_three)
   [[ $quick == 1 ]] && repeat=()
   random=$("${repeat[@]}" fio_rate randread "$2" "$3" "$4")
   sequential=$("${repeat[@]}" fio_rate read "$2" "$3" "$4")
@@ -129,8 +133,10 @@ fio_at() {
 # search CAP RUN: the largest count in 1..CAP at which `RUN count` holds the threshold (RUN returns 0
 # when it held, 1 when not, 2 when it failed to run): 1, 2, 4, ... (CAP after the last power of two)
 # until one does not hold, then bisection between the last that held and the first that did not.
+# Leaves that count in searched_held (0: none held, or a run failed).
 search() {
   local cap=$1 run=$2 held=0 failed=0 count=1 status
+  searched_held=0
   while ((count <= cap)); do
     status=0
     $run $count || status=$?
@@ -150,6 +156,36 @@ search() {
     $run $count || status=$?
     ((status == 2)) && return 0
     if ((status == 0)); then held=$count; else failed=$count; fi
+  done
+  searched_held=$held
+}
+
+# refine N: at N ranks, the largest count the grid held, the shortest step (the largest demand) that
+# still holds the threshold: the counts are powers of two and bisection, so the demand at N can lie
+# well below what the storage delivers (it feeds 3.6 accelerators, the grid holds 2). First the step
+# that asks exactly fio's random-read rate at N x copy threads jobs (kept when it holds), else
+# REFINE_STEPS bisections of the demand between the grid's step and that one. Each run writes
+# refine-<workload>-N-<i>.json (i = 0: fio's rate; 1, 2, ...: the bisections); the summary takes the
+# held run with the largest demand (the grid's run when none held).
+refine() {
+  local n=$1 limit=${fio_random[$workload/$(($1 * copy_threads))]} held failed demand i=0 status=0
+  held=$(awk -v n="$n" -v b="$batch_bytes" -v s="$step_s" 'BEGIN { printf "%.0f", n * b / s }')
+  if ((limit <= held + held / 100)); then
+    log "strider $workload at $n: the grid's step already asks for fio's $(awk -v f="$limit" 'BEGIN { printf "%.3f", f / 1e9 }') GB/s: nothing to refine"
+    return 0
+  fi
+  demand=$limit
+  while :; do
+    # The slowdown whose step makes N ranks ask for `demand` bytes per second.
+    status=0
+    strider_run "$n" "$(awk -v n="$n" -v b="$batch_bytes" -v c="$compute_s" -v d="$demand" 'BEGIN { printf "%.4g", n * b / (c * d) }')" \
+      "refine-$workload-$n-$i" || status=$?
+    ((status == 2)) && return 0
+    if ((status == 0)); then held=$demand; else failed=$demand; fi
+    ((i == 0 && status == 0)) && return 0
+    ((i >= refine_steps)) && return 0
+    i=$((i + 1))
+    demand=$(((held + failed) / 2))
   done
 }
 
@@ -232,20 +268,25 @@ for workload in $workloads; do
     "$samples" "$strider_cap" "$peer_cap" "$peer_workers" "$copy_threads" "$target" >"$out/setup-$workload.json"
 
   # ---- strider ----
-  run_strider() {
-    local count=$1 result=$out/strider-$workload-$1.json
-    fio_at "$workload" $((count * copy_threads)) "$file" "$record_bytes"
+  # strider_run COUNT SLOWDOWN NAME: one run, $out/NAME.json and logs/NAME.log; returns as search's RUN.
+  strider_run() {
+    local count=$1 result=$out/$3.json
     if ! "${launch[@]}" -np "$count" "$bin/strider-bench" --data "$file" --workload "$workload" \
-      --accelerator-slowdown "$slowdown" --engine direct --odirect --copy-threads "$copy_threads" --epochs "$epochs" \
+      --accelerator-slowdown "$2" --engine direct --odirect --copy-threads "$copy_threads" --epochs "$epochs" \
       --steps "$steps" --ring-memory-gb "$ring_memory_gb" --seed $seed "${prefetch[@]}" --json "$result" \
-      >"$out/logs/strider-$workload-$count.log" 2>&1; then
-      log "strider $workload at $count: FAILED (see $out/logs/strider-$workload-$count.log)"
+      >"$out/logs/$3.log" 2>&1; then
+      log "strider $workload at $count (x$2): FAILED (see $out/logs/$3.log)"
       return 2
     fi
-    log "strider $workload at $count: $(grep -m1 '^  AU' "$out/logs/strider-$workload-$count.log" | sed 's/^  //')"
+    log "strider $workload at $count (x$2): $(grep -m1 '^  AU' "$out/logs/$3.log" | sed 's/^  //')"
     [[ $(json_field "$result" passed) == True ]]
   }
+  run_strider() {
+    fio_at "$workload" $(($1 * copy_threads)) "$file" "$record_bytes"
+    strider_run "$1" "$slowdown" "strider-$workload-$1"
+  }
   search "$strider_cap" run_strider
+  if ((searched_held > 0 && refine_steps > 0)); then refine "$searched_held"; fi
 
   # ---- the peer ----
   [[ $peer_ready == 1 ]] || continue

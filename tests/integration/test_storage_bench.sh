@@ -59,16 +59,54 @@ for workload in summary["workloads"]:
                 or steady <= 0 or abs(steady * run["sample_bytes"] - steady_bytes) > 1e-6 * steady_bytes
                 or len(per_rank) != run["world"]):
             problems.append(f"{os.path.basename(path)}: AU keys inconsistent")
-        if os.path.basename(path).startswith("strider") and not run["odirect"]:
+        if os.path.basename(path).startswith(("strider", "refine")) and not run["odirect"]:
             problems.append(f"{os.path.basename(path)}: not read with O_DIRECT")
+    # The refinement (REFINE_STEPS 1 in quick mode) at the largest count that held: the step asking
+    # for fio's rate (tiny records: far more than the grid's step asks), and one bisection where that
+    # did not hold; the refined step is the held run with the largest demand, else the grid's.
+    held = [r["accelerators"] for r in workload["strider"] if r["passed"]]
+    refined = workload["strider_refined"]
+    if not held:
+        if refined is not None:
+            problems.append(f"{name}: refined with no count held")
+        continue
+    n = held[-1]
+    files = sorted(os.path.basename(path) for path in glob.glob(os.path.join(out, f"refine-{name}-*.json")))
+    first = os.path.join(out, f"refine-{name}-{n}-0.json")
+    expected = [f"refine-{name}-{n}-0.json"]
+    if os.path.exists(first) and not json.load(open(first))["passed"]:
+        expected.append(f"refine-{name}-{n}-1.json")
+    if files != expected:
+        problems.append(f"{name}: refinement runs {files}, expected {expected}")
+    limit = [f["random_bytes_per_s"] for f in fio if f["workload"] == name and f["jobs"] == n * workload["copy_threads"]]
+    if os.path.exists(first):
+        run = json.load(open(first))
+        asked = n * run["batch_size"] * run["sample_bytes"] / (run["compute_us"] / 1e6)
+        if run["world"] != n or not limit or abs(asked / limit[0] - 1) > 0.01:
+            problems.append(f"{name}: the first refinement run does not ask for fio's rate at {n} ({run['world']} ranks)")
+    if refined is None:
+        problems.append(f"{name}: no strider_refined")
+        continue
+    runs_held = [a for a in refined["attempts"] if a["passed"]]
+    best_held = max(runs_held, key=lambda a: a["demand_bytes_per_s"]) if runs_held else None
+    if (refined["accelerators"] != n or not refined["bytes_per_s"] > 0 or not 0 <= refined["au"] <= 1
+            or not refined["samples_per_s"] > 0 or refined["slowdown"] > workload["slowdown"]
+            or abs(refined["h100_equivalents"] - n / refined["slowdown"]) > 1e-9
+            or refined["source"] != ("refinement" if best_held else "grid")
+            or (best_held and refined["slowdown"] != best_held["slowdown"])
+            or abs(refined["fraction_of_fio"] - refined["bytes_per_s"] / limit[0]) > 1e-9
+            or len(refined["attempts"]) != len(expected)):
+        problems.append(f"{name}: strider_refined not sane: {refined}")
 table = open(os.path.join(out, "storage.md")).read()
 for name in ("unet3d", "resnet50", "cosmoflow"):
-    if f"| {name} |" not in table:
-        problems.append(f"the table has no row for {name}")
+    if f"| {name} |" not in table or f"- {name}: at " not in table:
+        problems.append(f"the table has no row or refinement line for {name}")
+if "| refined H100s |" not in table:
+    problems.append("the table has no refined columns")
 print("; ".join(problems) if problems else "ok")
 PY
 )
-expect_equal "results: every workload, fio, strider's counts, consistent AU keys, the table" "$check" ok
+expect_equal "results: every workload, fio, strider's counts and refinement, consistent AU keys, the table" "$check" ok
 # The peer computes the AU as strider does: the unit test's job of two ranks (test_storage_workload.cpp;
 # rank 1's trace is one that has the windows that test gives rank 1): AU 0.675, lowest 0.6, 9.4
 # samples/s and 940 bytes/s (the ranks' rates summed per epoch, averaged over epochs).
@@ -84,5 +122,8 @@ if ((!peer_ready)); then
   grep -q "^peer skipped: python3-torch and python3-h5py-mpi are needed" "$work/storage.txt" &&
     pass "no torch here: the peer is skipped, and the output says so" || fail "no line saying the peer was skipped"
 fi
+refuse=$(REFINE_STEPS=two BENCH_DIR=$work/refuse STRIDER_BIN=$STRIDER_BIN bash "$STRIDER_SOURCE_DIR/scripts/bench/storage.sh" 2>&1) &&
+  fail "REFINE_STEPS=two was accepted" ||
+  expect_equal "REFINE_STEPS=two: one line" "$refuse" "storage: REFINE_STEPS must be a whole number >= 0, got 'two'"
 grep -q "STORAGE_QUICK=1: no goals" "$work/storage.txt" && pass "quick mode claims no goals" || fail "quick mode printed goals"
 finish
