@@ -247,7 +247,6 @@ for workload in $workloads; do
   dd if="$file" iflag=nocache count=0 status=none  # out of the page cache (the peer reads through it)
 
   # ---- the slowdown ----
-  fio_at "$workload" $((target * copy_threads)) "$file" "$record_bytes"
   variable=SLOWDOWN_$workload
   if [[ -n ${!variable:-} ]]; then
     slowdown=${!variable}
@@ -256,6 +255,7 @@ for workload in $workloads; do
     slowdown=1
     why="quick mode"
   else
+    fio_at "$workload" $((target * copy_threads)) "$file" "$record_bytes"
     slowdown=$(awk -v n="$target" -v b="$batch_bytes" -v c="$compute_s" -v f="${fio_random[$workload/$((target * copy_threads))]}" \
       'BEGIN { printf "%.3g", n * b / c / f }')
     why="$target accelerators ask for all of fio's random-read bandwidth at $((target * copy_threads)) jobs"
