@@ -88,7 +88,7 @@ def main(out, quick):
         if best:
             largest = entry["strider_largest"]
             held = [run for run in attempts if run["passed"] and run["accelerators"] == best["accelerators"]]
-            chosen = (max(held, key=lambda run: run["demand_bytes_per_s"]) if held else
+            chosen = (dict(max(held, key=lambda run: run["demand_bytes_per_s"])) if held else
                       dict(best, slowdown=setup["slowdown"], step_s=setup["step_s"],
                            demand_bytes_per_s=best["accelerators"] * demand))
             chosen.pop("attempt", None)

@@ -89,6 +89,8 @@ for workload in summary["workloads"]:
         continue
     runs_held = [a for a in refined["attempts"] if a["passed"]]
     best_held = max(runs_held, key=lambda a: a["demand_bytes_per_s"]) if runs_held else None
+    if any("attempt" not in a for a in refined["attempts"]):
+        problems.append(f"{name}: an attempt lost its number")
     if (refined["accelerators"] != n or not refined["bytes_per_s"] > 0 or not 0 <= refined["au"] <= 1
             or not refined["samples_per_s"] > 0 or refined["slowdown"] > workload["slowdown"]
             or abs(refined["h100_equivalents"] - n / refined["slowdown"]) > 1e-9
@@ -122,7 +124,8 @@ if ((!peer_ready)); then
   grep -q "^peer skipped: python3-torch and python3-h5py-mpi are needed" "$work/storage.txt" &&
     pass "no torch here: the peer is skipped, and the output says so" || fail "no line saying the peer was skipped"
 fi
-refuse=$(REFINE_STEPS=two BENCH_DIR=$work/refuse STRIDER_BIN=$STRIDER_BIN bash "$STRIDER_SOURCE_DIR/scripts/bench/storage.sh" 2>&1) &&
+# (Quick, and no workload to run, should the check be lost.)
+refuse=$(REFINE_STEPS=two STORAGE_QUICK=1 WORKLOADS=none BENCH_DIR=$work/refuse STRIDER_BIN=$STRIDER_BIN bash "$STRIDER_SOURCE_DIR/scripts/bench/storage.sh" 2>&1) &&
   fail "REFINE_STEPS=two was accepted" ||
   expect_equal "REFINE_STEPS=two: one line" "$refuse" "storage: REFINE_STEPS must be a whole number >= 0, got 'two'"
 grep -q "STORAGE_QUICK=1: no goals" "$work/storage.txt" && pass "quick mode claims no goals" || fail "quick mode printed goals"
