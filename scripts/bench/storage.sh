@@ -164,21 +164,27 @@ search() {
 # still holds the threshold: the counts are powers of two and bisection, so the demand at N can lie
 # well below what the storage delivers (it feeds 3.6 accelerators, the grid holds 2). First the step
 # that asks exactly fio's random-read rate at N x copy threads jobs (kept when it holds), else
-# REFINE_STEPS bisections of the demand between the grid's step and that one. Each run writes
-# refine-<workload>-N-<i>.json (i = 0: fio's rate; 1, 2, ...: the bisections); the summary takes the
-# held run with the largest demand (the grid's run when none held).
+# REFINE_STEPS bisections of the demand between the grid's step and that one. A demand is asked with
+# the step as it is measured: the grid run's overshoot per step (a sleep's wake-up latency, a share of
+# millisecond steps) is taken off the nominal step (at most down to a tenth of the period). Each run
+# writes refine-<workload>-N-<i>.json (i = 0: fio's rate; 1, 2, ...: the bisections); the summary
+# takes the held run with the largest demand (the grid's run when none held).
 refine() {
-  local n=$1 limit=${fio_random[$workload/$(($1 * copy_threads))]} held failed demand i=0 status=0
-  held=$(awk -v n="$n" -v b="$batch_bytes" -v s="$step_s" 'BEGIN { printf "%.0f", n * b / s }')
+  local n=$1 limit=${fio_random[$workload/$(($1 * copy_threads))]} overshoot held failed demand i=0 status=0
+  overshoot=$($python -c "import sys; sys.path.insert(0, sys.argv[1]); from storage_summary import load, step_overshoot_s
+print(f'{step_overshoot_s(load(sys.argv[2])):.9f}')" "$here" "$out/strider-$workload-$n.json")
+  held=$(awk -v n="$n" -v b="$batch_bytes" -v s="$step_s" -v o="$overshoot" 'BEGIN { printf "%.0f", n * b / (s + o) }')
   if ((limit <= held + held / 100)); then
     log "strider $workload at $n: the grid's step already asks for fio's $(awk -v f="$limit" 'BEGIN { printf "%.3f", f / 1e9 }') GB/s: nothing to refine"
     return 0
   fi
+  log "strider $workload at $n: refining towards fio's $(awk -v f="$limit" 'BEGIN { printf "%.3f", f / 1e9 }') GB/s (the grid's step asks $(awk -v f="$held" 'BEGIN { printf "%.3f", f / 1e9 }') GB/s as measured, $overshoot s over per step)"
   demand=$limit
   while :; do
-    # The slowdown whose step makes N ranks ask for `demand` bytes per second.
+    # The slowdown whose step (as measured) makes N ranks ask for `demand` bytes per second.
     status=0
-    strider_run "$n" "$(awk -v n="$n" -v b="$batch_bytes" -v c="$compute_s" -v d="$demand" 'BEGIN { printf "%.4g", n * b / (c * d) }')" \
+    strider_run "$n" "$(awk -v n="$n" -v b="$batch_bytes" -v c="$compute_s" -v d="$demand" -v o="$overshoot" \
+      'BEGIN { period = n * b / d; step = period - o; if (step < period / 10) step = period / 10; printf "%.4g", step / c }')" \
       "refine-$workload-$n-$i" || status=$?
     ((status == 2)) && return 0
     if ((status == 0)); then held=$demand; else failed=$demand; fi

@@ -24,18 +24,28 @@ def runs(out, who, workload):
     return sorted(found, key=lambda run: run["accelerators"])
 
 
+def step_overshoot_s(run):
+    """Seconds per step that a run's emulated compute took beyond its nominal step (a sleep's wake-up
+    latency: a share of millisecond steps on a busy machine), the mean over ranks, at least 0: the
+    step's measured compute is the AU times the step's period in the AU window."""
+    extra = [rank["au"] * run["batch_size"] / rank["steady_samples_per_s"] - run["compute_us"] / 1e6
+             for rank in run["ranks"] if rank["steady_samples_per_s"] > 0]
+    return max(0.0, sum(extra) / len(extra)) if extra else 0.0
+
+
 def refinement(out, workload):
     """storage.sh's refinement runs of `workload` (refine-W-N-I.json), in the order they ran, each with
-    its slowdown, step and demand (the bytes per second its ranks ask for at full utilization)."""
+    its slowdown, step and demand (the bytes per second its ranks ask for at full utilization: with
+    the nominal step, and with the step as measured, its overshoot added)."""
     found = []
     for path in glob.glob(os.path.join(out, f"refine-{workload}-*-*.json")):
         run = load(path)
         if run is None:
             continue
-        step_s = run["compute_us"] / 1e6
+        step_s, batch_bytes = run["compute_us"] / 1e6, run["world"] * run["batch_size"] * run["sample_bytes"]
         found.append(dict(figures(run), attempt=int(path.rsplit("-", 1)[1].split(".")[0]),
-                          slowdown=run["accelerator_slowdown"], step_s=step_s,
-                          demand_bytes_per_s=run["world"] * run["batch_size"] * run["sample_bytes"] / step_s))
+                          slowdown=run["accelerator_slowdown"], step_s=step_s, demand_bytes_per_s=batch_bytes / step_s,
+                          measured_demand_bytes_per_s=batch_bytes / (step_s + step_overshoot_s(run))))
     return sorted(found, key=lambda run: run["attempt"])
 
 
@@ -175,7 +185,7 @@ def main(out, quick):
         lines.append(f"- {workload} (threshold {100 * setup['au_threshold']:.0f}%): " +
                      ", ".join(f"{count}: {pair[0]} / {pair[1]}" for count, pair in sorted(by_count.items())))
     lines.append("")
-    lines.append("Refinement at the largest count that held (strider; the run's step and demand, its AU):")
+    lines.append("Refinement at the largest count that held (strider; each run's slowdown, the rate its ranks ask for, its AU):")
     for workload, setup, best, peer_best, entry, peer in rows:
         attempts = entry["strider_refined"]["attempts"] if entry["strider_refined"] else []
         if not best:
@@ -184,7 +194,8 @@ def main(out, quick):
             text = f"at {best['accelerators']}: no run (off, or the grid's step already asked for fio's rate)"
         else:
             text = f"at {best['accelerators']}: " + ", ".join(
-                f"x{run['slowdown']:.4g} ({run['demand_bytes_per_s'] / 1e9:.3f} GB/s asked): {100 * run['au']:.1f}%"
+                f"x{run['slowdown']:.4g} ({run['demand_bytes_per_s'] / 1e9:.3f} GB/s asked, "
+                f"{run['measured_demand_bytes_per_s'] / 1e9:.3f} with the step as measured): {100 * run['au']:.1f}%"
                 for run in attempts)
         lines.append(f"- {workload}: {text}")
     table = "\n".join(lines)

@@ -80,9 +80,11 @@ for workload in summary["workloads"]:
         problems.append(f"{name}: refinement runs {files}, expected {expected}")
     limit = [f["random_bytes_per_s"] for f in fio if f["workload"] == name and f["jobs"] == n * workload["copy_threads"]]
     if os.path.exists(first):
+        # fio's rate with the step as measured: the nominal step is shorter by the grid run's
+        # overshoot, down to a tenth of the period at most.
         run = json.load(open(first))
         asked = n * run["batch_size"] * run["sample_bytes"] / (run["compute_us"] / 1e6)
-        if run["world"] != n or not limit or abs(asked / limit[0] - 1) > 0.01:
+        if run["world"] != n or not limit or not 0.999 * limit[0] <= asked <= 10.01 * limit[0]:
             problems.append(f"{name}: the first refinement run does not ask for fio's rate at {n} ({run['world']} ranks)")
     if refined is None:
         problems.append(f"{name}: no strider_refined")
