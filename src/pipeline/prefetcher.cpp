@@ -180,6 +180,7 @@ struct Prefetcher::State {
   std::int64_t next_deliver_step = 0;  // the next step next() hands out
   std::uint64_t generation = 0;        // bumped by start_epoch and stop: a read begun before is dropped
   bool io_busy = false;                // the I/O thread is reading a step (without the mutex)
+  bool io_sleeping = false;            // the I/O thread waits on io_wake
   bool shutdown = false;
   bool thread_reads = true;  // the I/O thread reads ahead; false: next() reads on the consumer's thread
   LayoutTrial trial;         // consumer side
@@ -200,6 +201,17 @@ struct Prefetcher::State {
   std::int64_t fail_at_step = -1;  // test-only fault injection (STRIDER_TEST_FAIL_READ)
   bool read_rows_one_by_one = false;
   std::thread thread;  // not started without an I/O thread
+
+  /// The I/O thread has a step to read and a buffer to read it into (under the mutex).
+  bool io_can_read() const noexcept {
+    return thread_reads && sampler != nullptr && next_read_step < end_step && !free_slots.empty();
+  }
+  /// Whether waking the I/O thread now would let it read: it sleeps and has a step and a buffer.
+  /// Waking it otherwise (the consumer's thread reads, the epoch is all read or stopped) costs two
+  /// context switches and it goes back to sleep. Every change that makes it able to read other
+  /// than a buffer coming free (start_epoch, the layout back to the I/O thread, shutdown) wakes
+  /// it on its own.
+  bool io_wake_useful() const noexcept { return io_sleeping && io_can_read(); }
 };
 
 double expected_batch_bytes(const DatasetInfo& info, std::int64_t batch_size, std::int64_t max_tokens) noexcept {
@@ -408,7 +420,7 @@ std::optional<Batch> Prefetcher::next() {
     wanted = std::min({wanted, remaining, static_cast<std::int64_t>(depth_ - s.held)});
     if (!thread_reads) wanted = 1;  // a read the I/O thread began before it stopped reading
     s.consumer_wants = static_cast<std::size_t>(wanted);
-    s.io_wake.notify_all();  // never wait on an I/O thread left asleep (release_slot)
+    if (s.io_wake_useful()) s.io_wake.notify_all();  // never wait on an I/O thread left asleep (release_slot)
     const Clock::time_point wait_start = Clock::now();
     s.consumer_wake.wait(
         lock, [&] { return s.ready.size() >= s.consumer_wants || (!s.ready.empty() && s.ready.back().error); });
@@ -550,13 +562,15 @@ void Prefetcher::release_slot(int slot) noexcept {
     std::lock_guard<std::mutex> lock(s.mutex);
     s.free_slots.push_back(slot);
     --s.held;
-    // With a deep ring the I/O thread is woken once a quarter of the ring is free, or when fewer
-    // than a quarter of it is ready, rather than for every buffer: a wake-up per batch costs two
-    // context switches, a sizeable part of a short step on a core shared with the consumer.
-    // next() wakes it too before waiting, so that a consumer that holds buffers without
-    // releasing them never waits on a sleeping I/O thread.
+    // Only an I/O thread asleep with a step to read waits for this buffer: one that reads, or sleeps
+    // for another reason (the consumer's thread reads, the epoch is all read), is not woken. With a
+    // deep ring it is woken once a quarter of the ring is free, or when fewer than a quarter of it
+    // is ready, rather than for every buffer: a wake-up per batch costs two context switches, a
+    // sizeable part of a short step on a core shared with the consumer. next() wakes it too before
+    // waiting, so that a consumer that holds buffers without releasing them never waits on a
+    // sleeping I/O thread.
     const std::size_t quarter = std::max<std::size_t>(1, s.slots.size() / 4);
-    wake = s.free_slots.size() >= quarter || s.ready.size() < quarter;
+    wake = s.io_wake_useful() && (s.free_slots.size() >= quarter || s.ready.size() < quarter);
   }
   if (wake) s.io_wake.notify_all();
 }
@@ -657,16 +671,17 @@ void Prefetcher::io_loop() noexcept {
   State& s = *state_;
   std::unique_lock<std::mutex> lock(s.mutex);
   s.io_usage = pipeline_detail::ThreadUsage::now();
-  const auto can_read = [&] {
-    return s.thread_reads && s.sampler != nullptr && s.next_read_step < s.end_step && !s.free_slots.empty();
-  };
   for (;;) {
-    if (!s.shutdown && !can_read()) {
+    if (!s.shutdown && !s.io_can_read()) {
       count_io_thread_usage();  // before sleeping: the figures are current whenever the thread is idle
       const Clock::time_point idle_start = Clock::now();
-      s.io_wake.wait(lock, [&] { return s.shutdown || can_read(); });
+      s.io_sleeping = true;
+      while (!s.shutdown && !s.io_can_read()) {
+        s.io_wake.wait(lock);
+        s.stats.io_wakeups += 1;  // every wake-up, one that finds nothing to read included
+      }
+      s.io_sleeping = false;
       s.stats.io_idle_seconds += seconds_since(idle_start);
-      s.stats.io_wakeups += 1;
     }
     if (s.shutdown) break;
     const std::uint64_t generation = s.generation;

@@ -30,6 +30,7 @@ struct FakeReaderOptions {
   int classes = 5;
   std::int64_t fail_at_read = -1;          // throw DataError on this read call (0-based)
   std::chrono::microseconds delay{0};      // sleep per read
+  std::int64_t delay_phase_reads = 0;      // > 0: the delay in alternate runs of this many reads, the first slow
   std::shared_ptr<FakeReaderProbe> probe;  // optional: told of every read and of the destruction
 };
 
@@ -84,7 +85,8 @@ class FakeReader final : public BatchReader {
   void read(const std::int64_t* indices, std::int64_t count, const BatchDestination& out) override {
     const std::int64_t call = calls_++;
     const InFlight in_flight(options_.probe.get());
-    if (options_.delay.count() > 0) std::this_thread::sleep_for(options_.delay);
+    const bool slow = options_.delay_phase_reads <= 0 || call / options_.delay_phase_reads % 2 == 0;
+    if (options_.delay.count() > 0 && slow) std::this_thread::sleep_for(options_.delay);
     if (call == options_.fail_at_read)
       STRIDER_THROW(DataError, "injected read failure at read " + std::to_string(call));
     if (samples_bytes(indices, count) > out.samples_capacity_bytes) STRIDER_THROW(UsageError, "batch does not fit");

@@ -2,10 +2,15 @@
 // error propagation, stop and restart, destruction while filling. Also run under ThreadSanitizer.
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <mutex>
 #include <optional>
+#include <thread>
 
 #include "batch_hashes.hpp"
 #include "fake_reader.hpp"
@@ -479,4 +484,94 @@ TEST_CASE("epochs too short to time a layout block end the measurement on the I/
   }
   REQUIRE_FALSE(prefetcher.layout().decided);
   REQUIRE(prefetcher.stats().caller_thread_batches == caller_batches_before);  // epochs 2, 3: the I/O thread
+}
+
+namespace {
+
+/// Runs `body` on a thread of its own; a body still running after `limit` (a lost wake-up: the
+/// consumer or the I/O thread asleep for good) ends the test binary with a message rather than
+/// hanging until ctest's timeout.
+template <typename Body>
+void within(std::chrono::seconds limit, const char* what, Body body) {
+  std::mutex mutex;
+  std::condition_variable done_changed;
+  bool done = false;
+  std::thread runner([&] {
+    body();
+    std::lock_guard<std::mutex> lock(mutex);
+    done = true;
+    done_changed.notify_all();
+  });
+  std::unique_lock<std::mutex> lock(mutex);
+  if (!done_changed.wait_for(lock, limit, [&] { return done; })) {
+    std::fprintf(stderr, "%s: still running after %lld s: a lost wake-up\n", what,
+                 static_cast<long long>(limit.count()));
+    std::abort();
+  }
+  lock.unlock();
+  runner.join();
+}
+
+}  // namespace
+
+TEST_CASE("a slow reader and a slow consumer in turns: every wake-up arrives, batches as planned", "[prefetcher]") {
+  // Runs of 40 steps: the reader sleeps 200 us per batch (the consumer finds the ring empty and
+  // sleeps until the I/O thread wakes it), then the consumer sleeps 200 us per batch (the I/O thread
+  // finds the ring full and sleeps until a buffer comes free). A wake-up lost on either side hangs.
+  for (int depth : {3, 16}) {
+    for (int held : {1, 2}) {
+      CAPTURE(depth, held);
+      FakeReaderOptions options;
+      options.samples = 400;
+      options.delay = std::chrono::microseconds(200);
+      options.delay_phase_reads = 40;
+      DistributedSampler sampler = make_sampler(options.samples, 1, 1, 0);  // 400 steps
+      const auto expected = direct_hashes(options, sampler);
+      Prefetcher prefetcher(std::make_unique<FakeReader>(options), PrefetcherOptions{depth, nullptr});
+      std::vector<std::uint64_t> seen;
+      within(std::chrono::seconds(60), "slow reader / slow consumer", [&] {
+        std::deque<Batch> kept;
+        prefetcher.start_epoch(sampler);
+        while (auto batch = prefetcher.next()) {
+          if (batch->step() / 40 % 2 == 1) std::this_thread::sleep_for(std::chrono::microseconds(200));
+          seen.push_back(strider::testing::batch_hash(*batch));
+          kept.push_back(std::move(*batch));
+          if (static_cast<int>(kept.size()) >= held) kept.pop_front();
+        }
+      });
+      REQUIRE(seen == expected);
+      const PrefetchStats stats = prefetcher.stats();
+      REQUIRE(stats.consumer_sleeps >= 1);  // the consumer waited for the slow reader
+      REQUIRE(stats.io_wakeups >= 1);       // the I/O thread waited for the slow consumer
+    }
+  }
+}
+
+TEST_CASE("an I/O thread with nothing left to read is not woken when buffers come free", "[prefetcher]") {
+  // A fast reader and a slow consumer with a ring of 16: the I/O thread keeps the ring full and is
+  // woken once a quarter of it (4 buffers) is free: about (steps - 16) / 4 times an epoch. Once the
+  // epoch is all read, the last 16 buffers coming free must not wake it: it would only sleep again
+  // (two context switches for nothing; 13 an epoch here).
+  FakeReaderOptions options;
+  options.samples = 100;
+  DistributedSampler sampler = make_sampler(options.samples, 1, 1, 0);  // 100 steps
+  Prefetcher prefetcher(std::make_unique<FakeReader>(options), PrefetcherOptions{16, nullptr});
+  std::int64_t steps = 0;
+  within(std::chrono::seconds(60), "slow consumer", [&] {
+    for (std::int64_t epoch = 0; epoch < 2; ++epoch) {
+      sampler.set_epoch(epoch);
+      prefetcher.start_epoch(sampler);
+      while (auto batch = prefetcher.next()) {
+        std::this_thread::sleep_for(std::chrono::microseconds(300));
+        ++steps;
+      }
+    }
+  });
+  REQUIRE(steps == 200);
+  const PrefetchStats stats = prefetcher.stats();
+  // Per epoch: two at its start (stop, start), then one per 4 buffers freed while steps remain to
+  // read ((100 - 16) / 4), and a few to spare.
+  CAPTURE(stats.io_wakeups);
+  REQUIRE(stats.io_wakeups >= 2 * (100 - 16) / 8);
+  REQUIRE(stats.io_wakeups <= 2 * (2 + (100 - 16) / 4 + 5));
 }

@@ -104,7 +104,7 @@ struct PrefetchStats {
   double consumer_handoff_seconds = 0.0;     ///< the consumer inside next(), not waiting and not reading
   double io_thread_cpu_seconds = 0.0;        ///< CPU time (user + system) of the I/O thread
   std::int64_t consumer_sleeps = 0;          ///< times next() blocked until the I/O thread woke it
-  std::int64_t io_wakeups = 0;               ///< times the I/O thread blocked until it was woken
+  std::int64_t io_wakeups = 0;               ///< times the I/O thread was woken (to sleep again included)
   std::int64_t io_voluntary_switches = 0;    ///< the I/O thread's context switches: it blocked
   std::int64_t io_involuntary_switches = 0;  ///< ... it was preempted
   /// Batches read on the consumer's thread (no I/O thread, or the caller's layout chosen).
