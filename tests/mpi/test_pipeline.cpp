@@ -75,3 +75,60 @@ TEST_CASE("pipeline: identical bytes for every engine, depth and copy-thread cou
     REQUIRE(total_mismatches == 0);
   }
 }
+
+TEST_CASE("pipeline: the mmap engine's specialised row sizes give the hdf5 engine's bytes and labels",
+          "[mpi][pipeline]") {
+  // The mmap engine copies rows of 64, 128, 256 and 512 bytes (one file) with the size a constant,
+  // labels stored as int32 in the same pass; 96-byte rows take the general path. Every size, with
+  // labels held, read per batch (mapped) and absent, one and three copy threads, and batches of
+  // 13 rows and of 1100 (over 256 KiB at 512 bytes: split between the copy threads).
+  const Communicator& comm = world();
+  int mismatches = 0;
+  for (const std::int64_t dim : {16, 32, 64, 128, 24}) {
+    SyntheticOptions options;
+    options.samples = 4500;
+    options.classes = 7;
+    options.dim = dim;
+    options.seed = 9;
+    options.progress = false;
+    const std::string path = shared_path(comm, "rows" + std::to_string(dim));
+    write_synthetic_dataset(comm, path, options);
+    for (const std::string labels : {"held", "per batch", "none"}) {
+      ReaderOptions reader_options;
+      reader_options.labels_in_memory = labels == "held";
+      if (labels == "none") reader_options.keys.labels = "/no_labels";
+      for (const std::int64_t batch : {13, 1100}) {
+        DistributedSamplerConfig config;
+        config.dataset_size = options.samples;
+        config.batch_size = batch;
+        config.seed = 4;
+        DistributedSampler sampler(config, comm.size(), comm.rank());
+        sampler.set_epoch(1);
+        reader_options.engine = "hdf5";
+        reader_options.copy_threads = 1;
+        auto oracle = open_reader(comm, path, reader_options);
+        const std::vector<std::uint64_t> expected = strider::testing::direct_batch_hashes(*oracle, sampler);
+        for (int threads : {1, 3}) {
+          reader_options.engine = "mmap";
+          reader_options.copy_threads = threads;
+          auto reader = open_reader(comm, path, reader_options);
+          const DatasetInfo& info = reader->info();
+          if (labels == "none" ? info.has_labels
+                               : !info.has_labels || info.labels_per_batch != (labels == "per batch")) {
+            ++mismatches;
+            UNSCOPED_INFO("labels not " << labels << " with " << dim * 4 << "-byte rows");
+          }
+          Prefetcher prefetcher(std::move(reader), PrefetcherOptions{3, nullptr});
+          if (strider::testing::prefetched_batch_hashes(prefetcher, sampler) != expected) {
+            ++mismatches;
+            UNSCOPED_INFO("mismatch: " << dim * 4 << "-byte rows, labels " << labels << ", batch " << batch
+                                       << ", threads " << threads);
+          }
+        }
+      }
+    }
+    comm.barrier();
+    if (comm.is_root()) std::remove(path.c_str());
+  }
+  REQUIRE(comm.all_reduce(mismatches, ReduceOp::sum) == 0);
+}
