@@ -30,7 +30,7 @@ DistributedSampler::DistributedSampler(const DistributedSamplerConfig& config, i
 void DistributedSampler::on_epoch() {
   if (!config_.shuffle) return;
   try {
-    order_ = torch_randperm(config_.dataset_size, epoch_seed(seed(), epoch()));
+    torch_randperm(config_.dataset_size, epoch_seed(seed(), epoch()), order_);  // order_'s memory reused
   } catch (const std::bad_alloc&) {
     STRIDER_THROW(UsageError, "cannot hold a shuffled order of " + std::to_string(config_.dataset_size) +
                                   " samples in memory; use the streaming sampler for datasets this large");

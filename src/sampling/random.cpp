@@ -12,7 +12,13 @@ __extension__ using uint128 = unsigned __int128;
 }  // namespace
 
 std::vector<std::int64_t> torch_randperm(std::int64_t n, std::uint64_t seed) {
-  std::vector<std::int64_t> order(static_cast<std::size_t>(n > 0 ? n : 0));
+  std::vector<std::int64_t> order;
+  torch_randperm(n, seed, order);
+  return order;
+}
+
+void torch_randperm(std::int64_t n, std::uint64_t seed, std::vector<std::int64_t>& order) {
+  order.resize(static_cast<std::size_t>(n > 0 ? n : 0));
   std::iota(order.begin(), order.end(), std::int64_t{0});
   sampling_detail::BlockMt19937 engine(static_cast<std::uint32_t>(seed));  // torch's mt19937 keeps the low 32 bits
   // The swap partner of step i, i + draw % (n - i). Draws are independent of the order, so the
@@ -42,7 +48,6 @@ std::vector<std::int64_t> torch_randperm(std::int64_t n, std::uint64_t seed) {
     if (drawn < steps) draw_next();
     std::swap(order[static_cast<std::size_t>(i)], order[static_cast<std::size_t>(at)]);
   }
-  return order;
 }
 
 std::uint64_t uniform_below(std::mt19937_64& engine, std::uint64_t bound) {

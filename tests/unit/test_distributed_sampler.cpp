@@ -44,6 +44,7 @@ TEST_CASE("torch randperm and DistributedSampler goldens from PyTorch 1.13.1", "
   REQUIRE(file.good());
   std::string line;
   int sampler_lines = 0, randperm_lines = 0, listed = 0;
+  std::vector<std::int64_t> reused;  // one vector for every randperm line: grown and shrunk, stale values in it
   while (std::getline(file, line)) {
     if (line.empty() || line[0] == '#') continue;
     CAPTURE(line);
@@ -62,6 +63,8 @@ TEST_CASE("torch randperm and DistributedSampler goldens from PyTorch 1.13.1", "
       const std::uint64_t seed =
           seed_text[0] == '-' ? static_cast<std::uint64_t>(std::stoll(seed_text)) : std::stoull(seed_text);
       REQUIRE(torch_randperm(n, seed) == expected_list);
+      torch_randperm(n, seed, reused);
+      REQUIRE(reused == expected_list);
       ++randperm_lines;
       continue;
     }
@@ -86,6 +89,18 @@ TEST_CASE("torch randperm and DistributedSampler goldens from PyTorch 1.13.1", "
   CHECK(randperm_lines >= 20);
   CHECK(sampler_lines >= 2000);
   CHECK(listed >= 1000);
+}
+
+TEST_CASE("a sampler planning epoch after epoch gives each epoch's order as a new sampler does", "[distributed]") {
+  // set_epoch reuses the order's memory: nothing of the previous epoch's order may show.
+  DistributedSampler reused(config_of(1000, 0, true, false, 7), 3, 1);
+  for (std::int64_t epoch : {0, 1, 2, 5, 1, 0}) {
+    CAPTURE(epoch);
+    DistributedSampler fresh(config_of(1000, 0, true, false, 7), 3, 1);
+    fresh.set_epoch(epoch);
+    reused.set_epoch(epoch);
+    REQUIRE(whole_epoch(reused) == whole_epoch(fresh));
+  }
 }
 
 TEST_CASE("the design's golden: N=10, R=3, seed 0, epoch 1", "[distributed][torch]") {
