@@ -107,6 +107,9 @@ fio_rate() {
     "${extra[@]}" 2>>"$out/logs/fio.err" | awk -F';' 'NR == 1 { printf "%.0f\n", $7 * 1024 }'
 }
 
+# gbps BYTES_PER_S: the rate in GB/s, three decimals (for the log).
+gbps() { awk -v b="$1" 'BEGIN { printf "%.3f", b / 1e9 }'; }
+
 # median_of_three COMMAND...: the middle of three runs' numbers (the largest could be a run the
 # virtual disk's host served from its cache; the smallest one another job disturbed).
 median_of_three() {
@@ -127,7 +130,7 @@ fio_at() {
   fio_random[$key]=$random
   printf '{"workload": "%s", "jobs": %s, "block_bytes": %s, "random_bytes_per_s": %s, "sequential_bytes_per_s": %s}\n' \
     "$1" "$2" "$4" "$random" "$sequential" >>"$out/fio.jsonl"
-  log "fio $1, $2 jobs, $4-byte reads: random $(awk -v b="$random" 'BEGIN { printf "%.3f", b / 1e9 }') GB/s, sequential $(awk -v b="$sequential" 'BEGIN { printf "%.3f", b / 1e9 }') GB/s"
+  log "fio $1, $2 jobs, $4-byte reads: random $(gbps "$random") GB/s, sequential $(gbps "$sequential") GB/s"
 }
 
 # search CAP RUN: the largest count in 1..CAP at which `RUN count` holds the threshold (RUN returns 0
@@ -175,10 +178,10 @@ refine() {
 print(f'{step_overshoot_s(load(sys.argv[2])):.9f}')" "$here" "$out/strider-$workload-$n.json")
   held=$(awk -v n="$n" -v b="$batch_bytes" -v s="$step_s" -v o="$overshoot" 'BEGIN { printf "%.0f", n * b / (s + o) }')
   if ((limit <= held + held / 100)); then
-    log "strider $workload at $n: the grid's step already asks for fio's $(awk -v f="$limit" 'BEGIN { printf "%.3f", f / 1e9 }') GB/s: nothing to refine"
+    log "strider $workload at $n: the grid's step already asks for fio's $(gbps "$limit") GB/s: nothing to refine"
     return 0
   fi
-  log "strider $workload at $n: refining towards fio's $(awk -v f="$limit" 'BEGIN { printf "%.3f", f / 1e9 }') GB/s (the grid's step asks $(awk -v f="$held" 'BEGIN { printf "%.3f", f / 1e9 }') GB/s as measured, $overshoot s over per step)"
+  log "strider $workload at $n: refining towards fio's $(gbps "$limit") GB/s (the grid's step asks $(gbps "$held") GB/s as measured, $overshoot s over per step)"
   demand=$limit
   while :; do
     # The slowdown whose step (as measured) makes N ranks ask for `demand` bytes per second.

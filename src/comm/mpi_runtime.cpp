@@ -27,7 +27,7 @@ bool mpi_io_is_thread_safe() noexcept {
   if (!kOmpioMayRace) return true;
   const char* choice = std::getenv("OMPI_MCA_io");
   if (choice == nullptr) return false;
-  if (std::strncmp(choice, "^", 1) == 0) return std::strstr(choice, "ompio") != nullptr;
+  if (choice[0] == '^') return std::strstr(choice, "ompio") != nullptr;
   return std::strstr(choice, "ompio") == nullptr;  // a list of components to use, ompio not among them
 }
 
