@@ -42,6 +42,16 @@ int parts_for(std::int64_t bytes, int threads) {
 std::int64_t align_down(std::int64_t value) {
   return value / kDirectIoAlignmentBytes * kDirectIoAlignmentBytes;
 }
+
+/// Where part `part` of `parts` begins in `total` bytes of reads laid end to end (read r from
+/// starts[r]): at its share of the bytes, moved back to a 4 KiB boundary of the read it falls in
+/// (O_DIRECT's alignment, in the file and in memory, as each read is). Part `parts` ends at `total`.
+std::int64_t part_cut(const std::vector<std::int64_t>& starts, std::int64_t total, int parts, int part) {
+  if (part >= parts) return total;
+  const std::int64_t share = total / parts * part + total % parts * part / parts;
+  const std::int64_t start = *(std::upper_bound(starts.begin(), starts.end(), share) - 1);
+  return start + align_down(share - start);
+}
 std::int64_t align_up(std::int64_t value) {
   return align_down(value + kDirectIoAlignmentBytes - 1);
 }
@@ -284,7 +294,7 @@ class DirectReader final : public ReaderBase {
     // The runs in groups of at most max_open_files shards (runs come in shard order): a group's
     // files are all open while its runs are read in parallel.
     const auto runs = static_cast<std::int64_t>(plan_.runs.size());
-    std::int64_t group_begin = 0;
+    std::int64_t group_begin = 0, read_calls = 0;
     while (group_begin < runs) {
       std::int64_t group_end = group_begin;
       std::size_t shards_in_group = 0;
@@ -295,14 +305,22 @@ class DirectReader final : public ReaderBase {
         if (new_shard) ++shards_in_group;
         reads_[group_end].descriptor = files_.get(plan_.runs[group_end].shard).get();
       }
+      // Parts of equal bytes rather than of equal runs: one large run (a batch of one 2.8 MB
+      // sample) is read by every copy thread, a piece each, so that a rank keeps as many reads in
+      // flight as it has copy threads, as fio does with as many jobs.
       std::int64_t group_bytes = 0;
-      for (std::int64_t r = group_begin; r < group_end; ++r) group_bytes += reads_[r].read_bytes;
+      starts_.clear();
+      for (std::int64_t r = group_begin; r < group_end; ++r) {
+        starts_.push_back(group_bytes);
+        group_bytes += reads_[r].read_bytes;
+      }
       const int parts = parts_for(group_bytes, pool_.threads());
+      part_calls_.assign(static_cast<std::size_t>(parts), 0);
       pool_.run(parts, [&](int part) {
-        const std::int64_t end = group_begin + part_begin(group_end - group_begin, parts, part + 1);
-        for (std::int64_t r = group_begin + part_begin(group_end - group_begin, parts, part); r < end; ++r)
-          read_run(reads_[r]);
+        part_calls_[static_cast<std::size_t>(part)] = read_between(
+            group_begin, part_cut(starts_, group_bytes, parts, part), part_cut(starts_, group_bytes, parts, part + 1));
       });
+      for (const std::int64_t calls : part_calls_) read_calls += calls;
       group_begin = group_end;
     }
     for (std::int64_t k = 0; k < count; ++k) {
@@ -312,7 +330,7 @@ class DirectReader final : public ReaderBase {
         std::memcpy(out + out_offsets[k], from, static_cast<std::size_t>(bytes));
     }
     stats_.bytes_read += bytes_read;
-    stats_.read_calls += runs;
+    stats_.read_calls += read_calls;
   }
 
  private:
@@ -355,24 +373,42 @@ class DirectReader final : public ReaderBase {
     return scratch_.data();
   }
 
-  /// Reads one run (retried until whole) from its shard's descriptor.
-  void read_run(const Read& read) {
+  /// Reads the bytes [from, to) of the group's reads laid end to end (read r of the group from
+  /// starts_[r]): the pieces of the reads that overlap them, one pread each. Returns the preads.
+  std::int64_t read_between(std::int64_t group_begin, std::int64_t from, std::int64_t to) {
+    std::int64_t calls = 0;
+    if (from >= to) return calls;
+    auto r = static_cast<std::size_t>(std::upper_bound(starts_.begin(), starts_.end(), from) - starts_.begin() - 1);
+    for (; r < starts_.size() && starts_[r] < to; ++r) {
+      const Read& read = reads_[static_cast<std::size_t>(group_begin) + r];
+      const std::int64_t begin = std::max(from, starts_[r]) - starts_[r];
+      const std::int64_t end = std::min(to, starts_[r] + read.read_bytes) - starts_[r];
+      if (end <= begin) continue;
+      read_piece(read, begin, end);
+      ++calls;
+    }
+    return calls;
+  }
+
+  /// Reads [begin, end) of what a run reads (retried until whole) from its shard's descriptor;
+  /// `begin` is a multiple of 4 KiB.
+  void read_piece(const Read& read, std::int64_t begin, std::int64_t end) {
     const ShardLayout& file = shard(read.shard);
     const auto describe = [&] {
       return file.data_key + " " + describe_rows(read.shard, read.span.first_row, read.span.last_row) +
              (odirect_ ? " with O_DIRECT" : "");
     };
     if (!odirect_) {
-      pread_exactly(read.descriptor, read.target, read.bytes, read.begin, describe);
+      pread_exactly(read.descriptor, read.target + begin, end - begin, read.begin + begin, describe);
       return;
     }
     // The widened read may pass the end of the file (in its last block): a short read there is
     // fine once the run's own bytes have arrived.
-    const std::int64_t needed = read.begin + read.bytes - read.read_begin;
-    std::int64_t done = 0;
+    const std::int64_t needed = std::min(end, read.begin + read.bytes - read.read_begin);
+    std::int64_t done = begin;
     while (done < needed) {
-      const ssize_t got = ::pread(read.descriptor, read.target + done, static_cast<std::size_t>(read.read_bytes - done),
-                                  read.read_begin + done);
+      const ssize_t got =
+          ::pread(read.descriptor, read.target + done, static_cast<std::size_t>(end - done), read.read_begin + done);
       if (got < 0) {
         if (errno == EINTR) continue;
         if (errno == EINVAL) refuse_odirect(file.path, "pread", EINVAL);
@@ -392,8 +428,10 @@ class DirectReader final : public ReaderBase {
   std::vector<std::int64_t> first_position_;
   std::vector<const std::byte*> source_;
   std::vector<Read> reads_;
-  std::vector<std::byte> scratch_;  // without O_DIRECT
-  AlignedScratch aligned_scratch_;  // with O_DIRECT
+  std::vector<std::int64_t> starts_;      // per read of a group: where it starts, its reads end to end
+  std::vector<std::int64_t> part_calls_;  // per part of a group: its preads
+  std::vector<std::byte> scratch_;        // without O_DIRECT
+  AlignedScratch aligned_scratch_;        // with O_DIRECT
 };
 
 }  // namespace

@@ -484,6 +484,54 @@ std::pair<std::int64_t, std::int64_t> data_offset_and_file_size(const std::strin
   return {static_cast<std::int64_t>(H5Dget_offset(dataset.get())), static_cast<std::int64_t>(size)};
 }
 
+/// Rows of 700,001 bytes: one row is more than twice the 256 KiB a copy thread takes at least, so
+/// the direct engine reads it in pieces, one per copy thread. Written after the labels, so that the
+/// samples start off a 4 KiB boundary and end the file off one.
+const FixedCase kLargeRows{"u8_700001_byte_rows", ElementType::uint8, H5T_STD_U8LE, {6, 700001}};
+
+std::string make_large_rows_file(const WrittenData& data) {
+  return make_file("large_rows",
+                   [&](const std::string& p) { write_fixed(p, kLargeRows, data, layouts()[0], 0, true); });
+}
+
+/// Collective: the preads the direct engine makes (with `copy_threads`, O_DIRECT or not) for a
+/// batch of one large row and for every row in file order (one run), and whether the bytes and
+/// labels it gave are those written.
+struct PieceCount {
+  std::int64_t one_row = 0, in_order = 0;
+  bool right = false;
+};
+PieceCount direct_preads(const std::string& path, const WrittenData& data, int copy_threads, bool odirect) {
+  ReaderOptions options;
+  options.engine = "direct";
+  options.odirect = odirect;
+  options.copy_threads = copy_threads;
+  std::unique_ptr<BatchReader> reader = open_reader(world(), path, options);
+  PieceCount count;
+  world().collective_try([&] {
+    count.right = true;
+    std::vector<std::int64_t> in_order_rows(static_cast<std::size_t>(data.rows));
+    std::iota(in_order_rows.begin(), in_order_rows.end(), std::int64_t{0});
+    const std::vector<std::int64_t>& in_order = in_order_rows;
+    const std::vector<std::int64_t> one_row{1};
+    for (const std::vector<std::int64_t>* batch : {&one_row, &in_order}) {
+      const auto rows = static_cast<std::int64_t>(batch->size());
+      const std::vector<std::byte> expected = data.expected_bytes(*batch);
+      std::vector<std::byte> samples(expected.size());
+      std::vector<std::int32_t> labels(batch->size(), -1);
+      const std::int64_t calls_before = reader->stats().read_calls;
+      reader->read(
+          batch->data(), rows,
+          BatchDestination{samples.data(), static_cast<std::int64_t>(expected.size()), labels.data(), nullptr});
+      (batch == &one_row ? count.one_row : count.in_order) = reader->stats().read_calls - calls_before;
+      if (samples != expected) count.right = false;
+      for (std::size_t k = 0; k < batch->size(); ++k)
+        if (labels[k] != (*batch)[k] % data.label_modulus) count.right = false;
+    }
+  });
+  return count;
+}
+
 // Hidden from the default run (a file system may refuse O_DIRECT): tests/integration/test_odirect.sh
 // runs it where /tmp takes O_DIRECT and reports skipped elsewhere.
 TEST_CASE("--odirect reads the bytes the test wrote, rows aligned or not", "[mpi][io][.odirect]") {
@@ -514,8 +562,15 @@ TEST_CASE("--odirect reads the bytes the test wrote, rows aligned or not", "[mpi
   const std::string sequences_path =
       make_file("odirect_sequences", [&](const std::string& p) { write_sequences(p, sequences, layouts()[0]); });
 
-  const std::vector<std::pair<std::string, const WrittenData*>> files = {
-      {aligned_path, &aligned_data}, {unaligned_path, &unaligned_data}, {sequences_path, &sequences}};
+  // Rows of 700,001 bytes: their reads are split over the copy threads at 4 KiB boundaries.
+  const WrittenData large_data = fixed_data(kLargeRows);
+  const std::string large_path = make_large_rows_file(large_data);
+  REQUIRE_ON_ALL_RANKS(data_offset_and_file_size(large_path, "/samples").first % alignment != 0);
+
+  const std::vector<std::pair<std::string, const WrittenData*>> files = {{aligned_path, &aligned_data},
+                                                                         {unaligned_path, &unaligned_data},
+                                                                         {sequences_path, &sequences},
+                                                                         {large_path, &large_data}};
   for (const auto& [path, data] : files) {
     for (const int copy_threads : {1, 3}) {
       // Destinations on a 4 KiB boundary and 8 bytes past one (aligned rows then go through the
@@ -533,6 +588,13 @@ TEST_CASE("--odirect reads the bytes the test wrote, rows aligned or not", "[mpi
       }
     }
   }
+  // One large row with 3 copy threads: two pieces (a piece per 256 KiB at least); all six rows in
+  // order (one run of 4.2 MB): three. One copy thread reads each run whole.
+  const PieceCount split = direct_preads(large_path, large_data, 3, true);
+  REQUIRE_ON_ALL_RANKS((split.right && split.one_row == 2 && split.in_order == 3));
+  const PieceCount whole = direct_preads(large_path, large_data, 1, true);
+  REQUIRE_ON_ALL_RANKS((whole.right && whole.one_row == 1 && whole.in_order == 1));
+
   // auto picks direct; the engines that read through the page cache refuse it.
   ReaderOptions automatic;
   automatic.odirect = true;
@@ -545,6 +607,25 @@ TEST_CASE("--odirect reads the bytes the test wrote, rows aligned or not", "[mpi
     refused.odirect = true;
     REQUIRE_ON_ALL_RANKS(open_refused(aligned_path, refused));
   }
+}
+
+TEST_CASE("the direct engine splits a large run over its copy threads, the bytes unchanged", "[mpi][io]") {
+  const WrittenData data = fixed_data(kLargeRows);
+  const std::string path = make_large_rows_file(data);
+  for (const int copy_threads : {1, 2, 3}) {
+    CAPTURE(copy_threads);
+    const PieceCount count = direct_preads(path, data, copy_threads, false);
+    REQUIRE_ON_ALL_RANKS(count.right);
+    // A piece per copy thread, each at least 256 KiB: one 700,001-byte row makes two at most.
+    REQUIRE_ON_ALL_RANKS(count.one_row == std::min(copy_threads, 2));
+    REQUIRE_ON_ALL_RANKS(count.in_order == copy_threads);
+  }
+  // And every test batch (duplicates, rows reversed, every third) is read right in pieces.
+  ReaderOptions options;
+  options.engine = "direct";
+  options.copy_threads = 3;
+  std::string chosen;
+  REQUIRE_ON_ALL_RANKS(agreed_sum(mismatches(path, options, data, &chosen)) == 0);
 }
 
 TEST_CASE("labels read per batch are checked per batch: a label beyond int32 fails naming its row", "[mpi][io]") {
