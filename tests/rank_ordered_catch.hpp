@@ -4,13 +4,13 @@
 // ranks, the last line of the others), and every rank returns the same exit code.
 #include <unistd.h>
 
-#include <catch2/catch.hpp>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 #include <string>
 
+#include "catch_session.hpp"
 #include "strider/comm/communicator.hpp"
 
 namespace strider::testing {
@@ -29,12 +29,7 @@ inline int run_catch_in_rank_order(const Communicator& world, int argc, char** a
   const int descriptor = mkstemp(path);
   if (descriptor >= 0) close(descriptor);
 
-  Catch::Session session;
-  int failed = session.applyCommandLine(argc, argv);
-  if (failed == 0) {
-    session.configData().outputFilename = path;
-    failed = session.run();
-  }
+  const int failed = run_catch_session(argc, argv, path);
   std::stringstream report;
   report << std::ifstream(path).rdbuf();
   std::remove(path);

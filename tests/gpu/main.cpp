@@ -2,8 +2,6 @@
 // (no driver, no device), every rank prints why and exits STRIDER_GPU_SKIP_CODE (77), which ctest
 // reports as skipped (SKIP_RETURN_CODE), never as passed. Otherwise the tests run as the MPI tests do
 // (tests/rank_ordered_catch.hpp): reports in rank order, one exit code for all ranks.
-#define CATCH_CONFIG_RUNNER
-#include <catch2/catch.hpp>
 #include <iostream>
 #include <memory>
 

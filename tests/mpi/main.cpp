@@ -1,7 +1,5 @@
 // Catch2 main for the MPI tests: every rank runs the tests, rank 0 prints the reports in rank order
 // (tests/rank_ordered_catch.hpp), and every rank exits with the same code.
-#define CATCH_CONFIG_RUNNER
-#include <catch2/catch.hpp>
 #include <memory>
 
 #include "mpi_test_support.hpp"
