@@ -39,7 +39,7 @@
 # Environment: STRIDER_BIN (default build/bin), BENCH_DIR (the files; default /tmp/strider-storage, or
 # /tmp/strider-storage-quick), BENCH_OUT (default $BENCH_DIR/results), WORKLOADS ("unet3d resnet50
 # cosmoflow"), MAX_ACCELERATORS (8; quick 2), TARGET_ACCELERATORS (4), REFINE_STEPS (4; quick 1; 0:
-# no refinement), COPY_THREADS (strider's --copy-threads, 1), PEER_WORKERS (2), PEER_DROP (file:
+# no refinement), COPY_THREADS (strider's --copy-threads, 2; quick 1), PEER_WORKERS (2), PEER_DROP (file:
 # posix_fadvise DONTNEED on the file; all: /proc/sys/vm/drop_caches, root only, empties the whole
 # machine's page cache), FIO_SECONDS (2, each of the median's three runs; quick 1), RING_MEMORY_GB,
 # SLOWDOWN_unet3d / SLOWDOWN_resnet50 / SLOWDOWN_cosmoflow.
@@ -54,7 +54,9 @@ out=${BENCH_OUT:-$data/results}
 workloads=${WORKLOADS:-unet3d resnet50 cosmoflow}
 max_accelerators=${MAX_ACCELERATORS:-$([[ $quick == 1 ]] && echo 2 || echo 8)}
 target=${TARGET_ACCELERATORS:-4}
-copy_threads=${COPY_THREADS:-1}
+# Two copy threads per rank: a batch of one large sample (cosmoflow) is read in two pieces at once,
+# and fio gets as many jobs; quick mode keeps one (one fio job per rank, as the CI test checks).
+copy_threads=${COPY_THREADS:-$([[ $quick == 1 ]] && echo 1 || echo 2)}
 peer_workers_wanted=${PEER_WORKERS:-2}
 peer_drop=${PEER_DROP:-file}
 refine_steps=${REFINE_STEPS:-$([[ $quick == 1 ]] && echo 1 || echo 4)}
