@@ -12,11 +12,13 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <numeric>
 #include <random>
 #include <set>
 #include <sstream>
+#include <system_error>
 #include <thread>
 
 #include "mpi_test_support.hpp"
@@ -31,18 +33,36 @@ using strider::testing::world;
 
 namespace {
 
-/// A scratch folder made by rank 0 and known to every rank; removed at exit by rank 0.
-const std::string& test_folder() {
-  static const std::string folder = [] {
-    std::string path;
+/// A scratch folder made by rank 0 and known to every rank; rank 0 removes it, with its files, when
+/// the process exits (after every rank has passed the tests' last collective).
+class ScratchFolder {
+ public:
+  ScratchFolder() {
     if (world().is_root()) {
       char name[] = "/tmp/strider_readers_XXXXXX";
-      path = mkdtemp(name) ? name : "/tmp";
+      if (mkdtemp(name) != nullptr) {
+        path_ = name;
+        owned_ = true;
+      }
     }
-    world().broadcast(path);
-    return path;
-  }();
-  return folder;
+    world().broadcast(path_);
+  }
+  ~ScratchFolder() {
+    std::error_code ignored;
+    if (owned_) std::filesystem::remove_all(path_, ignored);
+  }
+  ScratchFolder(const ScratchFolder&) = delete;
+  ScratchFolder& operator=(const ScratchFolder&) = delete;
+  const std::string& path() const noexcept { return path_; }
+
+ private:
+  std::string path_ = "/tmp";
+  bool owned_ = false;
+};
+
+const std::string& test_folder() {
+  static const ScratchFolder folder;
+  return folder.path();
 }
 
 struct Layout {
