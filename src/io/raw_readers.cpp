@@ -42,6 +42,12 @@ int parts_for(std::int64_t bytes, int threads) {
 std::int64_t align_down(std::int64_t value) {
   return value / kDirectIoAlignmentBytes * kDirectIoAlignmentBytes;
 }
+std::int64_t align_up(std::int64_t value) {
+  return align_down(value + kDirectIoAlignmentBytes - 1);
+}
+bool is_aligned(const void* pointer) {
+  return reinterpret_cast<std::uintptr_t>(pointer) % static_cast<std::uintptr_t>(kDirectIoAlignmentBytes) == 0;
+}
 
 /// Where part `part` of `parts` begins in `total` bytes of reads laid end to end (read r from
 /// starts[r]): at its share of the bytes, moved back to a 4 KiB boundary of the read it falls in
@@ -51,12 +57,6 @@ std::int64_t part_cut(const std::vector<std::int64_t>& starts, std::int64_t tota
   const std::int64_t share = total / parts * part + total % parts * part / parts;
   const std::int64_t start = *(std::upper_bound(starts.begin(), starts.end(), share) - 1);
   return start + align_down(share - start);
-}
-std::int64_t align_up(std::int64_t value) {
-  return align_down(value + kDirectIoAlignmentBytes - 1);
-}
-bool is_aligned(const void* pointer) {
-  return reinterpret_cast<std::uintptr_t>(pointer) % static_cast<std::uintptr_t>(kDirectIoAlignmentBytes) == 0;
 }
 
 /// Memory aligned for O_DIRECT reads, grown on demand (the contents are not kept when it grows).
