@@ -530,10 +530,9 @@ PieceCount direct_preads(const std::string& path, const WrittenData& data, int c
   PieceCount count;
   world().collective_try([&] {
     count.right = true;
-    std::vector<std::int64_t> in_order_rows(static_cast<std::size_t>(data.rows));
-    std::iota(in_order_rows.begin(), in_order_rows.end(), std::int64_t{0});
-    const std::vector<std::int64_t>& in_order = in_order_rows;
-    const std::vector<std::int64_t> one_row{1};
+    std::vector<std::int64_t> in_order(static_cast<std::size_t>(data.rows));
+    std::iota(in_order.begin(), in_order.end(), std::int64_t{0});
+    std::vector<std::int64_t> one_row{1};
     for (const std::vector<std::int64_t>* batch : {&one_row, &in_order}) {
       const auto rows = static_cast<std::int64_t>(batch->size());
       const std::vector<std::byte> expected = data.expected_bytes(*batch);
