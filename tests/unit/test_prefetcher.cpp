@@ -384,9 +384,9 @@ TEST_CASE("a batch's samples, labels and offsets all come from the ring's alloca
 }
 
 TEST_CASE("a consumer that finds the ring empty is woken per several batches, not per batch", "[prefetcher]") {
-  // A slow reader and a consumer with nothing to do: the consumer always waits, and sleeps until a
-  // quarter of the ring (4 of 16) is ready, so at most one sleep per 4 batches (plus the epoch's
-  // first batch, which it takes alone).
+  // A slow reader and a consumer with nothing to do: the consumer always waits, and sleeps until
+  // half the ring (8 of 16) is ready, so at most one sleep per 8 batches (plus the epoch's first
+  // batch, which it takes alone, and the shorter wait for the epoch's last ones).
   FakeReaderOptions options;
   options.samples = 200;
   options.delay = std::chrono::microseconds(100);
@@ -397,7 +397,7 @@ TEST_CASE("a consumer that finds the ring empty is woken per several batches, no
   const PrefetchStats stats = prefetcher.stats();
   REQUIRE(stats.batches == 200);
   REQUIRE(stats.consumer_sleeps >= 1);  // it did wait for the slow reader
-  REQUIRE(stats.consumer_sleeps <= 200 / 4 + 2);
+  REQUIRE(stats.consumer_sleeps <= 200 / 8 + 2);
 }
 
 TEST_CASE("the prefetcher's account: phases within the read time, the I/O thread's CPU counted", "[prefetcher]") {
