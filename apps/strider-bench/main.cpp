@@ -44,6 +44,7 @@ constexpr const char* usage =
 struct BenchOptions {
   LoaderOptions loading;  // the file, its engine, the sampler, the seed, prefetch, copy threads
   std::int64_t epochs = 1;
+  std::int64_t warmup_epochs = 0;  // run before the clock starts, in no figure
   std::int64_t max_steps = 0;
   int prefetch = 0;               // the depth used, once the file is open
   std::int64_t sample_bytes = 0;  // of the file's samples, once it is open (0 for sequences)
@@ -302,6 +303,9 @@ int bench_main(const Communicator& world, int argc, char** argv) {
   shared.add(description, cli::loader_option_names("sampling"), {{"seed", "0"}});
   shared.add(description, cli::loader_option_names("pipeline"));
   description.add_options()("epochs", po::value<std::int64_t>(&options.epochs)->default_value(1), "epochs to run")(
+      "warmup-epochs", po::value<std::int64_t>(&options.warmup_epochs)->default_value(0),
+      "epochs run before the measured ones and left out of every figure but the time to first batch (a "
+      "process's first touch of the file's mapping, the ring and the plans' memory; steady-state figures)")(
       "steps", po::value<std::int64_t>(&options.max_steps)->default_value(0),
       "at most this many steps per epoch (0: all)")("compute-us",
                                                     po::value<double>(&options.compute_us)->default_value(0),
@@ -323,6 +327,11 @@ int bench_main(const Communicator& world, int argc, char** argv) {
     if (result.help) return result;
     shared.apply(result.values, options.loading);
     if (options.epochs < 1) STRIDER_THROW(UsageError, "--epochs must be >= 1");
+    if (options.warmup_epochs < 0) STRIDER_THROW(UsageError, "--warmup-epochs must be >= 0");
+    if (options.warmup_epochs > 0 && options.cold)
+      STRIDER_THROW(UsageError,
+                    "--cold measures reads from storage, which --warmup-epochs would do before the clock starts: "
+                    "give one or the other");
     if (options.max_steps < 0) STRIDER_THROW(UsageError, "--steps must be >= 0");
     if (options.compute_us < 0) STRIDER_THROW(UsageError, "--compute-us must be >= 0");
     if (options.compute_mode != "busy" && options.compute_mode != "sleep" && options.compute_mode != "work")
@@ -344,7 +353,7 @@ int bench_main(const Communicator& world, int argc, char** argv) {
   }
   // The Loader holds labels in memory only when the sampler's plan needs them (a streaming run's
   // memory does not grow with N), and plans each next epoch on another thread while one is read.
-  options.loading.epochs = options.epochs;
+  options.loading.epochs = options.warmup_epochs + options.epochs;
   options.loading.max_steps_per_epoch = options.max_steps;
   // Large batches (a unet3d batch is about 1 GB) cap the ring's depth by memory, shared by the
   // node's ranks.
@@ -370,6 +379,20 @@ int bench_main(const Communicator& world, int argc, char** argv) {
   options.labels_per_batch = loader.dataset().labels_per_batch;
 
   StepEmulator step(options.compute_us, options.compute_mode);  // calibrates before the clock starts
+  // Warm-up epochs run as the measured ones do (the step included, so that --io-thread auto measures
+  // what it will run), before the clock starts; only their time to first batch is kept.
+  double warmup_first_batch_seconds = -1;
+  if (options.warmup_epochs > 0) {
+    world.barrier();
+    loader.reset_stats();
+    for (std::int64_t epoch = 0; epoch < options.warmup_epochs; ++epoch) {
+      LoaderEpoch batches = loader.epoch(epoch);  // collective, its errors agreed
+      world.collective_try([&] {
+        while (std::optional<Batch> batch = batches.next()) step.run();
+      });
+    }
+    warmup_first_batch_seconds = loader.stats().time_to_first_batch_seconds;
+  }
   world.barrier();
   const Clock::time_point start = Clock::now();
   const double process_cpu_start = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID),
@@ -382,7 +405,7 @@ int bench_main(const Communicator& world, int argc, char** argv) {
   std::vector<double> epoch_seconds;
   std::vector<std::int64_t> epoch_counts;
   PrefetchStats before = loader.stats();
-  for (std::int64_t epoch = 0; epoch < options.epochs; ++epoch) {
+  for (std::int64_t epoch = options.warmup_epochs; epoch < options.warmup_epochs + options.epochs; ++epoch) {
     const Clock::time_point epoch_start = Clock::now();
     LoaderEpoch batches = loader.epoch(epoch);  // collective, its errors agreed
     world.collective_try([&] {
@@ -433,7 +456,8 @@ int bench_main(const Communicator& world, int argc, char** argv) {
   mine.rank = world.rank();
   mine.stall_seconds = stats.stall_seconds;
   mine.io_seconds = stats.io_seconds;
-  mine.time_to_first_batch_seconds = std::max(0.0, stats.time_to_first_batch_seconds);
+  mine.time_to_first_batch_seconds =
+      std::max(0.0, options.warmup_epochs > 0 ? warmup_first_batch_seconds : stats.time_to_first_batch_seconds);
   mine.samples = stats.samples;
   mine.batches = stats.batches;
   mine.useful_bytes = stats.useful_bytes;
@@ -453,7 +477,7 @@ int bench_main(const Communicator& world, int argc, char** argv) {
     epochs[e] = EpochFigures{epoch_seconds[e], counts[0], counts[1], counts[2], counts[3], counts[4]};
   }
   // The store reads the file while the Loader is built, before the first epoch: its bytes count there.
-  if (store.on && !epochs.empty()) epochs[0].bytes_read_file += store.load_bytes_read;
+  if (store.on && !epochs.empty() && options.warmup_epochs == 0) epochs[0].bytes_read_file += store.load_bytes_read;
   world.collective_try([&] {
     if (world.is_root()) report(world, options, ranks, utilization, epochs, store);
   });
@@ -492,7 +516,9 @@ void report(const Communicator& world, const BenchOptions& options, const std::v
         << (options.loading.reader.odirect ? ", O_DIRECT"
             : options.cold                 ? ", cold cache"
                                            : ", warm cache")
-        << ", compute " << options.compute_us << " us\n";
+        << ", compute " << options.compute_us << " us"
+        << (options.warmup_epochs > 0 ? ", after " + std::to_string(options.warmup_epochs) + " warm-up epochs" : "")
+        << "\n";
   table << "  rank  samples/s     GB/s  stall  first-batch(s)  read/useful  io(s)\n";
   for (const RankFigures& rank : ranks) {
     table << "  " << std::setw(4) << rank.rank << std::setw(11) << std::setprecision(0)
@@ -527,7 +553,7 @@ void report(const Communicator& world, const BenchOptions& options, const std::v
           << static_cast<double>(store.load_bytes_read) / 1e6 << " MB from the file), "
           << static_cast<double>(store.bytes_per_node) / 1048576.0 << " MiB resident per node\n";
   for (std::size_t e = 0; e < epochs.size() && (epochs.size() > 1 || store.on); ++e)
-    table << "  epoch " << e << ": " << std::setprecision(0)
+    table << "  epoch " << options.warmup_epochs + static_cast<std::int64_t>(e) << ": " << std::setprecision(0)
           << (epochs[e].seconds > 0 ? static_cast<double>(epochs[e].samples) / epochs[e].seconds : 0)
           << " samples/s, file " << std::setprecision(1) << static_cast<double>(epochs[e].bytes_read_file) / 1e6
           << " MB, remote " << static_cast<double>(epochs[e].bytes_remote) / 1e6 << " MB in "
@@ -564,6 +590,7 @@ void report(const Communicator& world, const BenchOptions& options, const std::v
     json.field("prefetch", options.prefetch);
     json.field("labels_per_batch", options.labels_per_batch);
     json.field("cold", options.cold);
+    json.field("warmup_epochs", options.warmup_epochs);
     json.field("samples", samples);
     json.field("useful_bytes", useful);
     json.field("bytes_read", read);
@@ -625,8 +652,8 @@ void report(const Communicator& world, const BenchOptions& options, const std::v
       json.end_object();
     }
     json.end_array();
-    // Per epoch, summed over ranks (the seconds: the slowest rank's); epoch 0's file bytes include
-    // the store's load.
+    // Per measured epoch, summed over ranks (the seconds: the slowest rank's); without warm-up epochs
+    // the first one's file bytes include the store's load.
     json.key("epochs");
     json.begin_array();
     for (const EpochFigures& epoch : epochs) {

@@ -27,6 +27,8 @@ def main():
     parser.add_argument("--data", required=True)
     parser.add_argument("--batch-size", type=int, default=256)
     parser.add_argument("--epochs", type=int, default=2)
+    parser.add_argument("--warmup-epochs", type=int, default=0,
+                        help="epochs run before the clock starts and left out of the figures (as strider-bench's)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--wrap", choices=["torch", "numpy"], default="torch",
                         help="torch: torch.from_numpy on samples and labels; numpy: only touch the arrays")
@@ -42,10 +44,14 @@ def main():
     else:
         wrap = np.asarray
     loader = strider.Loader(args.data, comm=comm, batch_size=args.batch_size, seed=args.seed)
+    for epoch in range(args.warmup_epochs):
+        for batch in loader.epoch(epoch):
+            samples = wrap(batch.samples)
+            labels = wrap(batch.labels)
     comm.Barrier()
     start = time.perf_counter()
     loader.reset_stats()
-    for epoch in range(args.epochs):
+    for epoch in range(args.warmup_epochs, args.warmup_epochs + args.epochs):
         for batch in loader.epoch(epoch):
             samples = wrap(batch.samples)
             labels = wrap(batch.labels)
@@ -63,7 +69,7 @@ def main():
         return
     slowest = max(r["wall_s"] for r in ranks)
     samples = sum(r["samples"] for r in ranks)
-    result = dict(data=args.data, world=comm.size, batch_size=args.batch_size, epochs=args.epochs, wrap=args.wrap,
+    result = dict(data=args.data, world=comm.size, batch_size=args.batch_size, epochs=args.epochs, warmup_epochs=args.warmup_epochs, wrap=args.wrap,
                   samples_per_s=samples / slowest, bytes_per_s=sum(r["useful_bytes"] for r in ranks) / slowest,
                   stall_fraction=sum(r["stall_s"] for r in ranks) / sum(r["wall_s"] for r in ranks),
                   time_to_first_batch_s=max(r["time_to_first_batch_s"] for r in ranks),

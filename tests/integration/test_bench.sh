@@ -124,6 +124,29 @@ expect_error "store: a budget too small" "needs .* but its budget is 999 bytes \
 STRIDER_TEST_FAIL_LOAD=1:0 expect_error "store: rank 1 fails during the load" \
   "injected I/O error \(STRIDER_TEST_FAIL_LOAD\)" 60 mpirun_n 2 "$bench" --data "$work/f.h5" --batch-size 64 --store memory
 
+# --warmup-epochs: the warm-up epochs run first and count in no figure. With the store at 2 nodes of
+# 2: 1 warm-up and 2 measured epochs, numbered 1 and 2 in the table; their samples alone are counted,
+# the load's file bytes go to no measured epoch, and the measured epochs read nothing from the file.
+STRIDER_NODE_SIZE=2 mpirun_n 4 "$bench" --data "$work/f.h5" --batch-size 64 --epochs 2 --warmup-epochs 1 \
+  --store memory --store-layout partition --json "$work/w.json" >"$work/w.txt" 2>&1 ||
+  fail "warm-up run: $(tail -n 3 "$work/w.txt")"
+epochs=$(sed 's/.*"epochs"//' "$work/w.json")
+expect_equal "warm-up: recorded" "$(json_number "$work/w.json" warmup_epochs)" 1
+expect_equal "warm-up: the measured epochs' samples" "$(json_number "$work/w.json" samples)" 10000
+expect_equal "warm-up: samples per measured epoch" \
+  "$(grep -o '"samples":[0-9]*' <<<"$epochs" | cut -d: -f2 | tr '\n' ' ')" "5000 5000 "
+expect_equal "warm-up: no file bytes in the measured epochs" \
+  "$(grep -o '"bytes_read_file":[0-9]*' <<<"$epochs" | cut -d: -f2 | tr '\n' ' ')" "0 0 "
+expect_equal "warm-up: the load still reported" "$(json_number "$work/w.json" store_load_bytes_read)" 160000
+expect_equal "warm-up: measured epochs numbered after it" "$(grep -o '^  epoch [0-9]*' "$work/w.txt" | tr '\n' ' ')" \
+  "  epoch 1   epoch 2 "
+grep -q "after 1 warm-up epochs" "$work/w.txt" || fail "warm-up: not said in the table's heading"
+expect_at_least "warm-up: the time to first batch kept" "$(json_number "$work/w.json" time_to_first_batch_s)" 0.000001
+expect_error "warm-up: negative" "--warmup-epochs must be >= 0" 60 \
+  mpirun_n 2 "$bench" --data "$work/f.h5" --warmup-epochs -1
+expect_error "warm-up: with --cold" "--cold measures reads from storage, which --warmup-epochs would do" 60 \
+  mpirun_n 2 "$bench" --data "$work/f.h5" --warmup-epochs 1 --cold
+
 # --lookahead on compressed chunks (hdf5 engine): the same samples, fewer chunk reads.
 mpirun_n 2 "$gen" --kind features --classes 5 --samples 5000 --dim 8 --seed 3 --out "$work/c.h5" --compress 4 \
   --chunk-rows 64 --no-progress >/dev/null
