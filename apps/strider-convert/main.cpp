@@ -99,7 +99,7 @@ int convert_main(Communicator& world, int argc, char** argv) {
   const DatasetInfo& info = reader->info();
   const std::int64_t rows = info.num_samples, tokens = info.num_tokens;
   const std::int64_t size = static_cast<std::int64_t>(element_bytes(info.element_type));
-  const std::vector<std::int64_t>& lengths = reader->lengths();
+  const SharedView<std::int64_t> lengths = reader->lengths();
   std::vector<std::int64_t> offsets(static_cast<std::size_t>(rows) + 1, 0);
   world.collective_try([&] {
     if (!info.variable_length)

@@ -20,7 +20,7 @@ namespace strider::inspect {
 namespace {
 
 /// Lengths in power-of-two buckets: bucket b holds lengths in [2^(b-1), 2^b) (bucket 0: length 0).
-std::vector<std::int64_t> length_buckets(const std::vector<std::int64_t>& lengths) {
+std::vector<std::int64_t> length_buckets(const SharedView<std::int64_t>& lengths) {
   std::vector<std::int64_t> buckets;
   for (std::int64_t length : lengths) {
     std::size_t bucket = 0;
@@ -63,10 +63,11 @@ int info_main(Communicator& world, int argc, char** argv) {
   }
   std::map<std::int64_t, std::int64_t> classes;
   for (std::int32_t label : reader->labels()) ++classes[label];
-  const std::vector<std::int64_t> buckets = length_buckets(reader->lengths());
+  const SharedView<std::int64_t> lengths = reader->lengths();
+  const std::vector<std::int64_t> buckets = length_buckets(lengths);
   std::int64_t min_length = 0, max_length = 0;
-  if (!reader->lengths().empty()) {
-    const auto [low, high] = std::minmax_element(reader->lengths().begin(), reader->lengths().end());
+  if (!lengths.empty()) {
+    const auto [low, high] = std::minmax_element(lengths.begin(), lengths.end());
     min_length = *low;
     max_length = *high;
   }

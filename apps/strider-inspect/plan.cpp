@@ -59,7 +59,7 @@ RankPlan plan_for_rank(const PlanOptions& options, int rank) {
 
 // The count of each class (0..K-1) in a rank's plan.
 std::vector<std::int64_t> class_counts_of(const PlanOptions& options, const RankPlan& plan) {
-  const auto& labels = *options.sampler.labels;
+  const SharedView<std::int32_t>& labels = options.sampler.labels;
   std::int32_t classes = 0;
   for (std::int32_t label : labels) classes = std::max(classes, label + 1);
   std::vector<std::int64_t> counts(static_cast<std::size_t>(classes), 0);
@@ -83,7 +83,7 @@ void write_json(JsonWriter& json, const PlanOptions& options, const RankPlan& pl
   for (const auto& batch : plan.batches) json.array(batch);
   json.end_array();
   if (options.sampler.labels) {  // class-aware: each index's label, and this rank's count per class
-    const auto& labels = *options.sampler.labels;
+    const SharedView<std::int32_t>& labels = options.sampler.labels;
     json.key("labels");
     json.begin_array();
     for (const auto& batch : plan.batches)
@@ -147,9 +147,9 @@ void load_data(const Communicator& world, const cli::Parsed& parsed, PlanOptions
   });
   options.samples = samples;
   if (!reader->labels().empty())
-    options.sampler.labels = std::make_shared<const std::vector<std::int32_t>>(reader->labels());
+    options.sampler.labels = std::make_shared<const std::vector<std::int32_t>>(reader->labels().to_vector());
   if (!reader->lengths().empty())  // sequences: the bucketed sampler's lengths (--lengths overrides)
-    options.sampler.lengths = std::make_shared<const std::vector<std::int64_t>>(reader->lengths());
+    options.sampler.lengths = std::make_shared<const std::vector<std::int64_t>>(reader->lengths().to_vector());
 }
 
 // Everything after parsing: the plan (or histogram, or stats) as text.
@@ -213,7 +213,7 @@ std::string plan_text(const cli::Parsed& parsed, PlanOptions& options) {
   if (!options.class_counts.empty()) {
     options.sampler.labels = std::make_shared<const std::vector<std::int32_t>>(
         labels_from_class_counts(parse_integer_list(options.class_counts, "class-counts")));
-    const auto labelled = static_cast<std::int64_t>(options.sampler.labels->size());
+    const auto labelled = static_cast<std::int64_t>(options.sampler.labels.size());
     if (parsed.values.count("samples") && options.samples != labelled)
       STRIDER_THROW(UsageError, "--samples " + std::to_string(options.samples) + " differs from the " +
                                     std::to_string(labelled) + " samples of --class-counts");

@@ -95,7 +95,8 @@ int run(strider::Communicator& comm, int argc, char** argv) {
   strider::Loader loader(comm, loading);
   // 4. The model: an MLP on the file's features, the same initial parameters on every rank.
   strider::ModelConfig model;
-  model.num_classes = 1 + *std::max_element(loader.labels().begin(), loader.labels().end());
+  const strider::SharedView<std::int32_t> labels = loader.labels();  // held: labels_in_memory
+  model.num_classes = 1 + *std::max_element(labels.begin(), labels.end());
   model.seed = loader.seed();
   comm.collective_try([&] { backend->initialize(strider::resolve_model_config(model, loader.dataset())); });
   comm.collective_try([&] { backend->connect(comm); });  // collective: a shared GPU or NCCL failure shows now

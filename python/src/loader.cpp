@@ -470,7 +470,7 @@ void bind_loader(py::module_& module) {
             LoaderCore& core = *self.core;
             if (!core.loader->dataset().has_labels) return py::none();
             std::vector<std::int32_t> labels = locked(core, [&] {
-              std::vector<std::int32_t> all = core.loader->labels();
+              std::vector<std::int32_t> all = core.loader->labels().to_vector();
               if (all.empty()) {  // read per batch: from the file, between epochs
                 all.resize(static_cast<std::size_t>(core.loader->dataset().num_samples));
                 core.loader->read_labels(0, static_cast<std::int64_t>(all.size()), all.data());

@@ -300,8 +300,8 @@ class ReaderBase : public BatchReader {
   /// `mapped_labels`: when labels are read per batch, map them (the mmap engine) rather than pread.
   explicit ReaderBase(OpenedDataset dataset, bool mapped_labels = false);
   const DatasetInfo& info() const override { return dataset_.info; }
-  const std::vector<std::int32_t>& labels() const override { return dataset_.labels; }
-  const std::vector<std::int64_t>& lengths() const override { return dataset_.lengths; }
+  SharedView<std::int32_t> labels() const override { return SharedView<std::int32_t>::borrow(dataset_.labels); }
+  SharedView<std::int64_t> lengths() const override { return SharedView<std::int64_t>::borrow(dataset_.lengths); }
   void read_labels(std::int64_t first, std::int64_t count, std::int32_t* out) override;
   std::int64_t samples_bytes(const std::int64_t* indices, std::int64_t count) const override;
   void read(const std::int64_t* indices, std::int64_t count, const BatchDestination& destination) final;

@@ -37,12 +37,6 @@ std::vector<std::pair<std::int64_t, std::int64_t>> shard_states(const DatasetInf
   return states;
 }
 
-/// A non-owning shared_ptr: the reader owns the vector and outlives every sampler.
-template <typename T>
-std::shared_ptr<const T> borrow(const T& value) {
-  return std::shared_ptr<const T>(std::shared_ptr<void>(), &value);
-}
-
 /// Keeps a reader that must not be closed now (the store's, or an hdf5-engine reader, while an error
 /// unwinds, maybe on this rank only: the store's close would wait for the other ranks, and HDF5 is
 /// left to close its files once, at exit) until the process ends, never
@@ -255,8 +249,8 @@ struct Loader::State {
     final_stats = prefetcher->stats();
     store = nullptr;  // owned by the prefetcher as its reader
     final_layout = prefetcher->layout();
-    options.sampler.labels.reset();  // they point into the reader
-    options.sampler.lengths.reset();
+    options.sampler.labels = nullptr;  // they point into the reader
+    options.sampler.lengths = nullptr;
     closed = true;
     return prefetcher->release_reader();
   }
@@ -329,8 +323,8 @@ Loader::Loader(const Communicator& comm, LoaderOptions options) : state_(std::ma
   s.engine = reader->engine();
   // The sampler takes labels and lengths straight from the reader, before the prefetcher owns it.
   options.sampler.dataset_size = s.info.num_samples;
-  options.sampler.labels = borrow(reader->labels());
-  if (s.info.variable_length) options.sampler.lengths = borrow(reader->lengths());
+  options.sampler.labels = reader->labels();  // views the reader keeps alive: it outlives the samplers
+  if (s.info.variable_length) options.sampler.lengths = reader->lengths();
   s.depth = strider::prefetch_depth(options.prefetch, s.info, options.sampler.batch_size, options.sampler.max_tokens,
                                     options.batches_held);
   s.options = std::move(options);
@@ -555,12 +549,12 @@ void Loader::reset_stats() {
   *state_->epoch_plan_cpu_ns = 0;
 }
 
-const std::vector<std::int32_t>& Loader::labels() const {
+SharedView<std::int32_t> Loader::labels() const {
   state_->check_open();
   return state_->prefetcher->labels();
 }
 
-const std::vector<std::int64_t>& Loader::lengths() const {
+SharedView<std::int64_t> Loader::lengths() const {
   state_->check_open();
   return state_->prefetcher->lengths();
 }

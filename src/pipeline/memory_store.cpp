@@ -164,11 +164,12 @@ struct SharedWindow {
   void leak() noexcept { window = MPI_WIN_NULL; }
 };
 
-/// The node's shared segment: samples, labels, token offsets, each page-aligned.
+/// The node's shared segment: samples, labels, token offsets and lengths, each page-aligned.
 struct SegmentLayout {
   std::int64_t samples_bytes = 0;
   std::int64_t labels_at = 0, labels_bytes = 0;
   std::int64_t offsets_at = 0, offsets_bytes = 0;
+  std::int64_t lengths_at = 0, lengths_bytes = 0;
   std::int64_t total = 0;
 };
 
@@ -179,8 +180,16 @@ class NodeStore final : public MemoryStore {
 
   std::string engine() const override { return engine_; }
   const DatasetInfo& info() const override { return info_; }
-  const std::vector<std::int32_t>& labels() const override { return labels_; }
-  const std::vector<std::int64_t>& lengths() const override { return lengths_; }
+  // Views of the segment (valid while the store lives), as the file reader held them: the labels
+  // when it held them (class-aware plans; else empty, as its were), the lengths of sequences.
+  SharedView<std::int32_t> labels() const override {
+    return SharedView<std::int32_t>(nullptr, node_labels_,
+                                    labels_held_ ? static_cast<std::size_t>(info_.num_samples) : 0);
+  }
+  SharedView<std::int64_t> lengths() const override {
+    return SharedView<std::int64_t>(nullptr, node_lengths_,
+                                    info_.variable_length ? static_cast<std::size_t>(info_.num_samples) : 0);
+  }
   void read_labels(std::int64_t first, std::int64_t count, std::int32_t* out) override;
   std::int64_t samples_bytes(const std::int64_t* indices, std::int64_t count) const override;
   void read(const std::int64_t* indices, std::int64_t count, const BatchDestination& destination) override;
@@ -219,8 +228,7 @@ class NodeStore final : public MemoryStore {
   std::string engine_;
   DatasetInfo info_;
   std::int64_t element_bytes_ = 1;
-  std::vector<std::int32_t> labels_;   // held per rank only when the file reader held them (class-aware plans)
-  std::vector<std::int64_t> lengths_;  // sequences (the file reader's)
+  bool labels_held_ = false;  // the file reader held every label (class-aware plans): labels() gives them
   bool replicated_ = false;
   std::vector<std::int64_t> node_first_;  // rows node p holds: [node_first_[p], node_first_[p + 1]) (partition)
   std::int64_t first_row_ = 0, end_row_ = 0;
@@ -231,6 +239,7 @@ class NodeStore final : public MemoryStore {
   std::byte* samples_ = nullptr;
   std::int32_t* node_labels_ = nullptr;    // every row's label, once per node
   std::int64_t* token_offsets_ = nullptr;  // sequences: every row's first token (N + 1), once per node
+  std::int64_t* node_lengths_ = nullptr;   // sequences: every row's length (N), once per node, for the samplers
 
   std::unique_ptr<StoreServer> server_;
   std::atomic<bool> abandoned_{false};
@@ -251,14 +260,15 @@ NodeStore::NodeStore(const Communicator& comm, std::unique_ptr<BatchReader> file
   engine_ = file->engine();
   element_bytes_ = static_cast<std::int64_t>(element_bytes(info_.element_type));
   const std::int64_t rows = info_.num_samples;
-  lengths_ = file->lengths();
-  labels_ = file->labels();
+  labels_held_ = !file->labels().empty();
+  // The file reader's (every rank has them); a view into it, read only before file.reset() below.
+  const SharedView<std::int64_t> lengths = file->lengths();
 
-  // Token offsets from the lengths (every rank has them), for the plan and then the segment.
+  // Token offsets from the lengths, for the plan and then the segment.
   std::vector<std::int64_t> token_offsets;
   if (info_.variable_length) {
     token_offsets.resize(static_cast<std::size_t>(rows) + 1, 0);
-    std::partial_sum(lengths_.begin(), lengths_.end(), token_offsets.begin() + 1);
+    std::partial_sum(lengths.begin(), lengths.end(), token_offsets.begin() + 1);
   }
   const LoadPlan plan = plan_load(groups_, info_, token_offsets);
   node_first_ = plan.node_first;
@@ -268,8 +278,10 @@ NodeStore::NodeStore(const Communicator& comm, std::unique_ptr<BatchReader> file
   };
   const std::int64_t labels_bytes = info_.has_labels ? rows * 4 : 0;
   const std::int64_t offsets_bytes = info_.variable_length ? (rows + 1) * 8 : 0;
+  const std::int64_t lengths_bytes = info_.variable_length ? rows * 8 : 0;
   const auto segment_bytes = [&](std::int64_t samples) {
-    return round_up(samples, kPageBytes) + round_up(labels_bytes, kPageBytes) + round_up(offsets_bytes, kPageBytes);
+    return round_up(samples, kPageBytes) + round_up(labels_bytes, kPageBytes) + round_up(offsets_bytes, kPageBytes) +
+           round_up(lengths_bytes, kPageBytes);
   };
 
   // The budget of every node, known to every rank: its first rank's figure.
@@ -325,13 +337,17 @@ NodeStore::NodeStore(const Communicator& comm, std::unique_ptr<BatchReader> file
   layout_.labels_bytes = labels_bytes;
   layout_.offsets_at = layout_.labels_at + round_up(labels_bytes, kPageBytes);
   layout_.offsets_bytes = offsets_bytes;
-  layout_.total = std::max(layout_.offsets_at + round_up(offsets_bytes, kPageBytes), kPageBytes);
+  layout_.lengths_at = layout_.offsets_at + round_up(offsets_bytes, kPageBytes);
+  layout_.lengths_bytes = lengths_bytes;
+  layout_.total = std::max(layout_.lengths_at + round_up(lengths_bytes, kPageBytes), kPageBytes);
   store_info_.node_bytes = layout_.total;
   comm_.collective_try([&] { allocate_segment(); });
   const double allocated_at = std::chrono::duration<double>(Clock::now() - start).count();
-  // The offsets are every rank's already: the node's first rank writes them once.
-  if (info_.variable_length && groups_.local_rank() == 0)
+  // The offsets and lengths are every rank's already: the node's first rank writes them once.
+  if (info_.variable_length && groups_.local_rank() == 0) {
     std::copy(token_offsets.begin(), token_offsets.end(), token_offsets_);
+    std::copy(lengths.begin(), lengths.end(), node_lengths_);
+  }
   comm_.collective_try([&] { synchronize_node("waiting for the node's token offsets"); });
   token_offsets.clear();
   token_offsets.shrink_to_fit();
@@ -392,6 +408,7 @@ void NodeStore::allocate_segment() {
   samples_ = segment_;
   node_labels_ = info_.has_labels ? reinterpret_cast<std::int32_t*>(segment_ + layout_.labels_at) : nullptr;
   token_offsets_ = info_.variable_length ? reinterpret_cast<std::int64_t*>(segment_ + layout_.offsets_at) : nullptr;
+  node_lengths_ = info_.variable_length ? reinterpret_cast<std::int64_t*>(segment_ + layout_.lengths_at) : nullptr;
 
   // Every page backed now, each rank a slice: a segment /dev/shm cannot hold fails here with an error
   // instead of a SIGBUS on first touch.

@@ -309,10 +309,10 @@ std::unique_ptr<BatchReader> Prefetcher::release_reader() noexcept {
   return std::move(state_->reader);
 }
 
-const std::vector<std::int32_t>& Prefetcher::labels() const noexcept {
+SharedView<std::int32_t> Prefetcher::labels() const {
   return state_->reader->labels();
 }
-const std::vector<std::int64_t>& Prefetcher::lengths() const noexcept {
+SharedView<std::int64_t> Prefetcher::lengths() const {
   return state_->reader->lengths();
 }
 

@@ -37,7 +37,7 @@ BucketedSampler::BucketedSampler(const BucketedSamplerConfig& config, int world_
   if (config.step_group < 1)
     STRIDER_THROW(UsageError, "bucketed: step_group must be >= 1, got " + std::to_string(config.step_group));
 
-  const std::vector<std::int64_t>& lengths = *config.lengths;
+  const SharedView<std::int64_t>& lengths = config.lengths;
   Fnv1a64 hash;
   std::size_t longest = 0;
   for (std::size_t sample = 0; sample < lengths.size(); ++sample) {
@@ -59,7 +59,7 @@ BucketedSampler::BucketedSampler(const BucketedSamplerConfig& config, int world_
 }
 
 void BucketedSampler::pack_window(std::vector<std::int64_t>& window, bool last_window) {
-  const std::vector<std::int64_t>& lengths = *config_.lengths;
+  const SharedView<std::int64_t>& lengths = config_.lengths;
   auto length_of = [&](std::int64_t sample) { return lengths[static_cast<std::size_t>(sample)]; };
   std::sort(window.begin(), window.end(), [&](std::int64_t a, std::int64_t b) {
     return length_of(a) != length_of(b) ? length_of(a) < length_of(b) : a < b;
@@ -87,7 +87,7 @@ void BucketedSampler::pack_window(std::vector<std::int64_t>& window, bool last_w
 }
 
 void BucketedSampler::on_epoch() {
-  const std::vector<std::int64_t>& lengths = *config_.lengths;
+  const SharedView<std::int64_t>& lengths = config_.lengths;
   const auto n = static_cast<std::int64_t>(lengths.size());
   samples_.clear();
   samples_.reserve(static_cast<std::size_t>(n));
@@ -186,7 +186,7 @@ std::int64_t BucketedSampler::step_for_consumed(std::int64_t consumed) const {
 std::uint64_t BucketedSampler::config_hash() const {
   Fnv1a64 hash;
   hash.add(mode());
-  hash.add(static_cast<std::int64_t>(config_.lengths->size()));
+  hash.add(static_cast<std::int64_t>(config_.lengths.size()));
   hash.add(lengths_hash_);
   for (std::int64_t value :
        {config_.max_tokens, config_.max_batch_size, config_.batch_size_multiple, config_.megabatch, config_.step_group})

@@ -13,8 +13,8 @@ std::shared_ptr<const ClassIndex> class_index_of(const SamplerOptions& options) 
   if (!options.labels)
     STRIDER_THROW(UsageError,
                   "the " + options.mode + " sampler needs class labels (--class-counts or a labels dataset)");
-  if (static_cast<std::int64_t>(options.labels->size()) != options.dataset_size)
-    STRIDER_THROW(UsageError, options.mode + ": " + std::to_string(options.labels->size()) +
+  if (static_cast<std::int64_t>(options.labels.size()) != options.dataset_size)
+    STRIDER_THROW(UsageError, options.mode + ": " + std::to_string(options.labels.size()) +
                                   " labels for a dataset of " + std::to_string(options.dataset_size) + " samples");
   return std::make_shared<const ClassIndex>(options.labels);
 }

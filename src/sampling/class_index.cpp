@@ -7,13 +7,12 @@
 
 namespace strider {
 
-ClassIndex::ClassIndex(std::shared_ptr<const std::vector<std::int32_t>> labels, int num_classes)
-    : labels_(std::move(labels)) {
+ClassIndex::ClassIndex(SharedView<std::int32_t> labels, int num_classes) : labels_(std::move(labels)) {
   if (!labels_) STRIDER_THROW(UsageError, "class-aware sampling needs labels (none were given)");
   if (num_classes < 0) STRIDER_THROW(UsageError, "number of classes must be >= 0, got " + std::to_string(num_classes));
   std::int32_t max_label = -1;
-  for (std::size_t i = 0; i < labels_->size(); ++i) {
-    const std::int32_t label = (*labels_)[i];
+  for (std::size_t i = 0; i < labels_.size(); ++i) {
+    const std::int32_t label = labels_[i];
     if (label < 0 || (num_classes > 0 && label >= num_classes))
       STRIDER_THROW(UsageError, "label " + std::to_string(label) + " of sample " + std::to_string(i) +
                                     " is outside [0, " + (num_classes > 0 ? std::to_string(num_classes) : "K") + ")");
@@ -22,17 +21,17 @@ ClassIndex::ClassIndex(std::shared_ptr<const std::vector<std::int32_t>> labels, 
   const int classes = num_classes > 0 ? num_classes : max_label + 1;
   // Counting sort: counts, prefix sums, then one stable pass.
   offsets_.assign(static_cast<std::size_t>(classes) + 1, 0);
-  for (std::int32_t label : *labels_) ++offsets_[static_cast<std::size_t>(label) + 1];
+  for (std::int32_t label : labels_) ++offsets_[static_cast<std::size_t>(label) + 1];
   for (std::size_t c = 1; c < offsets_.size(); ++c) offsets_[c] += offsets_[c - 1];
-  sorted_.resize(labels_->size());
+  sorted_.resize(labels_.size());
   std::vector<std::int64_t> cursor(offsets_.begin(), offsets_.end() - 1);
-  for (std::size_t i = 0; i < labels_->size(); ++i)
-    sorted_[static_cast<std::size_t>(cursor[static_cast<std::size_t>((*labels_)[i])]++)] = static_cast<std::int64_t>(i);
+  for (std::size_t i = 0; i < labels_.size(); ++i)
+    sorted_[static_cast<std::size_t>(cursor[static_cast<std::size_t>(labels_[i])]++)] = static_cast<std::int64_t>(i);
 
   Fnv1a64 hash;
   hash.add(static_cast<std::int64_t>(classes));
-  hash.add(static_cast<std::int64_t>(labels_->size()));
-  hash.add_bytes(labels_->data(), labels_->size() * sizeof(std::int32_t));
+  hash.add(static_cast<std::int64_t>(labels_.size()));
+  hash.add_bytes(labels_.data(), labels_.size() * sizeof(std::int32_t));
   labels_hash_ = hash.value();
 }
 

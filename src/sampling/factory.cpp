@@ -40,8 +40,8 @@ std::unique_ptr<Sampler> make_sampler(const SamplerOptions& options, int world_s
   if (options.mode == "streaming")
     return std::make_unique<StreamingSampler>(fixed_size_config<StreamingSamplerConfig>(options), world_size, rank);
   if (options.mode == "bucketed") {
-    if (options.lengths && static_cast<std::int64_t>(options.lengths->size()) != options.dataset_size)
-      STRIDER_THROW(UsageError, "bucketed: " + std::to_string(options.lengths->size()) + " lengths for a dataset of " +
+    if (options.lengths && static_cast<std::int64_t>(options.lengths.size()) != options.dataset_size)
+      STRIDER_THROW(UsageError, "bucketed: " + std::to_string(options.lengths.size()) + " lengths for a dataset of " +
                                     std::to_string(options.dataset_size) + " samples");
     BucketedSamplerConfig config;
     config.lengths = options.lengths;

@@ -10,7 +10,7 @@ namespace strider {
 
 PlanStats plan_stats(const SamplerOptions& options, int world_size, std::int64_t epoch) {
   if (!options.lengths) STRIDER_THROW(UsageError, "plan statistics need per-sample lengths");
-  const std::vector<std::int64_t>& lengths = *options.lengths;
+  const SharedView<std::int64_t>& lengths = options.lengths;
   if (static_cast<std::int64_t>(lengths.size()) != options.dataset_size)
     STRIDER_THROW(UsageError, "plan statistics: " + std::to_string(lengths.size()) + " lengths for a dataset of " +
                                   std::to_string(options.dataset_size) + " samples");

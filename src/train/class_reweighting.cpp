@@ -9,7 +9,7 @@ bool sampler_supports_reweighting(const std::string& mode) {
 }
 
 std::vector<double> agree_on_new_class_weights(const Communicator& comm, std::vector<double> weights,
-                                               const std::vector<std::int32_t>& labels,
+                                               const SharedView<std::int32_t>& labels,
                                                const std::vector<double>& recall) {
   if (weights.empty()) {
     std::vector<double> counts(recall.size(), 0.0);

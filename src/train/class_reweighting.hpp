@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "strider/comm/communicator.hpp"
+#include "strider/core/shared_view.hpp"
 
 namespace strider::detail {
 
@@ -16,7 +17,7 @@ bool sampler_supports_reweighting(const std::string& mode);
 /// sampler's default 1/count from the labels) and the per-class recall, computed on rank 0 with the
 /// common rule and broadcast, so every rank holds bit-identical weights.
 std::vector<double> agree_on_new_class_weights(const Communicator& comm, std::vector<double> weights,
-                                               const std::vector<std::int32_t>& labels,
+                                               const SharedView<std::int32_t>& labels,
                                                const std::vector<double>& recall);
 
 }  // namespace strider::detail

@@ -8,8 +8,8 @@
 
 namespace strider {
 
-std::uint64_t dataset_fingerprint(const DatasetInfo& dataset, const std::vector<std::int32_t>& labels,
-                                  const std::vector<std::int64_t>& lengths, const DatasetKeys& keys) {
+std::uint64_t dataset_fingerprint(const DatasetInfo& dataset, const SharedView<std::int32_t>& labels,
+                                  const SharedView<std::int64_t>& lengths, const DatasetKeys& keys) {
   return dataset_fingerprint(
       dataset, static_cast<std::int64_t>(labels.size()),
       [&](std::int64_t first, std::int64_t count, std::int32_t* out) {
@@ -19,7 +19,7 @@ std::uint64_t dataset_fingerprint(const DatasetInfo& dataset, const std::vector<
 }
 
 std::uint64_t dataset_fingerprint(const DatasetInfo& dataset, std::int64_t label_count,
-                                  const LabelRangeReader& read_labels, const std::vector<std::int64_t>& lengths,
+                                  const LabelRangeReader& read_labels, const SharedView<std::int64_t>& lengths,
                                   const DatasetKeys& keys, std::int32_t* max_label) {
   Fnv1a64 hash;
   hash.add("strider dataset fingerprint 1");

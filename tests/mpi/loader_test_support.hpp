@@ -84,9 +84,9 @@ inline std::vector<std::uint64_t> expected_hashes(const Communicator& comm, cons
   SamplerOptions sampling = loading.sampler;
   sampling.seed = *loading.seed;
   sampling.dataset_size = reader->info().num_samples;
-  sampling.labels = std::make_shared<const std::vector<std::int32_t>>(reader->labels());
+  sampling.labels = std::make_shared<const std::vector<std::int32_t>>(reader->labels().to_vector());
   if (reader->info().variable_length)
-    sampling.lengths = std::make_shared<const std::vector<std::int64_t>>(reader->lengths());
+    sampling.lengths = std::make_shared<const std::vector<std::int64_t>>(reader->lengths().to_vector());
   std::unique_ptr<Sampler> sampler = make_sampler(sampling, comm.size(), comm.rank());
   sampler->set_epoch(epoch);
   if (config_hash != nullptr) *config_hash = sampler->config_hash();

@@ -94,7 +94,7 @@ TEST_CASE("loader: steps(e) follows the epoch's plan and state() counts the batc
   SamplerOptions sampling = options.sampler;
   sampling.seed = 1234;
   sampling.dataset_size = reader->info().num_samples;
-  sampling.lengths = std::make_shared<const std::vector<std::int64_t>>(reader->lengths());
+  sampling.lengths = std::make_shared<const std::vector<std::int64_t>>(reader->lengths().to_vector());
   std::unique_ptr<Sampler> sampler = make_sampler(sampling, comm.size(), comm.rank());
   sampler->set_epoch(2);
   bool states_ok = loader.state().epoch == 0 && loader.state().consumed == 0;
@@ -329,14 +329,14 @@ TEST_CASE("loader: labels are held only when the plan needs them, and read betwe
   const Communicator& comm = world();
   const TestFile features(comm, "features", 203);
   ReaderOptions reader_options;
-  const std::vector<std::int32_t> all = open_reader(comm, features.path(), reader_options)->labels();
+  const std::vector<std::int32_t> all = open_reader(comm, features.path(), reader_options)->labels().to_vector();
   Loader distributed(comm, options_for(features.path(), "distributed", 8));
   Loader balanced(comm, options_for(features.path(), "balanced", 8));
   LoaderOptions held = options_for(features.path(), "streaming", 8);
   held.labels_in_memory = true;
   Loader streaming(comm, held);
-  bool ok = distributed.labels().empty() && distributed.dataset().labels_per_batch && balanced.labels() == all &&
-            streaming.labels() == all;
+  bool ok = distributed.labels().empty() && distributed.dataset().labels_per_batch &&
+            balanced.labels().to_vector() == all && streaming.labels().to_vector() == all;
   std::vector<std::int32_t> range(50);
   distributed.read_labels(100, 50, range.data());
   ok = ok && std::equal(range.begin(), range.end(), all.begin() + 100);

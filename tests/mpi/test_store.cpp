@@ -1,13 +1,16 @@
 // The in-memory store (--store memory) at 1..4 ranks, as 1, 2 or 4 ranks per node
 // (STRIDER_NODE_SIZE): its batches are bit-identical to those read from the file for every sampler,
 // fixed-size and sequences, contiguous, chunked and compressed, in both layouts; nothing is read
-// from the file after the load; the budget is checked before anything is read; a rank failing
+// from the file after the load; the samplers' labels and lengths are views of the node's segment;
+// the budget is checked before anything is read; a rank failing
 // during the load, a read error in a step, an error unwinding the stack, a changed file and a
 // resumed epoch behave as without the store. Every check is agreed across ranks before it is
 // asserted.
 #include <fcntl.h>
 #include <sys/stat.h>
 
+#include <cinttypes>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <optional>
@@ -54,6 +57,21 @@ std::vector<int> node_sizes(int ranks) {
   for (int size : {1, 2, 4})
     if (ranks % size == 0 && size < ranks) sizes.push_back(size);
   return sizes;
+}
+
+/// Whether `address` lies in a shared mapping of this process (an 's' in /proc/self/maps: the store's
+/// segment, an MPI shared window) rather than in private memory (the heap).
+bool in_shared_mapping(const void* address) {
+  std::ifstream maps("/proc/self/maps");
+  const auto at = reinterpret_cast<std::uintptr_t>(address);
+  std::string line;
+  while (std::getline(maps, line)) {
+    std::uintptr_t begin = 0, end = 0;
+    char perms[5] = {};
+    if (std::sscanf(line.c_str(), "%" SCNxPTR "-%" SCNxPTR " %4s", &begin, &end, perms) == 3 && begin <= at && at < end)
+      return perms[3] == 's';
+  }
+  return false;
 }
 
 LoaderOptions with_store(LoaderOptions options, const std::string& layout) {
@@ -154,6 +172,42 @@ TEST_CASE("store: batches are bit-identical to the file's for every sampler, lay
   const std::int64_t remote = comm.all_reduce(partitioned.remote, ReduceOp::sum);
   REQUIRE((comm.size() > 1 ? remote > 0 : remote == 0));
   REQUIRE(comm.all_reduce(partitioned.local + replicated.local, ReduceOp::sum) > 0);
+}
+
+TEST_CASE("store: the samplers' labels and lengths are the node segment's, not a copy per rank",
+          "[mpi][store][pipeline]") {
+  const Communicator& comm = world();
+  const TestFile features(comm, "features", 203), sequences(comm, "sequences", 301);
+  const auto held = [&](const std::string& path) {  // every label and length, as a reader holds them
+    ReaderOptions reader_options;
+    reader_options.labels_in_memory = true;
+    const std::unique_ptr<BatchReader> reader = open_reader(comm, path, reader_options);
+    return std::make_pair(reader->labels().to_vector(), reader->lengths().to_vector());
+  };
+  const auto [feature_labels, no_lengths] = held(features.path());
+  const auto [sequence_labels, sequence_lengths] = held(sequences.path());
+  bool ok = !feature_labels.empty() && no_lengths.empty() && !sequence_lengths.empty();
+  for (int size : node_sizes(comm.size())) {
+    const NodeSize node_size(size);
+    // Open MPI gives a node of one rank private memory for its window: nothing to share there.
+    const bool shared_node = NodeGroups::split(comm).local_size() > 1;
+    for (const std::string layout : {"partition", "replicate"}) {
+      // Class-aware plans hold the labels; sequences hold their lengths. Both views have the file's
+      // values and point into the node's segment, a shared mapping on a node of several ranks.
+      Loader balanced(comm, with_store(options_for(features.path(), "balanced", 6), layout));
+      const SharedView<std::int32_t> labels = balanced.labels();
+      ok = ok && labels.to_vector() == feature_labels && in_shared_mapping(labels.data()) == shared_node &&
+           balanced.lengths().empty();
+      Loader bucketed(comm, with_store(options_for(sequences.path(), "bucketed", 0), layout));
+      const SharedView<std::int64_t> lengths = bucketed.lengths();
+      ok = ok && lengths.to_vector() == sequence_lengths && in_shared_mapping(lengths.data()) == shared_node &&
+           bucketed.labels().empty();  // not held for a plan that does not need them
+    }
+  }
+  // Without the store they are the reader's own, in private memory: what the check above tells apart.
+  Loader file_only(comm, options_for(sequences.path(), "bucketed", 0));
+  ok = ok && file_only.lengths().to_vector() == sequence_lengths && !in_shared_mapping(file_only.lengths().data());
+  REQUIRE(everywhere(comm, ok));
 }
 
 TEST_CASE("store: after the load the file can change underneath: batches come from memory", "[mpi][store][pipeline]") {

@@ -71,8 +71,8 @@ class FakeReader final : public BatchReader {
 
   std::string engine() const override { return "fake"; }
   const DatasetInfo& info() const override { return info_; }
-  const std::vector<std::int32_t>& labels() const override { return labels_; }
-  const std::vector<std::int64_t>& lengths() const override { return lengths_; }
+  SharedView<std::int32_t> labels() const override { return SharedView<std::int32_t>::borrow(labels_); }
+  SharedView<std::int64_t> lengths() const override { return SharedView<std::int64_t>::borrow(lengths_); }
   void read_labels(std::int64_t first, std::int64_t count, std::int32_t* out) override {
     std::copy(labels_.begin() + first, labels_.begin() + first + count, out);
   }

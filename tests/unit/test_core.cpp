@@ -1,11 +1,14 @@
-// Core pieces: error messages, JSON writer, the move-only handle, log levels, hashing.
+// Core pieces: error messages, JSON writer, the move-only handle, log levels, hashing, shared views.
 #include <catch2/catch.hpp>
+#include <memory>
 #include <sstream>
+#include <vector>
 
 #include "strider/core/error.hpp"
 #include "strider/core/hash.hpp"
 #include "strider/core/json_writer.hpp"
 #include "strider/core/log.hpp"
+#include "strider/core/shared_view.hpp"
 #include "strider/core/unique_handle.hpp"
 
 using namespace strider;
@@ -112,4 +115,51 @@ TEST_CASE("FNV-1a 64 matches the reference values", "[core][hash]") {
   Fnv1a64 a;
   a.add_bytes("a", 1);
   REQUIRE(a.value() == 0xaf63dc4c8601ec8cULL);  // FNV-1a 64 of "a"
+}
+
+TEST_CASE("shared views: null or present, owning or borrowed", "[core][view]") {
+  const SharedView<int> null;
+  REQUIRE_FALSE(null);
+  REQUIRE(null.empty());
+  REQUIRE(null.begin() == null.end());
+  const SharedView<int> none = nullptr;
+  REQUIRE_FALSE(none);
+
+  // From a shared vector: present, the vector's values, and the vector kept alive by the view.
+  auto values = std::make_shared<const std::vector<int>>(std::vector<int>{3, 1, 2});
+  const std::weak_ptr<const std::vector<int>> watch = values;
+  SharedView<int> owning = values;
+  values.reset();
+  REQUIRE_FALSE(watch.expired());  // the view owns it now
+  REQUIRE(owning);
+  REQUIRE(owning.size() == 3);
+  REQUIRE(owning[0] == 3);
+  REQUIRE(owning.to_vector() == std::vector<int>{3, 1, 2});
+  int sum = 0;
+  for (int value : owning) sum += value;
+  REQUIRE(sum == 6);
+  SharedView<int> copy = owning;
+  owning = nullptr;
+  REQUIRE_FALSE(watch.expired());  // a copy shares the ownership
+  copy = nullptr;
+  REQUIRE(watch.expired());
+
+  // An empty vector is present (a dataset of no rows), unlike a null view; a mutable vector works too.
+  const SharedView<int> empty = std::make_shared<std::vector<int>>();
+  REQUIRE(empty);
+  REQUIRE(empty.empty());
+
+  // Borrowed: the same values, owning nothing (the holder keeps them alive); an owner of any type.
+  const std::vector<long> held = {7, 8};
+  const SharedView<long> borrowed = SharedView<long>::borrow(held);
+  REQUIRE(borrowed);
+  REQUIRE(borrowed.data() == held.data());
+  REQUIRE(borrowed.size() == 2);
+  auto segment = std::make_shared<std::vector<char>>(16, 'x');
+  const std::weak_ptr<std::vector<char>> segment_watch = segment;
+  const SharedView<char> in_segment(segment, segment->data() + 4, 8);
+  segment.reset();
+  REQUIRE_FALSE(segment_watch.expired());
+  REQUIRE(in_segment.size() == 8);
+  REQUIRE(in_segment[7] == 'x');
 }

@@ -229,6 +229,14 @@ TEST_CASE("normalized inputs: the checkpoint records the statistics and a resume
   REQUIRE_THROWS_AS(load_model(without, restored), DataError);
 }
 
+namespace {
+/// The values as a view that owns them (what the fingerprint takes).
+template <typename T>
+SharedView<T> shared(std::vector<T> values) {
+  return std::make_shared<const std::vector<T>>(std::move(values));
+}
+}  // namespace
+
 TEST_CASE("the dataset fingerprint follows the data, not the path", "[train][checkpoint]") {
   DatasetInfo info;
   info.path = "/scratch/a/train.h5";
@@ -238,35 +246,35 @@ TEST_CASE("the dataset fingerprint follows the data, not the path", "[train][che
   info.layout = "contiguous";
   const std::vector<std::int32_t> labels = {0, 1, 1, 0};
   const DatasetKeys keys;
-  const std::uint64_t base = dataset_fingerprint(info, labels, {}, keys);
+  const std::uint64_t base = dataset_fingerprint(info, shared(labels), {}, keys);
 
   DatasetInfo moved = info;
   moved.path = "/local/ssd/copy.h5";
   moved.layout = "chunked";  // restaged with another layout: the same data
   moved.chunk_shape = {2, 8};
-  REQUIRE(dataset_fingerprint(moved, labels, {}, keys) == base);
+  REQUIRE(dataset_fingerprint(moved, shared(labels), {}, keys) == base);
 
-  REQUIRE(dataset_fingerprint(info, {0, 1, 1, 1}, {}, keys) != base);
+  REQUIRE(dataset_fingerprint(info, shared<std::int32_t>({0, 1, 1, 1}), {}, keys) != base);
   DatasetInfo reshaped = info;
   reshaped.sample_shape = {2, 4};
-  REQUIRE(dataset_fingerprint(reshaped, labels, {}, keys) != base);
+  REQUIRE(dataset_fingerprint(reshaped, shared(labels), {}, keys) != base);
   DatasetInfo retyped = info;
   retyped.element_type = ElementType::float64;
-  REQUIRE(dataset_fingerprint(retyped, labels, {}, keys) != base);
+  REQUIRE(dataset_fingerprint(retyped, shared(labels), {}, keys) != base);
   DatasetKeys renamed = keys;
   renamed.data = "/features";
-  REQUIRE(dataset_fingerprint(info, labels, {}, renamed) != base);
+  REQUIRE(dataset_fingerprint(info, shared(labels), {}, renamed) != base);
   renamed = keys;
   renamed.tokens = "/ids";  // not read for fixed-size samples
-  REQUIRE(dataset_fingerprint(info, labels, {}, renamed) == base);
+  REQUIRE(dataset_fingerprint(info, shared(labels), {}, renamed) == base);
 
   DatasetInfo sequences;
   sequences.variable_length = true;
   sequences.num_samples = 3;
   sequences.num_tokens = 9;
   sequences.element_type = ElementType::int32;
-  const std::uint64_t sequence_base = dataset_fingerprint(sequences, {}, {2, 3, 4}, keys);
-  REQUIRE(dataset_fingerprint(sequences, {}, {3, 2, 4}, keys) != sequence_base);
+  const std::uint64_t sequence_base = dataset_fingerprint(sequences, {}, shared<std::int64_t>({2, 3, 4}), keys);
+  REQUIRE(dataset_fingerprint(sequences, {}, shared<std::int64_t>({3, 2, 4}), keys) != sequence_base);
   REQUIRE(fingerprint_hex(0x0123456789abcdefULL) == "0123456789abcdef");
   REQUIRE(fingerprint_hex(base).size() == 16);
 }
@@ -294,7 +302,7 @@ TEST_CASE("the fingerprint streams labels in chunks: every chunk counts, and the
       {}, keys, &max_label);
   REQUIRE(served == info.num_samples);
   REQUIRE(max_label == 11);
-  REQUIRE(streamed == dataset_fingerprint(info, labels, {}, keys));
+  REQUIRE(streamed == dataset_fingerprint(info, shared(labels), {}, keys));
   labels[2'400'000] = 1;  // in the last chunk
-  REQUIRE(dataset_fingerprint(info, labels, {}, keys) != streamed);
+  REQUIRE(dataset_fingerprint(info, shared(labels), {}, keys) != streamed);
 }

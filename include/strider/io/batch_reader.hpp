@@ -18,6 +18,7 @@
 
 #include "strider/comm/communicator.hpp"
 #include "strider/core/element_type.hpp"
+#include "strider/core/shared_view.hpp"
 
 namespace strider {
 
@@ -116,13 +117,15 @@ class BatchReader {
   virtual std::string engine() const = 0;
   virtual const DatasetInfo& info() const = 0;
   /// Every label (read once at open); empty when the file has none or they are read per batch.
-  virtual const std::vector<std::int32_t>& labels() const = 0;
+  /// Valid while the reader lives (the view may own nothing).
+  virtual SharedView<std::int32_t> labels() const = 0;
   /// labels[first .. first + count) into out, from memory or, when labels are read per batch, from
   /// the file (values checked as per batch). Same thread rule as read(). Throws UsageError for a range
   /// outside [0, N) or a file without labels.
   virtual void read_labels(std::int64_t first, std::int64_t count, std::int32_t* out) = 0;
   /// Sequences: every row's length in tokens (read once at open); empty for fixed-size samples.
-  virtual const std::vector<std::int64_t>& lengths() const = 0;
+  /// Valid while the reader lives (the view may own nothing).
+  virtual SharedView<std::int64_t> lengths() const = 0;
   /// Bytes the samples of these indices take (count * sample_bytes, or their tokens' bytes).
   virtual std::int64_t samples_bytes(const std::int64_t* indices, std::int64_t count) const = 0;
   /// Reads samples (and labels, offsets) of indices[0..count) in that order; duplicates allowed,

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "strider/comm/communicator.hpp"
+#include "strider/core/shared_view.hpp"
 #include "strider/pipeline/loader_options.hpp"
 #include "strider/pipeline/prefetcher.hpp"
 #include "strider/sampling/sampler.hpp"
@@ -180,10 +181,11 @@ class Loader {
   void reset_stats();
 
   /// Every label, when held in memory (LoaderOptions::labels_in_memory, or a sampler that needs
-  /// them); empty otherwise. Throws UsageError after close().
-  const std::vector<std::int32_t>& labels() const;
-  /// Sequences: every row's length in tokens; empty for fixed-size samples.
-  const std::vector<std::int64_t>& lengths() const;
+  /// them); empty otherwise. With the store, a view of the node's shared segment (held once per
+  /// node). Valid until close(); throws UsageError after it.
+  SharedView<std::int32_t> labels() const;
+  /// Sequences: every row's length in tokens; empty for fixed-size samples. Held as labels() is.
+  SharedView<std::int64_t> lengths() const;
   /// labels[first, first + count) into out, from memory or from the file. Only while no epoch is
   /// reading (before the first, or after one ended or was left); not collective.
   void read_labels(std::int64_t first, std::int64_t count, std::int32_t* out);

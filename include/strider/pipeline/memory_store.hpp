@@ -15,7 +15,9 @@
 ///   replicate  each node holds every row (after the load, the nodes copy their ranges to each other):
 ///              no traffic between nodes afterwards;
 ///   auto       replicate when the whole dataset fits one node's budget, else partition.
-/// Labels and (for sequences) token offsets are held once per node, every row of them on every node.
+/// Labels and (for sequences) token offsets and lengths are held once per node, every row of them on
+/// every node; the store's labels() and lengths() are views of them, which the Loader hands its
+/// samplers: no rank holds a copy of its own.
 
 #include <cstdint>
 #include <memory>

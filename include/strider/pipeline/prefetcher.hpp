@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "strider/core/shared_view.hpp"
 #include "strider/io/batch_reader.hpp"
 #include "strider/pipeline/host_allocator.hpp"
 #include "strider/sampling/sampler.hpp"
@@ -203,8 +204,8 @@ class Prefetcher {
   void reset_stats();
   const DatasetInfo& dataset() const noexcept { return info_; }
   /// The reader's labels / lengths (read once at open; safe to read from the consumer thread).
-  const std::vector<std::int32_t>& labels() const noexcept;
-  const std::vector<std::int64_t>& lengths() const noexcept;
+  SharedView<std::int32_t> labels() const;
+  SharedView<std::int64_t> lengths() const;
   /// The reader's BatchReader::read_labels, on the consumer thread: only while no epoch runs
   /// (before the first start_epoch, or after next() returned nullopt or stop()); throws UsageError
   /// otherwise.

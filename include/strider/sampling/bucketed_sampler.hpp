@@ -6,6 +6,7 @@
 #include <memory>
 #include <vector>
 
+#include "strider/core/shared_view.hpp"
 #include "strider/sampling/sampler.hpp"
 
 namespace strider {
@@ -13,7 +14,7 @@ namespace strider {
 /// Configuration of the bucketed sampler.
 struct BucketedSamplerConfig {
   /// Per-sample lengths in tokens (each >= 1); N is their count. Shared, never copied.
-  std::shared_ptr<const std::vector<std::int64_t>> lengths;
+  SharedView<std::int64_t> lengths;
   std::int64_t max_tokens = 0;           ///< a batch's cost, count * its longest length, stays <= this
   std::int64_t max_batch_size = 0;       ///< at most this many samples per batch (0: no limit)
   std::int64_t batch_size_multiple = 1;  ///< batch sample counts are multiples of this (but the epoch's last)

@@ -7,6 +7,8 @@
 #include <memory>
 #include <vector>
 
+#include "strider/core/shared_view.hpp"
+
 namespace strider {
 
 /// The samples of each class, built in O(N + K) by a counting sort over the labels (no per-sample
@@ -16,10 +18,10 @@ class ClassIndex {
  public:
   /// Builds the index. `num_classes` 0 takes max label + 1. Throws UsageError for null labels, a
   /// negative label or a label >= num_classes.
-  explicit ClassIndex(std::shared_ptr<const std::vector<std::int32_t>> labels, int num_classes = 0);
+  explicit ClassIndex(SharedView<std::int32_t> labels, int num_classes = 0);
 
   /// N, the number of samples.
-  std::int64_t size() const noexcept { return static_cast<std::int64_t>(labels_->size()); }
+  std::int64_t size() const noexcept { return static_cast<std::int64_t>(labels_.size()); }
   /// K, the number of classes (some may have no sample).
   int num_classes() const noexcept { return static_cast<int>(offsets_.size()) - 1; }
   /// Samples of class `label` (0 <= label < K).
@@ -29,13 +31,13 @@ class ClassIndex {
   /// Class `label`'s sample indices in increasing order: [members(label), members(label) + count(label)).
   const std::int64_t* members(int label) const { return sorted_.data() + offsets_[static_cast<std::size_t>(label)]; }
   /// The label of sample `index` (0 <= index < N).
-  std::int32_t label(std::int64_t index) const { return (*labels_)[static_cast<std::size_t>(index)]; }
-  const std::vector<std::int32_t>& labels() const noexcept { return *labels_; }
+  std::int32_t label(std::int64_t index) const { return labels_[static_cast<std::size_t>(index)]; }
+  const SharedView<std::int32_t>& labels() const noexcept { return labels_; }
   /// FNV-1a hash of K and every label, computed once at construction (for config hashes).
   std::uint64_t labels_hash() const noexcept { return labels_hash_; }
 
  private:
-  std::shared_ptr<const std::vector<std::int32_t>> labels_;
+  SharedView<std::int32_t> labels_;
   std::vector<std::int64_t> offsets_;  // K+1 class boundaries in sorted_
   std::vector<std::int64_t> sorted_;   // sample indices grouped by class, increasing within a class
   std::uint64_t labels_hash_ = 0;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "strider/core/shared_view.hpp"
 #include "strider/sampling/distributed_sampler.hpp"
 #include "strider/sampling/sampler.hpp"
 
@@ -17,11 +18,12 @@ namespace strider {
 struct SamplerOptions : PartitionConfig {
   std::string mode = "distributed";  ///< one of sampler_modes()
 
-  /// Per-sample class labels 0..K-1 (class-aware modes), shared so that samplers of several ranks
-  /// or epochs do not copy them. Null when the dataset has none.
-  std::shared_ptr<const std::vector<std::int32_t>> labels;
-  /// Per-sample lengths in tokens (bucketed mode). Null for fixed-size samples.
-  std::shared_ptr<const std::vector<std::int64_t>> lengths;
+  /// Per-sample class labels 0..K-1 (class-aware modes), a view so that samplers of several ranks
+  /// or epochs do not copy them: a shared vector (assign a shared_ptr<const vector>), or the
+  /// Loader's store segment, held once per node. Null when the dataset has none.
+  SharedView<std::int32_t> labels;
+  /// Per-sample lengths in tokens (bucketed mode), held as labels. Null for fixed-size samples.
+  SharedView<std::int64_t> lengths;
 
   // ---- class-aware modes (balanced, weighted, stratified) ----
   std::vector<double> class_weights;  ///< weighted: per-class weights, K entries (empty: 1/count)

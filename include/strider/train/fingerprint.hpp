@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "strider/core/shared_view.hpp"
 #include "strider/io/batch_reader.hpp"
 
 namespace strider {
@@ -18,8 +19,8 @@ namespace strider {
 /// every sequence length, and for data split over several files the shards' order (their file
 /// names) and row counts. Not the directories, the storage layout, chunking or compression. Not
 /// collective (every rank computes the same value from the same files).
-std::uint64_t dataset_fingerprint(const DatasetInfo& dataset, const std::vector<std::int32_t>& labels,
-                                  const std::vector<std::int64_t>& lengths, const DatasetKeys& keys);
+std::uint64_t dataset_fingerprint(const DatasetInfo& dataset, const SharedView<std::int32_t>& labels,
+                                  const SharedView<std::int64_t>& lengths, const DatasetKeys& keys);
 
 /// Fills out with labels [first, first + count).
 using LabelRangeReader = std::function<void(std::int64_t first, std::int64_t count, std::int32_t* out)>;
@@ -28,7 +29,7 @@ using LabelRangeReader = std::function<void(std::int64_t first, std::int64_t cou
 /// (memory does not grow with N: labels read per batch, BatchReader::read_labels). Also returns the
 /// largest label in *max_label (0 without labels) when max_label is not null.
 std::uint64_t dataset_fingerprint(const DatasetInfo& dataset, std::int64_t label_count,
-                                  const LabelRangeReader& read_labels, const std::vector<std::int64_t>& lengths,
+                                  const LabelRangeReader& read_labels, const SharedView<std::int64_t>& lengths,
                                   const DatasetKeys& keys, std::int32_t* max_label = nullptr);
 
 /// The fingerprint as 16 lowercase hex digits (how checkpoints and stats store it).
