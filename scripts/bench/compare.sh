@@ -115,6 +115,8 @@ limits() {  # NAME KEY BATCH [OFFSETS_KEY]
   fi
   local labels_at label_bytes
   read -r labels_at _ _ label_bytes < <(layout "$file" /labels)
+  printf '%q ' "${args[@]}" >"$out/limit-args-$name"  # for paired_gather
+  printf '%q ' --labels-at "$labels_at" --label-bytes "$label_bytes" >"$out/limit-label-args-$name"
   local by_ranks="" with_labels="" gather one
   for r in $ranks_list; do
     gather=$("$out/gather_limit" "${args[@]}" --processes "$r")
@@ -135,11 +137,44 @@ keep_median() {  # KIND TAG: of runs/KIND-TAG.K.json, keep the median (by sample
     "$out"/runs/"$kind-$tag".*.json)
   cp "$out/runs/$kind-$tag.$k.json" "$out/$kind-$tag.json"
   cp "$out/logs/$kind-$tag.$k.log" "$out/logs/$kind-$tag.log"
+  echo "$k" >"$out/runs/$kind-$tag.kept"
+}
+# This machine's speed drifts (2x within minutes: a virtual machine on a shared host), so a limit
+# measured once at the start can sit in another phase than the run set against it. With
+# PAIRED=NAME, strider() runs the gather limit of NAME (R processes, with and without the labels)
+# just before each repeat, into runs/gather[-labels]-TAG.K.json; pair_limits then sets the limit
+# of R ranks to the gathers paired with the run kept as the median.
+paired_gather() {  # NAME RANKS TAG K
+  local args label_args
+  eval "args=($(cat "$out/limit-args-$1"))"
+  eval "label_args=($(cat "$out/limit-label-args-$1"))"
+  "$out/gather_limit" "${args[@]}" --processes "$2" >"$out/runs/gather-$3.$4.json"
+  "$out/gather_limit" "${args[@]}" --processes "$2" "${label_args[@]}" >"$out/runs/gather-labels-$3.$4.json"
+}
+pair_limits() {  # NAME: limit-NAME.json's per-rank gathers from the pairs of the kept NAME-rR runs
+  $python - "$out" "$1" <<'EOF'
+import glob, json, os, sys
+out, name = sys.argv[1], sys.argv[2]
+path = os.path.join(out, f"limit-{name}.json")
+limit = json.load(open(path))
+for kept in glob.glob(os.path.join(out, "runs", f"strider-{name}-r*.kept")):
+    tag = os.path.basename(kept)[len("strider-"):-len(".kept")]
+    ranks, k = tag.rsplit("-r", 1)[1], open(kept).read().strip()
+    for key, prefix in (("gather_by_ranks", "gather"), ("gather_with_labels_by_ranks", "gather-labels")):
+        pair = os.path.join(out, "runs", f"{prefix}-{tag}.{k}.json")
+        if os.path.exists(pair):
+            limit.setdefault(key, {})[ranks] = dict(json.load(open(pair)), paired_with_run=int(k))
+    if ranks == "1" and "1" in limit.get("gather_by_ranks", {}):
+        limit["gather"] = limit["gather_by_ranks"]["1"]
+limit["paired"] = True
+json.dump(limit, open(path, "w"))
+EOF
 }
 strider() {  # TAG RANKS strider-bench options...: the median of $repeats runs (by samples/s)
   local tag=$1 ranks=$2 k
   shift 2
   for ((k = 1; k <= repeats; ++k)); do
+    if [[ -n ${PAIRED:-} ]]; then paired_gather "$PAIRED" "$ranks" "$tag" "$k"; fi
     "${launch[@]}" -np "$ranks" "$bin/strider-bench" --seed "$seed" --json "$out/runs/strider-$tag.$k.json" "$@" \
       >"$out/logs/strider-$tag.$k.log" 2>&1 || { log "strider $tag FAILED (see $out/logs/strider-$tag.$k.log)"; return 0; }
   done
@@ -182,10 +217,11 @@ w1_epochs="--epochs 10 --warmup-epochs 3"
 w1_step_epochs="--epochs 2 --warmup-epochs 2"
 if [[ $only == python ]]; then
   for ranks in $ranks_list; do
-    strider "w1-r$ranks" "$ranks" --data "$data/w1.h5" --batch-size 256 $w1_epochs
+    PAIRED=w1 strider "w1-r$ranks" "$ranks" --data "$data/w1.h5" --batch-size 256 $w1_epochs
     python_loop "w1-r$ranks" "$ranks" --data "$data/w1.h5" --batch-size 256 $w1_epochs
     peer "w1-r$ranks" "$ranks" --data "$data/w1.h5" --batch-size 256 --sampler distributed
   done
+  pair_limits w1
   echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$out/machine.txt"
   $python "$here/summarize.py" "$out"
   log "done in $(($(date +%s) - started)) s: $out/results.json"
@@ -196,7 +232,7 @@ limits w3 /tokens 256 /offsets
 limits w4 /samples 256
 
 for ranks in $ranks_list; do
-  strider "w1-r$ranks" "$ranks" --data "$data/w1.h5" --batch-size 256 $w1_epochs
+  PAIRED=w1 strider "w1-r$ranks" "$ranks" --data "$data/w1.h5" --batch-size 256 $w1_epochs
   python_loop "w1-r$ranks" "$ranks" --data "$data/w1.h5" --batch-size 256 $w1_epochs
   strider "w2-r$ranks" "$ranks" --data "$data/w2.h5" --batch-size 32 --epochs 4
   strider "w3-r$ranks" "$ranks" --data "$data/w3.h5" --sampler bucketed --max-tokens 16384 --epochs 2
@@ -208,6 +244,7 @@ for ranks in $ranks_list; do
   peer "w3-r$ranks" "$ranks" --data "$data/w3.h5" --sampler length-grouped --max-tokens 16384
   peer "w4-r$ranks" "$ranks" --data "$data/w4.h5" --batch-size 256 --sampler weighted
 done
+pair_limits w1  # w1's limits: the gathers run beside the kept strider runs
 
 # ---- stall fraction with an emulated step of about the time to read a batch (w1) ----
 read_us=$($python - "$out/strider-w1-r1.json" <<'EOF'

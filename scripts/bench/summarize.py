@@ -174,6 +174,9 @@ def main(out):
               f"{c('strider_cpu_over_gather_with_labels', '.2f', 6)}")
     print("R gathers/s: R gather_limit processes at once (the limit for R ranks); +labels: the gather copying each "
           "row's label too, as strider does.")
+    paired = sorted(name for name, limit in limits.items() if limit and limit.get("paired"))
+    if paired:
+        print(f"limits of {', '.join(paired)}: measured just before the strider run kept as the median (paired in time).")
 
     accounts = {}
     for tag in ("w1-r1", "w1-r2"):
