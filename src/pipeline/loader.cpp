@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "pipeline/option_checks.hpp"
+#include "pipeline/thread_layout.hpp"
 #include "pipeline/thread_usage.hpp"
 #include "strider/comm/seed.hpp"
 #include "strider/core/error.hpp"
@@ -114,7 +115,7 @@ struct Loader::State {
   int depth = 0;
   std::vector<std::pair<std::int64_t, std::int64_t>> opened_file_states;  // per shard
   int uncaught_at_construction = std::uncaught_exceptions();
-  bool layout_logged = false;  // the thread layout measurement's outcome was logged
+  bool layout_agreed = false;  // every rank measured its thread layout, and all use the agreed one
   bool closed = false;
   PrefetchStats final_stats;
   // The in-memory store, when on: the prefetcher's reader (owned there), and what it holds.
@@ -383,26 +384,21 @@ LoaderEpoch Loader::epoch(std::int64_t epoch) {
     s.plan_current(epoch);
   });
   const std::int64_t steps = s.current->num_steps();
-  // With the epoch and step counts, the thread layout each rank measured: whether all have decided,
-  // and whether all, or any, read on the caller's thread.
+  // With the epoch and step counts, whether every rank has ended its thread layout measurement,
+  // and whether any decided (an epoch too short to time leaves a rank undecided, on the I/O thread).
   const LayoutMeasurement layout = s.prefetcher->layout();
-  std::int64_t bounds[7] = {epoch,
-                            -epoch,
-                            steps,
-                            -steps,
-                            layout.decided ? 1 : 0,
-                            layout.caller_thread ? 1 : 0,
-                            layout.caller_thread ? -1 : 0};
-  s.comm.all_reduce(bounds, 7, ReduceOp::min);
-  if (bounds[4] == 1 && !s.layout_logged) {
-    s.layout_logged = true;
+  std::int64_t bounds[6] = {epoch, -epoch, steps, -steps, layout.measuring ? 0 : 1, layout.decided ? -1 : 0};
+  s.comm.all_reduce(bounds, 6, ReduceOp::min);
+  if (bounds[4] == 1 && bounds[5] == -1 && !s.layout_agreed) {  // one layout for all, from now on
+    s.layout_agreed = true;
+    const pipeline_detail::AgreedLayout agreed = pipeline_detail::agree_thread_layout(s.comm, layout);
+    s.prefetcher->use_layout(agreed.caller_thread);
     if (s.comm.is_root())
       log_info("thread layout: ",
-               bounds[5] == 1   ? "every rank reads on its consumer's thread"
-               : bounds[6] == 0 ? "every rank reads ahead on an I/O thread"
-                                : "some ranks read on the consumer's thread, the others on an I/O thread",
-               " (rank 0 measured ", layout.io_thread_us_per_step, " us per step with an I/O thread, ",
-               layout.caller_thread_us_per_step, " us on the consumer's thread)");
+               agreed.caller_thread ? "every rank reads on its consumer's thread"
+                                    : "every rank reads ahead on an I/O thread",
+               " (per step, the slowest rank's: ", agreed.io_thread_us_per_step, " us with an I/O thread, ",
+               agreed.caller_thread_us_per_step, " us on the consumer's thread)");
   }
   s.comm.collective_try([&] {
     if (s.options.check_data_unchanged) {

@@ -134,7 +134,7 @@ namespace {
 struct LayoutTrial {
   static constexpr int kRounds = 3;
   static constexpr std::int64_t kSettleSteps = 8;
-  static constexpr double kMargin = 0.05;
+  static constexpr double kMargin = kThreadLayoutMargin;
   bool active = false;
   int turn = 0;                   // the layout whose block is due: 0 the I/O thread, 1 the caller's thread
   bool timing = false;            // a block of `turn` is being timed
@@ -637,6 +637,18 @@ void Prefetcher::measure_layout_step() {
   trial.timing = true;
   trial.steps_timed = 0;
   trial.block_start = Clock::now();
+}
+
+void Prefetcher::use_layout(bool caller_thread) {
+  State& s = *state_;
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    s.trial.active = false;
+    s.trial.timing = false;
+    s.trial.result.caller_thread = caller_thread;
+    s.thread_reads = !caller_thread;
+  }
+  if (!caller_thread) s.io_wake.notify_all();
 }
 
 LayoutMeasurement Prefetcher::layout() const {

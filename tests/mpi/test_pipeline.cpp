@@ -7,6 +7,7 @@
 
 #include "batch_hashes.hpp"
 #include "mpi_test_support.hpp"
+#include "pipeline/thread_layout.hpp"
 #include "strider/core/hash.hpp"
 #include "strider/io/synthetic_dataset.hpp"
 #include "strider/pipeline/prefetcher.hpp"
@@ -131,4 +132,32 @@ TEST_CASE("pipeline: the mmap engine's specialised row sizes give the hdf5 engin
     if (comm.is_root()) std::remove(path.c_str());
   }
   REQUIRE(comm.all_reduce(mismatches, ReduceOp::sum) == 0);
+}
+
+TEST_CASE("pipeline: the ranks agree on one thread layout, by each layout's slowest rank", "[mpi][pipeline]") {
+  const Communicator& comm = world();
+  const auto measured = [](double io_us, double caller_us) {
+    LayoutMeasurement layout;
+    layout.decided = true;
+    layout.caller_thread = caller_us < io_us;  // what this rank alone would keep
+    layout.io_thread_us_per_step = io_us;
+    layout.caller_thread_us_per_step = caller_us;
+    return layout;
+  };
+  // Rank 0 alone finds its consumer's thread faster (10 against 30 us); every other rank finds the
+  // I/O thread faster (20 against 40). Slowest: 30 with the I/O thread, 40 on the consumer's: every
+  // rank reads ahead on the I/O thread (one rank alone keeps its own choice).
+  const pipeline_detail::AgreedLayout mixed =
+      pipeline_detail::agree_thread_layout(comm, comm.is_root() ? measured(30, 10) : measured(20, 40));
+  REQUIRE_ON_ALL_RANKS(mixed.caller_thread == (comm.size() == 1));
+  REQUIRE_ON_ALL_RANKS(mixed.io_thread_us_per_step == 30.0);
+  REQUIRE_ON_ALL_RANKS(mixed.caller_thread_us_per_step == (comm.size() == 1 ? 10.0 : 40.0));
+  // Every rank faster on its consumer's thread, the slowest too (50 against 40 + rank, the suite's
+  // at most 4 ranks): the consumer's.
+  const pipeline_detail::AgreedLayout caller =
+      pipeline_detail::agree_thread_layout(comm, measured(50, 40 + comm.rank()));
+  REQUIRE_ON_ALL_RANKS(caller.caller_thread);
+  REQUIRE_ON_ALL_RANKS(caller.caller_thread_us_per_step == 40.0 + comm.size() - 1);
+  // Within the margin (96 against 100 us) the I/O thread stays.
+  REQUIRE_ON_ALL_RANKS(!pipeline_detail::agree_thread_layout(comm, measured(100, 96)).caller_thread);
 }

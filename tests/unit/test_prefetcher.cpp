@@ -486,6 +486,31 @@ TEST_CASE("epochs too short to time a layout block end the measurement on the I/
   REQUIRE(prefetcher.stats().caller_thread_batches == caller_batches_before);  // epochs 2, 3: the I/O thread
 }
 
+TEST_CASE("the agreed layout ends a measurement and sets where batches are read", "[prefetcher]") {
+  // use_layout mid-measurement: the caller's thread from then on (every batch of the next epochs),
+  // then the I/O thread again (none); the batches never change.
+  FakeReaderOptions options;
+  options.samples = 300;
+  DistributedSampler sampler = make_sampler(300, 1, 1, 0);
+  PrefetcherOptions prefetcher_options{8, nullptr};
+  prefetcher_options.measure_layout = true;
+  Prefetcher prefetcher(std::make_unique<FakeReader>(options), prefetcher_options);
+  REQUIRE(prefetcher.layout().measuring);
+  prefetcher.use_layout(true);
+  REQUIRE_FALSE(prefetcher.layout().measuring);
+  REQUIRE(prefetcher.layout().caller_thread);
+  for (std::int64_t epoch = 0; epoch < 2; ++epoch) {
+    sampler.set_epoch(epoch);
+    REQUIRE(strider::testing::prefetched_batch_hashes(prefetcher, sampler) == direct_hashes(options, sampler));
+  }
+  REQUIRE(prefetcher.stats().caller_thread_batches == 600);
+  prefetcher.use_layout(false);
+  REQUIRE_FALSE(prefetcher.layout().caller_thread);
+  sampler.set_epoch(2);
+  REQUIRE(strider::testing::prefetched_batch_hashes(prefetcher, sampler) == direct_hashes(options, sampler));
+  REQUIRE(prefetcher.stats().caller_thread_batches == 600);  // the I/O thread read epoch 2
+}
+
 namespace {
 
 /// Runs `body` on a thread of its own; a body still running after `limit` (a lost wake-up: the

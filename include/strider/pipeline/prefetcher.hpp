@@ -129,6 +129,10 @@ struct LayoutMeasurement {
   std::int64_t steps_measured = 0;       ///< per layout
 };
 
+/// The consumer's thread is kept only when its time per step is below the I/O thread's by more
+/// than this fraction: on a tie the I/O thread stays, since it also absorbs a slow read.
+inline constexpr double kThreadLayoutMargin = 0.05;
+
 class Prefetcher;
 
 /// A delivered batch: views into one ring buffer, valid until the Batch is released (destroyed or
@@ -219,6 +223,10 @@ class Prefetcher {
   int depth() const noexcept { return depth_; }
   /// The thread layout measurement (PrefetcherOptions::measure_layout); consumer thread.
   LayoutMeasurement layout() const;
+  /// Ends any measurement and reads on the consumer's thread from now on when `caller_thread`,
+  /// else ahead on the I/O thread (with one); layout().caller_thread says so from then on. For the
+  /// layout the ranks agreed on (the Loader). Consumer thread; the batches are the same either way.
+  void use_layout(bool caller_thread);
   /// Bytes of each ring buffer's samples area.
   std::size_t buffer_bytes() const noexcept;
 
