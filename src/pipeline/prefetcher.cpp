@@ -13,6 +13,7 @@
 
 #include "core/test_hooks.hpp"
 #include "pipeline/lookahead.hpp"
+#include "pipeline/thread_layout.hpp"
 #include "pipeline/thread_usage.hpp"
 #include "strider/core/error.hpp"
 #include "strider/core/log.hpp"
@@ -128,13 +129,11 @@ namespace {
 /// start a whole ring: the I/O thread may have filled it while the ranks agreed on the epoch), and a
 /// caller-thread block first takes the batches the I/O thread read ahead. Every epoch starts with
 /// the I/O thread; a block cut by the end of an epoch is dropped, and an epoch too short for any
-/// block ends the measurement undecided (the I/O thread stays). The caller's layout is kept only
-/// when it is faster by more than kMargin: on a tie the I/O thread stays, since it also absorbs a
-/// slow read without stalling a step.
+/// block ends the measurement undecided (the I/O thread stays). Which layout is kept is
+/// keeps_caller_thread's rule (pipeline/thread_layout.hpp), the one the ranks agree by.
 struct LayoutTrial {
   static constexpr int kRounds = 3;
   static constexpr std::int64_t kSettleSteps = 8;
-  static constexpr double kMargin = kThreadLayoutMargin;
   bool active = false;
   int turn = 0;                   // the layout whose block is due: 0 the I/O thread, 1 the caller's thread
   bool timing = false;            // a block of `turn` is being timed
@@ -607,7 +606,7 @@ void Prefetcher::measure_layout_step() {
       result.caller_thread_us_per_step = 1e6 * median(trial.seconds[1]);
       result.steps_measured = LayoutTrial::kRounds * trial.block_steps;
       result.caller_thread =
-          result.caller_thread_us_per_step < (1 - LayoutTrial::kMargin) * result.io_thread_us_per_step;
+          pipeline_detail::keeps_caller_thread(result.io_thread_us_per_step, result.caller_thread_us_per_step);
       result.decided = true;
       trial.active = false;
       s.thread_reads = !result.caller_thread;

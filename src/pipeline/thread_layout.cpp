@@ -1,5 +1,7 @@
 #include "pipeline/thread_layout.hpp"
 
+#include "strider/comm/communicator.hpp"
+
 namespace strider::pipeline_detail {
 
 AgreedLayout agree_thread_layout(const Communicator& comm, const LayoutMeasurement& mine) {
@@ -8,7 +10,7 @@ AgreedLayout agree_thread_layout(const Communicator& comm, const LayoutMeasureme
   AgreedLayout agreed;
   agreed.io_thread_us_per_step = slowest[0];
   agreed.caller_thread_us_per_step = slowest[1];
-  agreed.caller_thread = slowest[1] < (1 - kThreadLayoutMargin) * slowest[0];
+  agreed.caller_thread = keeps_caller_thread(slowest[0], slowest[1]);
   return agreed;
 }
 

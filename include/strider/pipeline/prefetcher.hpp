@@ -129,10 +129,6 @@ struct LayoutMeasurement {
   std::int64_t steps_measured = 0;       ///< per layout
 };
 
-/// The consumer's thread is kept only when its time per step is below the I/O thread's by more
-/// than this fraction: on a tie the I/O thread stays, since it also absorbs a slow read.
-inline constexpr double kThreadLayoutMargin = 0.05;
-
 class Prefetcher;
 
 /// A delivered batch: views into one ring buffer, valid until the Batch is released (destroyed or
