@@ -59,11 +59,10 @@ struct Slot {
 
 namespace {
 
-/// Reads `step` of the sampler's epoch into `slot` (its indices, samples, labels and offsets); adds
-/// the time computing the batch's indices to `plan_seconds`.
-void read_into_slot(BatchReader& reader, pipeline_detail::LookaheadReader* lookahead, const DatasetInfo& info,
-                    Slot& slot, const Sampler& sampler, std::int64_t step, std::size_t capacity, bool one_by_one,
-                    std::int64_t fail_at_step, double& plan_seconds) {
+/// Computes `step`'s batch into `slot`'s indices and returns where its samples, labels and offsets
+/// go; adds the time computing the indices to `plan_seconds`.
+BatchDestination plan_slot(const BatchReader& reader, const DatasetInfo& info, Slot& slot, const Sampler& sampler,
+                           std::int64_t step, std::size_t capacity, std::int64_t fail_at_step, double& plan_seconds) {
   if (step == fail_at_step)
     STRIDER_THROW(SystemError, "pread failed reading step " + std::to_string(step) +
                                    ": injected I/O error (STRIDER_TEST_FAIL_READ)");
@@ -80,24 +79,24 @@ void read_into_slot(BatchReader& reader, pipeline_detail::LookaheadReader* looka
   destination.samples_capacity_bytes = static_cast<std::int64_t>(capacity);
   destination.labels = info.has_labels ? slot.labels.data() : nullptr;
   destination.offsets = info.variable_length ? slot.offsets.data() : nullptr;
-  if (lookahead != nullptr) {
-    lookahead->read(step, slot.indices, destination);
-  } else if (!one_by_one) {
-    reader.read(slot.indices.data(), count, destination);
-  } else {
-    std::int64_t at = 0;
-    std::int64_t row_offsets[2] = {0, 0};
-    if (destination.offsets != nullptr) destination.offsets[0] = 0;
-    for (std::int64_t k = 0; k < count; ++k) {
-      const std::int64_t* index = &slot.indices[static_cast<std::size_t>(k)];
-      const std::int64_t bytes = reader.samples_bytes(index, 1);
-      reader.read(index, 1,
-                  BatchDestination{destination.samples + at, destination.samples_capacity_bytes - at,
-                                   destination.labels != nullptr ? destination.labels + k : nullptr,
-                                   destination.offsets != nullptr ? row_offsets : nullptr});
-      if (destination.offsets != nullptr) destination.offsets[k + 1] = destination.offsets[k] + row_offsets[1];
-      at += bytes;
-    }
+  return destination;
+}
+
+/// Reads a planned batch row by row (PrefetcherOptions::read_rows_one_by_one).
+void read_row_by_row(BatchReader& reader, const std::vector<std::int64_t>& indices,
+                     const BatchDestination& destination) {
+  std::int64_t at = 0;
+  std::int64_t row_offsets[2] = {0, 0};
+  if (destination.offsets != nullptr) destination.offsets[0] = 0;
+  for (std::size_t k = 0; k < indices.size(); ++k) {
+    const std::int64_t* index = &indices[k];
+    const std::int64_t bytes = reader.samples_bytes(index, 1);
+    reader.read(index, 1,
+                BatchDestination{destination.samples + at, destination.samples_capacity_bytes - at,
+                                 destination.labels != nullptr ? destination.labels + k : nullptr,
+                                 destination.offsets != nullptr ? row_offsets : nullptr});
+    if (destination.offsets != nullptr) destination.offsets[k + 1] = destination.offsets[k] + row_offsets[1];
+    at += bytes;
   }
 }
 
@@ -199,7 +198,9 @@ struct Prefetcher::State {
 
   std::int64_t fail_at_step = -1;  // test-only fault injection (STRIDER_TEST_FAIL_READ)
   bool read_rows_one_by_one = false;
-  std::thread thread;  // not started without an I/O thread
+  std::int64_t batches_per_read = 1;   // the reader's wish; 1 with lookahead or one row at a time
+  std::vector<BatchRead> batch_reads;  // fill_slots's, reused (one thread reads at a time)
+  std::thread thread;                  // not started without an I/O thread
 
   /// The I/O thread has a step to read and a buffer to read it into (under the mutex).
   bool io_can_read() const noexcept {
@@ -284,6 +285,8 @@ Prefetcher::Prefetcher(std::unique_ptr<BatchReader> reader, PrefetcherOptions op
   state_->read_rows_one_by_one = options.read_rows_one_by_one;
   if (options.lookahead_steps > 0)
     state_->lookahead = std::make_unique<pipeline_detail::LookaheadReader>(*state_->reader, options.lookahead_steps);
+  if (!state_->lookahead && !state_->read_rows_one_by_one)
+    state_->batches_per_read = std::max<std::int64_t>(1, state_->reader->batches_per_read());
   // The hdf5 engine is bound to the first thread that reads (io/owner_thread.hpp): no switching; with
   // lookahead the lookahead's own thread reads whatever the layout.
   state_->trial.active =
@@ -448,25 +451,32 @@ std::optional<Batch> Prefetcher::next_on_caller_thread(std::unique_lock<std::mut
   if (s.free_slots.empty())
     STRIDER_THROW(UsageError, "the consumer holds all " + std::to_string(depth_) +
                                   " prefetch buffers; release a batch before asking for the next");
-  const int slot = s.free_slots.front();
-  s.free_slots.pop_front();
-  const std::int64_t step = s.next_read_step++;
+  // The steps read together beyond the first are handed out by the next calls, from `ready`.
+  std::vector<int> slots(steps_per_read());
+  for (int& slot : slots) {
+    slot = s.free_slots.front();
+    s.free_slots.pop_front();
+  }
+  const std::int64_t step = s.next_read_step;
+  s.next_read_step += static_cast<std::int64_t>(slots.size());
   const Sampler& sampler = *s.sampler;
   const std::int64_t epoch = s.epoch;
   const std::size_t capacity = s.buffer_bytes;
   lock.unlock();
 
-  const ReadFigures figures = fill_slot(slot, sampler, epoch, step, capacity);
+  const ReadFigures figures = fill_slots(slots, sampler, epoch, step, capacity);
   lock.lock();
   count_read(figures);
   s.stats.stall_seconds += figures.seconds;  // the consumer waited for the whole read
   if (figures.error) {
-    s.free_slots.push_back(slot);
+    for (int slot : slots) s.free_slots.push_back(slot);
+    s.next_read_step = s.end_step;  // the epoch ends at its error
     s.epoch_open = false;
     std::rethrow_exception(figures.error);
   }
-  s.stats.caller_thread_batches += 1;
-  Batch batch = deliver(slot);
+  s.stats.caller_thread_batches += static_cast<std::int64_t>(slots.size());
+  for (std::size_t k = 1; k < slots.size(); ++k) s.ready.push_back(Delivery{slots[k], nullptr});
+  Batch batch = deliver(slots[0]);
   s.stats.consumer_handoff_seconds += seconds_since(entered) - figures.seconds;
   return batch;
 }
@@ -493,8 +503,9 @@ Batch Prefetcher::deliver(int slot_index) {
   return batch;
 }
 
-Prefetcher::ReadFigures Prefetcher::fill_slot(int slot_index, const Sampler& sampler, std::int64_t epoch,
-                                              std::int64_t step, std::size_t capacity) noexcept {
+Prefetcher::ReadFigures Prefetcher::fill_slots(const std::vector<int>& slot_indices, const Sampler& sampler,
+                                               std::int64_t epoch, std::int64_t first_step,
+                                               std::size_t capacity) noexcept {
   State& s = *state_;
   const Clock::time_point start = Clock::now();
   ReadFigures figures;
@@ -503,11 +514,28 @@ Prefetcher::ReadFigures Prefetcher::fill_slot(int slot_index, const Sampler& sam
   const auto reader_stats = [&s] { return s.lookahead ? s.lookahead->stats() : s.reader->stats(); };
   try {
     before = reader_stats();
-    Slot& slot = s.slots[static_cast<std::size_t>(slot_index)];
-    read_into_slot(*s.reader, s.lookahead.get(), info_, slot, sampler, step, capacity, s.read_rows_one_by_one,
-                   s.fail_at_step, figures.plan_seconds);
-    slot.epoch = epoch;
-    slot.step = step;
+    std::vector<BatchRead>& reads = s.batch_reads;
+    reads.clear();
+    for (std::size_t k = 0; k < slot_indices.size(); ++k) {
+      Slot& slot = s.slots[static_cast<std::size_t>(slot_indices[k])];
+      const std::int64_t step = first_step + static_cast<std::int64_t>(k);
+      const BatchDestination destination =
+          plan_slot(*s.reader, info_, slot, sampler, step, capacity, s.fail_at_step, figures.plan_seconds);
+      if (s.lookahead) {
+        s.lookahead->read(step, slot.indices, destination);
+      } else if (s.read_rows_one_by_one) {
+        read_row_by_row(*s.reader, slot.indices, destination);
+      } else {
+        reads.push_back(BatchRead{slot.indices.data(), static_cast<std::int64_t>(slot.indices.size()), destination});
+      }
+      slot.epoch = epoch;
+      slot.step = step;
+    }
+    if (reads.size() == 1) {
+      s.reader->read(reads[0].indices, reads[0].count, reads[0].destination);
+    } else if (!reads.empty()) {
+      s.reader->read_batches(reads.data(), static_cast<std::int64_t>(reads.size()));
+    }
   } catch (...) {
     figures.error = std::current_exception();
   }
@@ -525,6 +553,15 @@ Prefetcher::ReadFigures Prefetcher::fill_slot(int slot_index, const Sampler& sam
   figures.bytes_remote = after.bytes_remote - before.bytes_remote;
   figures.remote_requests = after.remote_requests - before.remote_requests;
   return figures;
+}
+
+std::size_t Prefetcher::steps_per_read() const noexcept {
+  const State& s = *state_;
+  std::int64_t steps = std::min<std::int64_t>(s.batches_per_read, static_cast<std::int64_t>(s.free_slots.size()));
+  steps = std::min({steps, s.end_step - s.next_read_step, std::max<std::int64_t>(1, depth_ / 4)});
+  if (s.fail_at_step >= s.next_read_step && s.fail_at_step < s.next_read_step + steps)
+    steps = std::max<std::int64_t>(1, s.fail_at_step - s.next_read_step);
+  return static_cast<std::size_t>(std::max<std::int64_t>(1, steps));
 }
 
 void Prefetcher::count_read(const ReadFigures& figures) noexcept {
@@ -684,6 +721,7 @@ void Prefetcher::io_loop() noexcept {
   State& s = *state_;
   std::unique_lock<std::mutex> lock(s.mutex);
   s.io_usage = pipeline_detail::ThreadUsage::now();
+  std::vector<int> slots;  // the buffers of one read
   for (;;) {
     if (!s.shutdown && !s.io_can_read()) {
       count_io_thread_usage();  // before sleeping: the figures are current whenever the thread is idle
@@ -699,31 +737,35 @@ void Prefetcher::io_loop() noexcept {
     if (s.shutdown) break;
     const std::uint64_t generation = s.generation;
     const Sampler& sampler = *s.sampler;
-    const std::int64_t epoch = s.epoch, step = s.next_read_step++;
+    const std::int64_t epoch = s.epoch, step = s.next_read_step;
+    slots.resize(steps_per_read());
+    for (int& slot : slots) {
+      slot = s.free_slots.front();
+      s.free_slots.pop_front();
+    }
+    s.next_read_step += static_cast<std::int64_t>(slots.size());
     const bool last = s.next_read_step == s.end_step;
-    const int slot_index = s.free_slots.front();
-    s.free_slots.pop_front();
     const std::size_t capacity = s.buffer_bytes;
     s.io_busy = true;
     lock.unlock();
 
-    const ReadFigures figures = fill_slot(slot_index, sampler, epoch, step, capacity);
+    const ReadFigures figures = fill_slots(slots, sampler, epoch, step, capacity);
     const Clock::time_point handoff_start = Clock::now();
     lock.lock();
     s.io_busy = false;
     if (s.generation != generation) {  // stopped, or a new epoch started, meanwhile
-      s.free_slots.push_back(slot_index);
+      for (int slot : slots) s.free_slots.push_back(slot);
       s.consumer_wake.notify_all();  // stop() waits for the read to end
       continue;
     }
     count_read(figures);
     if (last) count_io_thread_usage();  // current when the consumer takes the epoch's last batch
     if (figures.error) {
-      s.free_slots.push_back(slot_index);
+      for (int slot : slots) s.free_slots.push_back(slot);
       s.ready.push_back(Delivery{-1, figures.error});
       s.next_read_step = s.end_step;  // the epoch ends at its error
     } else {
-      s.ready.push_back(Delivery{slot_index, nullptr});
+      for (int slot : slots) s.ready.push_back(Delivery{slot, nullptr});
     }
     if (s.consumer_wants > 0 && (s.ready.size() >= s.consumer_wants || figures.error)) s.consumer_wake.notify_all();
     s.stats.handoff_seconds += seconds_since(handoff_start);

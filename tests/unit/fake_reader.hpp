@@ -21,6 +21,8 @@ struct FakeReaderProbe {
   std::atomic<std::int64_t> reads_in_flight{0};            ///< read() calls begun and not yet returned
   std::atomic<bool> destroyed{false};                      ///< the reader's destructor ran
   std::atomic<std::int64_t> in_flight_at_destruction{-1};  ///< reads_in_flight when it did
+  std::atomic<std::int64_t> batch_groups{0};               ///< read_batches() calls
+  std::atomic<std::int64_t> largest_group{0};              ///< the most batches one of them carried
 };
 
 struct FakeReaderOptions {
@@ -31,6 +33,7 @@ struct FakeReaderOptions {
   std::int64_t fail_at_read = -1;          // throw DataError on this read call (0-based)
   std::chrono::microseconds delay{0};      // sleep per read
   std::int64_t delay_phase_reads = 0;      // > 0: the delay in alternate runs of this many reads, the first slow
+  std::int64_t batches_per_read = 1;       // what batches_per_read() says
   std::shared_ptr<FakeReaderProbe> probe;  // optional: told of every read and of the destruction
 };
 
@@ -115,6 +118,17 @@ class FakeReader final : public BatchReader {
     stats_.batches += 1;
     stats_.read_calls += 1;
   }
+  /// Counted in the probe, then read() per batch (the default).
+  void read_batches(const BatchRead* reads, std::int64_t count) override {
+    if (options_.probe) {
+      ++options_.probe->batch_groups;
+      std::int64_t largest = options_.probe->largest_group.load();
+      while (count > largest && !options_.probe->largest_group.compare_exchange_weak(largest, count)) {
+      }
+    }
+    BatchReader::read_batches(reads, count);
+  }
+  std::int64_t batches_per_read() const override { return options_.batches_per_read; }
   ReadStats stats() const override { return stats_; }
   std::int64_t calls() const { return calls_.load(); }
 

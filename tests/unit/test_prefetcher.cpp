@@ -39,6 +39,23 @@ std::vector<std::uint64_t> direct_hashes(const FakeReaderOptions& options, const
   return strider::testing::direct_batch_hashes(reader, sampler);
 }
 
+/// Runs an epoch that must fail with the fake reader's DataError containing `message` (thrown from
+/// the fake, not re-made on the way); returns the batches delivered before it.
+int batches_before_failure(Prefetcher& prefetcher, const Sampler& sampler, const std::string& message) {
+  prefetcher.start_epoch(sampler);
+  int delivered = 0;
+  bool caught = false;
+  try {
+    while (auto batch = prefetcher.next()) ++delivered;
+  } catch (const DataError& error) {
+    caught = true;
+    REQUIRE(std::string(error.what()).find(message) != std::string::npos);
+    REQUIRE(error.context().file == "tests/unit/fake_reader.hpp");
+  }
+  REQUIRE(caught);
+  return delivered;
+}
+
 }  // namespace
 
 TEST_CASE("prefetched batches equal direct reads of the same plan, for every depth", "[prefetcher]") {
@@ -96,23 +113,64 @@ TEST_CASE("an I/O error reaches the consumer as the original error, and the next
   options.fail_at_read = 4;
   DistributedSampler sampler = make_sampler(options.samples, 10);
   Prefetcher prefetcher(std::make_unique<FakeReader>(options), PrefetcherOptions{2, nullptr});
-  prefetcher.start_epoch(sampler);
-  int delivered = 0;
-  bool caught = false;
-  try {
-    while (auto batch = prefetcher.next()) ++delivered;
-  } catch (const DataError& error) {
-    caught = true;
-    REQUIRE(std::string(error.what()).find("injected read failure at read 4") != std::string::npos);
-    REQUIRE(error.context().file == "tests/unit/fake_reader.hpp");
-  }
-  REQUIRE(caught);
-  REQUIRE(delivered == 4);
+  REQUIRE(batches_before_failure(prefetcher, sampler, "injected read failure at read 4") == 4);
   // The failure ended that epoch; the next one runs (the fake fails only once).
   sampler.set_epoch(1);
   options.fail_at_read = -1;
   const auto expected = direct_hashes(options, sampler);
   REQUIRE(strider::testing::prefetched_batch_hashes(prefetcher, sampler) == expected);
+}
+
+TEST_CASE("a reader that pays per round trip gets several steps per read, and the same batches", "[prefetcher]") {
+  // The reader asks for 5 batches per read; the prefetcher gives it at most that and a quarter of
+  // the ring per read_batches() call, on the I/O thread and on the consumer's thread alike.
+  for (bool io_thread : {true, false}) {
+    for (bool variable_length : {false, true}) {
+      for (int depth : {1, 4, 8, 64}) {
+        CAPTURE(io_thread, variable_length, depth);
+        FakeReaderOptions options;
+        options.samples = 517;
+        options.variable_length = variable_length;
+        options.batches_per_read = 5;
+        DistributedSampler sampler = make_sampler(options.samples, 4);  // 65 steps
+        options.probe = std::make_shared<strider::testing::FakeReaderProbe>();
+        PrefetcherOptions prefetcher_options{depth, nullptr};
+        prefetcher_options.io_thread = io_thread;
+        Prefetcher prefetcher(std::make_unique<FakeReader>(options), prefetcher_options);
+        FakeReaderOptions direct = options;
+        direct.probe = nullptr;
+        for (std::int64_t epoch = 0; epoch < 2; ++epoch) {
+          sampler.set_epoch(epoch);
+          REQUIRE(strider::testing::prefetched_batch_hashes(prefetcher, sampler) == direct_hashes(direct, sampler));
+        }
+        const std::int64_t most = std::min(5, std::max(1, depth / 4));
+        REQUIRE(options.probe->reads == 2 * sampler.num_steps());  // every batch read once
+        REQUIRE(options.probe->largest_group == (most > 1 ? most : 0));
+        REQUIRE((options.probe->batch_groups > 0) == (most > 1));
+        REQUIRE(prefetcher.stats().batches == 2 * sampler.num_steps());
+      }
+    }
+  }
+}
+
+TEST_CASE("a failed read of several steps ends the epoch at its first step; the next epoch works", "[prefetcher]") {
+  for (bool io_thread : {true, false}) {
+    CAPTURE(io_thread);
+    FakeReaderOptions options;
+    options.samples = 400;
+    options.batches_per_read = 4;
+    options.fail_at_read = 6;  // in the second read: steps 4..7
+    DistributedSampler sampler = make_sampler(options.samples, 10);
+    PrefetcherOptions prefetcher_options{16, nullptr};
+    prefetcher_options.io_thread = io_thread;
+    Prefetcher prefetcher(std::make_unique<FakeReader>(options), prefetcher_options);
+    // The first read's steps; none of the failed one's.
+    REQUIRE(batches_before_failure(prefetcher, sampler, "injected read failure at read 6") == 4);
+    REQUIRE_FALSE(prefetcher.next().has_value());
+    sampler.set_epoch(1);
+    options.fail_at_read = -1;
+    REQUIRE(strider::testing::prefetched_batch_hashes(prefetcher, sampler) == direct_hashes(options, sampler));
+  }
 }
 
 TEST_CASE("stop mid-epoch, change the epoch, restart", "[prefetcher]") {

@@ -63,6 +63,13 @@ struct BatchDestination {
   std::int64_t* offsets = nullptr;          ///< sequences: count+1 token offsets into `samples` (nullptr: not wanted)
 };
 
+/// One batch of a read_batches() call: read(indices, count, destination) as one of several.
+struct BatchRead {
+  const std::int64_t* indices = nullptr;
+  std::int64_t count = 0;
+  BatchDestination destination;
+};
+
 /// Counters of one reader (this rank).
 struct ReadStats {
   std::int64_t bytes_read = 0;    ///< bytes read from the file (including whole chunks)
@@ -132,6 +139,16 @@ class BatchReader {
   /// count may be 0. Throws Hdf5Error / SystemError naming the rows, or UsageError when the batch
   /// does not fit the destination or an index is out of range.
   virtual void read(const std::int64_t* indices, std::int64_t count, const BatchDestination& destination) = 0;
+  /// Reads `count` batches, each exactly as read() would (same bytes, same errors); the batches
+  /// may be read in any order and at once, so an error leaves every one of them unspecified. The
+  /// default reads them one by one; a reader whose batches cost a round trip each (the in-memory
+  /// store's rows of other nodes) serves them all with one.
+  virtual void read_batches(const BatchRead* reads, std::int64_t count) {
+    for (std::int64_t k = 0; k < count; ++k) read(reads[k].indices, reads[k].count, reads[k].destination);
+  }
+  /// How many batches a read_batches() call should carry to pay off (1: read() per batch is as
+  /// fast). A hint: callers may pass fewer, or more.
+  virtual std::int64_t batches_per_read() const { return 1; }
   virtual ReadStats stats() const = 0;
 };
 

@@ -235,10 +235,15 @@ class Prefetcher {
   /// next() without an I/O thread: reads the next step on the caller's thread (`lock` held on entry).
   std::optional<Batch> next_on_caller_thread(std::unique_lock<std::mutex>& lock,
                                              std::chrono::steady_clock::time_point entered);
-  /// Reads `step` of the sampler's epoch into `slot` (called without the mutex); returns what it
-  /// cost and the reader's failure, if any.
-  ReadFigures fill_slot(int slot, const Sampler& sampler, std::int64_t epoch, std::int64_t step,
-                        std::size_t capacity) noexcept;
+  /// Reads steps first_step .. first_step + slots.size() - 1 of the sampler's epoch into `slots`
+  /// (called without the mutex; several steps with one BatchReader::read_batches call); returns what
+  /// it cost and the reader's failure, if any (which then spoils every one of them).
+  ReadFigures fill_slots(const std::vector<int>& slots, const Sampler& sampler, std::int64_t epoch,
+                         std::int64_t first_step, std::size_t capacity) noexcept;
+  /// How many steps the next read takes (mutex held; a step and a buffer must be there): the
+  /// reader's batches_per_read, bounded by the free buffers, the epoch's steps left, a quarter of
+  /// the ring and an injected failure's step (tests), which is then read on its own.
+  std::size_t steps_per_read() const noexcept;
   /// Counts a read into the stats (mutex held).
   void count_read(const ReadFigures& figures) noexcept;
   /// Counts the I/O thread's CPU time and context switches since it last did (I/O thread, mutex held).
