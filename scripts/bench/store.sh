@@ -97,7 +97,7 @@ log "limit gather (one core): $(cat "$out/store/limit-gather.json")"
 # rows of 256 B and of 64 KiB, under MPI_THREAD_MULTIPLE. A component that cannot make the window is
 # logged and skipped.
 mpicxx -O2 -std=c++17 -I"$repo_root/include" -I"$build_dir/include" -I"$repo_root/src" -o "$out/store_exchange_bench" \
-  "$here/store_exchange_bench.cpp" "$repo_root"/src/{pipeline/store_exchange,core/error,core/log,comm/communicator}.cpp
+  "$here/store_exchange_bench.cpp" "$repo_root"/src/{pipeline/store_exchange,core/error,core/log,comm/communicator,comm/backoff}.cpp
 for row_bytes in 256 65536; do
   for mode in rma-sm rma-ucx request; do
     osc=() && [[ $mode == rma-* ]] && osc=(-x OMPI_MCA_osc="${mode#rma-}")

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <climits>
 
+#include "comm/backoff.hpp"
 #include "strider/core/log.hpp"
 
 namespace strider {
@@ -33,6 +34,12 @@ namespace {
 
 // MPI counts are int: move large buffers in pieces.
 constexpr std::int64_t max_bytes_per_call = INT_MAX / 2;
+/// All-reduces of at most this many bytes (agreements, counters, a step's few figures) and
+/// barriers wait by detail::wait_napping: a rank that is early sleeps instead of spinning a core
+/// the late one may need (measured: w1 at 2 ranks on 2 cores, 11-26% more samples per CPU-second
+/// in four alternated pairs). Larger ones (gradients) stay MPI's blocking calls, whose progress
+/// a sleeping wait would stall.
+constexpr std::int64_t kNappingCollectiveBytes = 256;
 
 MPI_Op native_op(ReduceOp op) {
   switch (op) {
@@ -67,7 +74,9 @@ Communicator Communicator::duplicate(MPI_Comm parent) {
 }
 
 void Communicator::barrier() const {
-  STRIDER_MPI_CHECK(MPI_Barrier(native()), "in a barrier");
+  MPI_Request request = MPI_REQUEST_NULL;
+  STRIDER_MPI_CHECK(MPI_Ibarrier(native(), &request), "in a barrier");
+  STRIDER_MPI_CHECK(detail::wait_napping(request), "in a barrier");
 }
 
 void Communicator::broadcast(std::string& value, int root) const {
@@ -94,8 +103,15 @@ void Communicator::all_reduce_typed(void* values, std::int64_t count, MPI_Dataty
   auto* cursor = static_cast<char*>(values);
   for (std::int64_t done = 0; done < count; done += max_count) {
     const int piece = static_cast<int>(std::min(max_count, count - done));
-    STRIDER_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, cursor + done * type_bytes, piece, type, native_op(op), native()),
-                      "in an all-reduce");
+    void* const data = cursor + done * type_bytes;
+    if (static_cast<std::int64_t>(piece) * type_bytes > kNappingCollectiveBytes) {
+      STRIDER_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data, piece, type, native_op(op), native()), "in an all-reduce");
+    } else {
+      MPI_Request request = MPI_REQUEST_NULL;
+      STRIDER_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, data, piece, type, native_op(op), native(), &request),
+                        "in an all-reduce");
+      STRIDER_MPI_CHECK(detail::wait_napping(request), "in an all-reduce");
+    }
   }
 }
 

@@ -1,7 +1,5 @@
 #include "pipeline/store_exchange.hpp"
 
-#include <sys/prctl.h>
-
 #include <algorithm>
 #include <chrono>
 #include <mutex>
@@ -25,30 +23,7 @@ constexpr int kReaderMaxSleepUs = 50;
 /// already; a reader that gave up never will).
 constexpr auto kStopGrace = std::chrono::seconds(2);
 
-/// Short sleeps need a small timer slack (the default, 50 us, makes every sleep that long). Set
-/// once per thread; only this thread's timers are affected.
-void use_fine_timer_slack() noexcept {
-  thread_local bool done = false;
-  if (!done) {
-    ::prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);  // nanoseconds
-    done = true;
-  }
-}
-
 }  // namespace
-
-void Backoff::pause() {
-  ++polls_;
-  if (polls_ <= 8) return;  // poll again at once: a reply is usually microseconds away
-  if (polls_ <= 24) {
-    std::this_thread::yield();
-    return;
-  }
-  use_fine_timer_slack();
-  const int doublings = std::min(polls_ - 25, 16);
-  const int sleep_us = std::min(max_sleep_us_, 2 << doublings);
-  std::this_thread::sleep_for(std::chrono::microseconds(sleep_us));
-}
 
 // ---- the server ------------------------------------------------------------------------------
 

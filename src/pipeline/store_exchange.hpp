@@ -25,20 +25,11 @@
 #include <memory>
 #include <vector>
 
+#include "comm/backoff.hpp"
+
 namespace strider::pipeline_detail {
 
-/// Pauses between polls: a few immediate retries, then yields, then sleeps from 2 us doubling to
-/// `max_sleep_us`. reset() after progress.
-class Backoff {
- public:
-  explicit Backoff(int max_sleep_us) : max_sleep_us_(max_sleep_us) {}
-  void pause();
-  void reset() noexcept { polls_ = 0; }
-
- private:
-  int max_sleep_us_;
-  int polls_ = 0;
-};
+using detail::Backoff;
 
 /// Serves rows: writes the bytes of rows[0..count) back to back into `out` (resized to fit).
 using RowServer = std::function<void(const std::int64_t* rows, std::int64_t count, std::vector<std::byte>& out)>;

@@ -1,7 +1,11 @@
 // Communicator, seed agreement, failure agreement and plan consensus at 1..4 ranks. Checks of local
 // values agree across ranks (REQUIRE_ON_ALL_RANKS), so no rank is left in a collective.
+#include <time.h>
+
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <set>
+#include <thread>
 
 #include "mpi_test_support.hpp"
 #include "strider/comm/mpi_runtime.hpp"
@@ -65,6 +69,51 @@ TEST_CASE("collectives: broadcast, all-reduce, all-gather", "[mpi][comm]") {
   std::vector<int> expected_ranks(static_cast<std::size_t>(comm.size()));
   for (int rank = 0; rank < comm.size(); ++rank) expected_ranks[static_cast<std::size_t>(rank)] = rank;
   REQUIRE_ON_ALL_RANKS(ranks == expected_ranks);
+}
+
+TEST_CASE("all-reduces small and large give the same sums", "[mpi][comm]") {
+  // Small ones wait by napping (MPI_Iallreduce), large ones by MPI_Allreduce: both must reduce.
+  const Communicator& comm = world();
+  for (std::size_t count : {std::size_t{1}, std::size_t{32}, std::size_t{33}, std::size_t{5000}}) {
+    std::vector<std::int64_t> values(count);
+    for (std::size_t k = 0; k < count; ++k) values[k] = static_cast<std::int64_t>(k) * (comm.rank() + 1);
+    comm.all_reduce(values.data(), static_cast<std::int64_t>(count), ReduceOp::sum);
+    const std::int64_t ranks = comm.size();
+    bool ok = true;
+    for (std::size_t k = 0; k < count; ++k)
+      ok = ok && values[k] == static_cast<std::int64_t>(k) * ranks * (ranks + 1) / 2;
+    CAPTURE(count);
+    REQUIRE_ON_ALL_RANKS(ok);
+  }
+}
+
+TEST_CASE("a rank waiting for a late one in an agreement or a barrier sleeps instead of spinning a core",
+          "[mpi][comm]") {
+  // The last rank arrives 300 ms late; the others' thread CPU time while they wait stays a small
+  // part of the wait (a spinning wait, MPI's own, takes the whole of a free core).
+  const Communicator& comm = world();
+  if (comm.size() < 2) return;
+  const auto thread_cpu_seconds = [] {
+    timespec now{};
+    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+    return static_cast<double>(now.tv_sec) + 1e-9 * static_cast<double>(now.tv_nsec);
+  };
+  for (int collective = 0; collective < 2; ++collective) {
+    const bool late = comm.rank() == comm.size() - 1;
+    comm.barrier();
+    if (late) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    const auto wall_start = std::chrono::steady_clock::now();
+    const double cpu_start = thread_cpu_seconds();
+    if (collective == 0) {
+      comm.agree(nullptr);  // the agreement every collective_try ends with
+    } else {
+      comm.barrier();
+    }
+    const double cpu = thread_cpu_seconds() - cpu_start;
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+    CAPTURE(collective, cpu, wall);
+    REQUIRE_ON_ALL_RANKS((late || (wall > 0.2 && cpu < 0.3 * wall)));
+  }
 }
 
 TEST_CASE("seed consensus: rank 0's seed reaches every rank", "[mpi][seed]") {
