@@ -200,6 +200,7 @@ struct Prefetcher::State {
   bool read_rows_one_by_one = false;
   std::int64_t batches_per_read = 1;   // the reader's wish; 1 with lookahead or one row at a time
   std::vector<BatchRead> batch_reads;  // fill_slots's, reused (one thread reads at a time)
+  std::vector<int> caller_slots;       // the buffers of a read on the consumer's thread, reused
   std::thread thread;                  // not started without an I/O thread
 
   /// The I/O thread has a step to read and a buffer to read it into (under the mutex).
@@ -452,7 +453,8 @@ std::optional<Batch> Prefetcher::next_on_caller_thread(std::unique_lock<std::mut
     STRIDER_THROW(UsageError, "the consumer holds all " + std::to_string(depth_) +
                                   " prefetch buffers; release a batch before asking for the next");
   // The steps read together beyond the first are handed out by the next calls, from `ready`.
-  std::vector<int> slots(steps_per_read());
+  std::vector<int>& slots = s.caller_slots;
+  slots.resize(steps_per_read());
   for (int& slot : slots) {
     slot = s.free_slots.front();
     s.free_slots.pop_front();
