@@ -61,6 +61,21 @@ void DistributedSampler::batch(std::int64_t step, std::vector<std::int64_t>& ind
   std::uint64_t wrapped =
       (static_cast<std::uint64_t>(first) * stride + static_cast<std::uint64_t>(rank())) % n;  // as index_at
   const std::int64_t* order = config_.shuffle ? order_.data() : nullptr;
+  const auto count = static_cast<std::uint64_t>(last - first);
+  if (wrapped + (count - 1) * stride < n) {  // no wrap-around within the batch (all but a padded tail)
+    std::int64_t* out = indices.data();
+    if (order != nullptr) {
+      const std::int64_t* from = order + wrapped;
+      if (stride == 1) {
+        std::copy(from, from + count, out);
+      } else {
+        for (std::uint64_t k = 0; k < count; ++k) out[k] = from[k * stride];
+      }
+    } else {
+      for (std::uint64_t k = 0; k < count; ++k) out[k] = static_cast<std::int64_t>(wrapped + k * stride);
+    }
+    return;
+  }
   for (std::int64_t position = first; position < last; ++position) {
     indices[static_cast<std::size_t>(position - first)] =
         order != nullptr ? order[wrapped] : static_cast<std::int64_t>(wrapped);
