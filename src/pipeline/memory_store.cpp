@@ -18,6 +18,7 @@
 
 #include "core/test_hooks.hpp"
 #include "io/batch_layout.hpp"
+#include "io/row_gather.hpp"
 #include "pipeline/store_exchange.hpp"
 #include "strider/comm/mpi_runtime.hpp"
 #include "strider/comm/node_groups.hpp"
@@ -40,9 +41,6 @@ constexpr std::int64_t kLoadPieceBytes = std::int64_t{32} << 20;
 /// Nodes copy their rows to each other (replicate layout, labels) in broadcasts of at most this.
 constexpr std::int64_t kCopyPieceBytes = std::int64_t{64} << 20;
 constexpr std::int64_t kPageBytes = 4096;
-/// Shuffled rows are random memory accesses: asking for the row this many positions ahead keeps
-/// several cache misses in flight while one row is copied (as the mmap engine does).
-constexpr std::int64_t kRowsAhead = 8;
 /// Batches per request to other nodes (BatchReader::batches_per_read) when the rows are partitioned
 /// over nodes. A request and its reply cost tens to hundreds of microseconds of latency and two
 /// wake-ups whatever they carry; at batches of 256 rows of 256 B one batch's remote rows take a few
@@ -252,6 +250,10 @@ class NodeStore final : public MemoryStore {
   std::int64_t* token_offsets_ = nullptr;  // sequences: every row's first token (N + 1), once per node
   std::int64_t* node_lengths_ = nullptr;   // sequences: every row's length (N), once per node, for the samplers
 
+  // Every row on this node, fixed-size rows of a specialised size: batches are gathered by the
+  // mmap engine's copy (constant row size, labels in the same pass); null otherwise.
+  io_detail::FixedRowsGather gather_rows_ = nullptr, gather_rows_labels_ = nullptr;
+
   std::unique_ptr<StoreServer> server_;
   std::atomic<bool> abandoned_{false};
   ReadStats stats_;
@@ -380,6 +382,10 @@ NodeStore::NodeStore(const Communicator& comm, std::unique_ptr<BatchReader> file
   ::madvise(segment_, static_cast<std::size_t>(layout_.total), MADV_POPULATE_READ);
 #endif
   file.reset();  // collective for the hdf5 engine: every rank is here
+  if (!info_.variable_length && first_row_ == 0 && end_row_ == info_.num_samples) {
+    gather_rows_ = io_detail::fixed_rows_gather(info_.sample_bytes, false);
+    gather_rows_labels_ = io_detail::fixed_rows_gather(info_.sample_bytes, true);
+  }
   log_debug("store: segment backed after ", allocated_at, " s, share loaded after ", loaded_at,
             " s, copies done after ", std::chrono::duration<double>(Clock::now() - start).count(), " s");
 
@@ -549,7 +555,7 @@ void NodeStore::read(const std::int64_t* indices, std::int64_t count, const Batc
 void NodeStore::read_batches(const BatchRead* reads, std::int64_t batches) {
   const Clock::time_point start = Clock::now();
   // Lay out every batch, fill its labels and offsets, and sort its rows of other nodes by owner.
-  std::int64_t bytes = 0, remote_bytes = 0;
+  std::int64_t bytes = 0, remote_bytes = 0, fast_bytes = 0;
   remote_rows_.resize(static_cast<std::size_t>(groups_.nodes()));
   for (std::vector<RemoteRow>& rows : remote_rows_) rows.clear();
   for (std::int64_t b = 0; b < batches; ++b) {
@@ -559,7 +565,14 @@ void NodeStore::read_batches(const BatchRead* reads, std::int64_t batches) {
     bytes += io_detail::lay_out_batch(
         indices, count, info_.num_samples, info_.path.empty() ? "the dataset" : info_.path, destination,
         [this](std::int64_t row) { return row_bytes(row); }, out_offsets_);
-    if (destination.labels != nullptr && node_labels_ != nullptr)
+    const bool labels = destination.labels != nullptr && node_labels_ != nullptr;
+    if (gather_rows_ != nullptr) {  // every row here: rows and labels in one pass, done
+      (labels ? gather_rows_labels_ : gather_rows_)(samples_, reinterpret_cast<const std::byte*>(node_labels_), indices,
+                                                    0, count, destination.samples, destination.labels);
+      fast_bytes += count * info_.sample_bytes;
+      continue;
+    }
+    if (labels)
       for (std::int64_t k = 0; k < count; ++k) destination.labels[k] = node_labels_[indices[k]];
     if (destination.offsets != nullptr && info_.variable_length)
       for (std::int64_t k = 0; k <= count; ++k) destination.offsets[k] = out_offsets_[k] / element_bytes_;
@@ -596,6 +609,7 @@ void NodeStore::read_batches(const BatchRead* reads, std::int64_t batches) {
   }
   std::int64_t local_bytes = 0;
   const auto copy_local_rows = [&] {
+    if (gather_rows_ != nullptr) return;  // copied above
     for (std::int64_t b = 0; b < batches; ++b) {
       const std::int64_t* indices = reads[b].indices;
       const std::int64_t count = reads[b].count;
@@ -605,8 +619,8 @@ void NodeStore::read_batches(const BatchRead* reads, std::int64_t batches) {
         const std::int64_t row = indices[k];
         const std::int64_t size = row_bytes(row);
         if (row >= first_row_ && row < end_row_) {
-          if (k + kRowsAhead < count) {
-            const std::int64_t ahead = indices[k + kRowsAhead];
+          if (k + io_detail::kRowsAhead < count) {
+            const std::int64_t ahead = indices[k + io_detail::kRowsAhead];
             if (ahead >= first_row_ && ahead < end_row_) __builtin_prefetch(row_in_segment(ahead));
           }
           if (size > 0) std::memcpy(samples + out, row_in_segment(row), static_cast<std::size_t>(size));
@@ -625,7 +639,7 @@ void NodeStore::read_batches(const BatchRead* reads, std::int64_t batches) {
     }
   }
   stats_.useful_bytes += bytes;
-  stats_.bytes_local += local_bytes;
+  stats_.bytes_local += local_bytes + fast_bytes;
   stats_.bytes_remote += remote_bytes;
   stats_.remote_requests += static_cast<std::int64_t>(fetches_.size());
   stats_.batches += batches;

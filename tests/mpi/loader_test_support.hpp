@@ -22,6 +22,7 @@ struct FileLayout {
   std::string layout = "contiguous";  ///< contiguous | chunked
   std::int64_t chunk_rows = 0;        ///< chunked: rows (sequences: tokens) per chunk; 0: the default
   int compression = 0;                ///< deflate level (> 0: chunked)
+  std::int64_t dim = 6;               ///< features: float32 per row (16: 64-byte rows, a size with a specialised copy)
 };
 
 /// A dataset file written for one test case, removed at the end of it (collective).
@@ -39,7 +40,7 @@ class TestFile {
     options.samples = samples;
     options.classes = 3;
     options.imbalance = 4;
-    options.dim = 6;
+    options.dim = layout.dim;
     options.min_length = 1;
     options.max_length = 60;
     options.median_length = 12;
