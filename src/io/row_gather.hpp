@@ -31,8 +31,8 @@ inline constexpr std::int64_t kRowsAhead = 8;
 /// With the size a constant the compiler turns each memcpy into a few vector moves and the
 /// prefetches into a fixed sequence: no call and no size dispatch per row, no table of addresses.
 template <std::int64_t kRowBytes, bool kLabels>
-inline void gather_fixed_rows(const std::byte* rows, const std::byte* labels, const std::int64_t* indices, std::int64_t begin,
-                       std::int64_t end, std::byte* out, std::int32_t* out_labels) {
+inline void gather_fixed_rows(const std::byte* rows, const std::byte* labels, const std::int64_t* indices,
+                              std::int64_t begin, std::int64_t end, std::byte* out, std::int32_t* out_labels) {
   const auto prefetch = [&](std::int64_t k) __attribute__((always_inline)) {
     prefetch_row(rows + indices[k] * kRowBytes, kRowBytes);
     if constexpr (kLabels) __builtin_prefetch(labels + indices[k] * 4, 0, 0);
