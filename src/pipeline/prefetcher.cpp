@@ -454,13 +454,7 @@ std::optional<Batch> Prefetcher::next_on_caller_thread(std::unique_lock<std::mut
                                   " prefetch buffers; release a batch before asking for the next");
   // The steps read together beyond the first are handed out by the next calls, from `ready`.
   std::vector<int>& slots = s.caller_slots;
-  slots.resize(steps_per_read());
-  for (int& slot : slots) {
-    slot = s.free_slots.front();
-    s.free_slots.pop_front();
-  }
-  const std::int64_t step = s.next_read_step;
-  s.next_read_step += static_cast<std::int64_t>(slots.size());
+  const std::int64_t step = take_next_read(slots);
   const Sampler& sampler = *s.sampler;
   const std::int64_t epoch = s.epoch;
   const std::size_t capacity = s.buffer_bytes;
@@ -564,6 +558,18 @@ std::size_t Prefetcher::steps_per_read() const noexcept {
   if (s.fail_at_step >= s.next_read_step && s.fail_at_step < s.next_read_step + steps)
     steps = std::max<std::int64_t>(1, s.fail_at_step - s.next_read_step);
   return static_cast<std::size_t>(std::max<std::int64_t>(1, steps));
+}
+
+std::int64_t Prefetcher::take_next_read(std::vector<int>& slots) {
+  State& s = *state_;
+  slots.resize(steps_per_read());
+  for (int& slot : slots) {
+    slot = s.free_slots.front();
+    s.free_slots.pop_front();
+  }
+  const std::int64_t first_step = s.next_read_step;
+  s.next_read_step += static_cast<std::int64_t>(slots.size());
+  return first_step;
 }
 
 void Prefetcher::count_read(const ReadFigures& figures) noexcept {
@@ -739,13 +745,7 @@ void Prefetcher::io_loop() noexcept {
     if (s.shutdown) break;
     const std::uint64_t generation = s.generation;
     const Sampler& sampler = *s.sampler;
-    const std::int64_t epoch = s.epoch, step = s.next_read_step;
-    slots.resize(steps_per_read());
-    for (int& slot : slots) {
-      slot = s.free_slots.front();
-      s.free_slots.pop_front();
-    }
-    s.next_read_step += static_cast<std::int64_t>(slots.size());
+    const std::int64_t epoch = s.epoch, step = take_next_read(slots);
     const bool last = s.next_read_step == s.end_step;
     const std::size_t capacity = s.buffer_bytes;
     s.io_busy = true;

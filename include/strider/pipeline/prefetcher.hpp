@@ -244,6 +244,9 @@ class Prefetcher {
   /// reader's batches_per_read, bounded by the free buffers, the epoch's steps left, a quarter of
   /// the ring and an injected failure's step (tests), which is then read on its own.
   std::size_t steps_per_read() const noexcept;
+  /// Takes the next read's steps and buffers (mutex held; a step and a buffer must be there):
+  /// steps_per_read() free buffers into `slots`; returns the first of the steps, now counted read.
+  std::int64_t take_next_read(std::vector<int>& slots);
   /// Counts a read into the stats (mutex held).
   void count_read(const ReadFigures& figures) noexcept;
   /// Counts the I/O thread's CPU time and context switches since it last did (I/O thread, mutex held).
