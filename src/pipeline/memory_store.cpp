@@ -260,6 +260,12 @@ class NodeStore final : public MemoryStore {
 
   // Reused between batches.
   std::vector<std::int64_t> out_offsets_;
+  struct LocalRow {
+    const std::byte* from = nullptr;  // in the segment
+    std::byte* out = nullptr;         // where its bytes go in its batch
+    std::int64_t size = 0;
+  };
+  std::vector<LocalRow> local_rows_;  // the rows of this node to copy, in batch order
   struct RemoteRow {
     std::int64_t row = 0;
     std::byte* out = nullptr;  // where its bytes go in its batch
@@ -554,8 +560,10 @@ void NodeStore::read(const std::int64_t* indices, std::int64_t count, const Batc
 
 void NodeStore::read_batches(const BatchRead* reads, std::int64_t batches) {
   const Clock::time_point start = Clock::now();
-  // Lay out every batch, fill its labels and offsets, and sort its rows of other nodes by owner.
+  // Lay out every batch, fill its labels and offsets, and list its rows: this node's, and the
+  // others' by owner.
   std::int64_t bytes = 0, remote_bytes = 0, fast_bytes = 0;
+  local_rows_.clear();
   remote_rows_.resize(static_cast<std::size_t>(groups_.nodes()));
   for (std::vector<RemoteRow>& rows : remote_rows_) rows.clear();
   for (std::int64_t b = 0; b < batches; ++b) {
@@ -576,14 +584,16 @@ void NodeStore::read_batches(const BatchRead* reads, std::int64_t batches) {
       for (std::int64_t k = 0; k < count; ++k) destination.labels[k] = node_labels_[indices[k]];
     if (destination.offsets != nullptr && info_.variable_length)
       for (std::int64_t k = 0; k <= count; ++k) destination.offsets[k] = out_offsets_[k] / element_bytes_;
-    if (replicated_) continue;
     for (std::int64_t k = 0; k < count; ++k) {
       const std::int64_t row = indices[k];
-      if (row >= first_row_ && row < end_row_) continue;
       const std::int64_t size = out_offsets_[k + 1] - out_offsets_[k];
-      remote_rows_[static_cast<std::size_t>(node_of_row(row))].push_back(
-          RemoteRow{row, destination.samples + out_offsets_[k], size});
-      remote_bytes += size;
+      std::byte* const out = destination.samples + out_offsets_[k];
+      if (replicated_ || (row >= first_row_ && row < end_row_)) {
+        local_rows_.push_back(LocalRow{row_in_segment(row), out, size});
+      } else {
+        remote_rows_[static_cast<std::size_t>(node_of_row(row))].push_back(RemoteRow{row, out, size});
+        remote_bytes += size;
+      }
     }
   }
 
@@ -609,25 +619,12 @@ void NodeStore::read_batches(const BatchRead* reads, std::int64_t batches) {
   }
   std::int64_t local_bytes = 0;
   const auto copy_local_rows = [&] {
-    if (gather_rows_ != nullptr) return;  // copied above
-    for (std::int64_t b = 0; b < batches; ++b) {
-      const std::int64_t* indices = reads[b].indices;
-      const std::int64_t count = reads[b].count;
-      std::byte* samples = reads[b].destination.samples;
-      std::int64_t out = 0;  // this batch's layout again (out_offsets_ holds the last batch's)
-      for (std::int64_t k = 0; k < count; ++k) {
-        const std::int64_t row = indices[k];
-        const std::int64_t size = row_bytes(row);
-        if (row >= first_row_ && row < end_row_) {
-          if (k + io_detail::kRowsAhead < count) {
-            const std::int64_t ahead = indices[k + io_detail::kRowsAhead];
-            if (ahead >= first_row_ && ahead < end_row_) __builtin_prefetch(row_in_segment(ahead));
-          }
-          if (size > 0) std::memcpy(samples + out, row_in_segment(row), static_cast<std::size_t>(size));
-          local_bytes += size;
-        }
-        out += size;
-      }
+    const std::size_t rows = local_rows_.size();
+    for (std::size_t k = 0; k < rows; ++k) {
+      if (k + io_detail::kRowsAhead < rows) __builtin_prefetch(local_rows_[k + io_detail::kRowsAhead].from);
+      const LocalRow& row = local_rows_[k];
+      if (row.size > 0) std::memcpy(row.out, row.from, static_cast<std::size_t>(row.size));
+      local_bytes += row.size;
     }
   };
   fetch_remote_rows(comm_.native(), fetches_, abandoned_, copy_local_rows);
