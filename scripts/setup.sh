@@ -7,6 +7,7 @@ packages=(
   g++ cmake ninja-build pkg-config       # toolchain
   libopenmpi-dev openmpi-bin             # MPI
   libhdf5-openmpi-dev                    # parallel HDF5 1.10
+  libdeflate-dev                         # inflates HDF5's deflate chunks (zlib without it)
   libboost-program-options-dev           # the apps' options
   catch2                                 # tests (Catch2 2.13)
   procps                                 # tests: pgrep/ps find a rank to kill

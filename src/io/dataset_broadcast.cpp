@@ -104,6 +104,8 @@ void transfer_layout(Io& io, D& dataset) {
     io.put_or_get(shard.compressed);
     io.put_or_get(shard.average_chunk_storage_bytes);
     io.put_or_get(shard.chunks_across_row);
+    io.put_or_get(shard.deflate_filter);
+    io.put_or_get(shard.shuffle_filter);
   }
 }
 

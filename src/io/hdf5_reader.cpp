@@ -5,10 +5,14 @@
 // batch order (fixed-size rows already in file order, each once, are read straight into the
 // batch). In a chunked dataset a selection is only ever cut between chunks, so each chunk a batch
 // touches is read (and decompressed) once per batch, by one H5Dread. Each shard is opened on its
-// own with HDF5's default (sec2) driver when a batch first needs it.
+// own with HDF5's default (sec2) driver when a batch first needs it. Fixed-size rows compressed with
+// deflate (after an optional shuffle), chunks of whole rows, bypass HDF5's filter pipeline: each
+// chunk a read needs is read raw (H5Dread_chunk) and inflated by strider, a whole chunk straight
+// into its place, a part through a one-chunk cache that the next read may reuse (chunk_inflate.hpp).
 #include <algorithm>
 #include <cstring>
 
+#include "io/chunk_inflate.hpp"
 #include "io/owner_thread.hpp"
 #include "io/reader_detail.hpp"
 #include "io/vlen_sequences.hpp"
@@ -71,6 +75,11 @@ class Hdf5Reader final : public ReaderBase {
     for (const ShardLayout& shard : dataset_.shards)
       if (shard.vlen && !vlen_) vlen_ = std::make_unique<VlenDescriptors>(dataset_.info.element_type);
     if (dataset_.shards.size() == 1) open_.get(0);  // one file: opened at open, as it will be read
+    const auto inflated = std::count_if(dataset_.shards.begin(), dataset_.shards.end(),
+                                        [](const ShardLayout& shard) { return shard.deflate_filter >= 0; });
+    if (inflated > 0)
+      log_debug("hdf5 engine: the chunks of ", inflated, " of ", dataset_.shards.size(),
+                " shards are read raw and inflated with ", ChunkInflater::library());
   }
   std::string engine() const override { return "hdf5"; }
 
@@ -98,6 +107,10 @@ class Hdf5Reader final : public ReaderBase {
       const std::size_t shard_index = plan_.runs[run].shard;
       const ShardLayout& file = shard(shard_index);
       OpenShard& opened = open_.get(shard_index);
+      if (file.deflate_filter >= 0) {
+        done_elements += inflate_runs(shard_index, opened, run, target + done_elements * size);
+        continue;
+      }
       std::int64_t blocks = 0, group_elements = 0, group_rows = 0, touched_chunks = 0;
       std::int64_t last_chunk = -1;
       const std::size_t group_first_run = run;
@@ -160,6 +173,99 @@ class Hdf5Reader final : public ReaderBase {
     return file.chunk_rows > 0 ? position / file.chunk_rows : 0;
   }
 
+  /// The rows of runs [run, ...) of shard `shard_index` (up to its last run; `run` is left past it),
+  /// whose chunks this engine inflates, in order into `target`; returns the elements written. A chunk
+  /// wanted whole is inflated into its place, any other through chunk_ (each chunk once per call,
+  /// and the last one kept for the next call).
+  std::int64_t inflate_runs(std::size_t shard_index, OpenShard& opened, std::size_t& run, std::byte* target) {
+    const ShardLayout& file = shard(shard_index);
+    const std::int64_t row_bytes = dataset_.row_elements * element_size();
+    const std::int64_t chunk_rows = file.chunk_rows;
+    std::int64_t written = 0;  // bytes
+    for (; run < plan_.runs.size() && plan_.runs[run].shard == shard_index; ++run) {
+      const RunSpan span = run_span(plan_, plan_.runs[run]);
+      const std::int64_t end = span.last_row - file.first_row + 1;
+      for (std::int64_t row = span.first_row - file.first_row; row < end;) {
+        const std::int64_t chunk = row / chunk_rows, chunk_first = chunk * chunk_rows;
+        const std::int64_t chunk_end = std::min(chunk_first + chunk_rows, file.rows);
+        const std::int64_t until = std::min(end, chunk_end);
+        std::byte* const out = target + written;
+        const bool whole_chunk = row == chunk_first && until == chunk_first + chunk_rows;
+        if (whole_chunk && !(chunk_shard_ == shard_index && chunk_index_ == chunk)) {
+          decode_chunk(opened, file, chunk, chunk_end - chunk_first, out);
+        } else {
+          if (!(chunk_shard_ == shard_index && chunk_index_ == chunk)) {
+            chunk_index_ = -1;  // until decoded
+            chunk_.resize(static_cast<std::size_t>(chunk_rows * row_bytes));
+            decode_chunk(opened, file, chunk, chunk_end - chunk_first, chunk_.data());
+            chunk_shard_ = shard_index;
+            chunk_index_ = chunk;
+          }
+          std::memcpy(out, chunk_.data() + (row - chunk_first) * row_bytes,
+                      static_cast<std::size_t>((until - row) * row_bytes));
+        }
+        written += (until - row) * row_bytes;
+        row = until;
+      }
+    }
+    return written / element_size();
+  }
+
+  /// Chunk `chunk` of `file` (of which `rows` rows are in the dataset: fewer in its last chunk) into
+  /// `out`, which has room for the whole chunk: read raw and inflated (unshuffled where shuffled),
+  /// or through HDF5 where the chunk was never written (its fill value).
+  void decode_chunk(OpenShard& opened, const ShardLayout& file, std::int64_t chunk, std::int64_t rows, std::byte* out) {
+    const std::int64_t chunk_bytes = file.chunk_rows * dataset_.row_elements * element_size();
+    std::vector<hsize_t> offset(dataset_.dims.size(), 0);
+    offset[0] = static_cast<hsize_t>(chunk * file.chunk_rows);
+    const auto what = [&] {  // for an error: "chunk 3 (rows 3072..4095 of data.h5)"
+      const std::int64_t first = file.first_row + chunk * file.chunk_rows;
+      return "chunk " + std::to_string(chunk) + " (" +
+             describe_rows(static_cast<std::size_t>(&file - dataset_.shards.data()), first, first + rows - 1) + ")";
+    };
+    hsize_t stored = 0;
+    const herr_t sized = H5Dget_chunk_storage_size(opened.data.get(), offset.data(), &stored);
+    if (sized < 0 || stored == 0) {
+      H5Eclear2(H5E_DEFAULT);
+      select_block(opened.space.get(), chunk * file.chunk_rows, rows, H5S_SELECT_SET);
+      std::vector<hsize_t> shape(count_.begin(), count_.end());
+      shape[0] = static_cast<hsize_t>(rows);
+      H5Dataspace memory_space(STRIDER_H5_CHECK(H5Screate_simple(static_cast<int>(shape.size()), shape.data(), nullptr),
+                                                "creating a memory space"));
+      STRIDER_H5_CHECK(
+          H5Dread(opened.data.get(), memory_type_, memory_space.get(), opened.space.get(), H5P_DEFAULT, out),
+          "reading " + what());
+      stats_.read_calls += 1;
+      return;
+    }
+    if (raw_.size() < stored) raw_.resize(static_cast<std::size_t>(stored));
+    std::uint32_t skipped = 0;  // bit i: filter i was not applied to this chunk
+    STRIDER_H5_CHECK(H5Dread_chunk(opened.data.get(), H5P_DEFAULT, offset.data(), &skipped, raw_.data()),
+                     "reading " + what());
+    stats_.read_calls += 1;
+    stats_.bytes_read += static_cast<std::int64_t>(stored);
+    const bool deflated = (skipped & (1u << file.deflate_filter)) == 0;
+    const bool shuffled = file.shuffle_filter >= 0 && (skipped & (1u << file.shuffle_filter)) == 0;
+    if (shuffled && static_cast<std::int64_t>(unshuffled_.size()) < chunk_bytes)
+      unshuffled_.resize(static_cast<std::size_t>(chunk_bytes));
+    std::byte* const plain = shuffled ? unshuffled_.data() : out;
+    if (deflated) {
+      if (!inflater_.inflate(raw_.data(), static_cast<std::size_t>(stored), plain,
+                             static_cast<std::size_t>(chunk_bytes)))
+        STRIDER_THROW(DataError, "reading " + what() + ": its " + std::to_string(stored) +
+                                     " stored bytes do not inflate to the chunk's " + std::to_string(chunk_bytes) +
+                                     " bytes (is the file damaged?)");
+    } else {
+      if (static_cast<std::int64_t>(stored) != chunk_bytes)
+        STRIDER_THROW(DataError, "reading " + what() + ": stored uncompressed in " + std::to_string(stored) +
+                                     " bytes, not the chunk's " + std::to_string(chunk_bytes) +
+                                     " (is the file damaged?)");
+      std::memcpy(plain, raw_.data(), static_cast<std::size_t>(chunk_bytes));
+    }
+    if (shuffled)
+      unshuffle(plain, static_cast<std::size_t>(chunk_bytes), static_cast<std::size_t>(element_size()), out);
+  }
+
   /// Reads the `rows` vlen sequences selected in `opened` (their tokens: `elements`, as the lengths
   /// read at open say) back to back into `target`; HDF5's buffers are freed before this returns.
   void read_vlen_group(const OpenShard& opened, std::int64_t rows, std::int64_t elements, std::byte* target,
@@ -204,6 +310,12 @@ class Hdf5Reader final : public ReaderBase {
   BatchPlan plan_;
   std::vector<std::byte> scratch_;
   std::unique_ptr<VlenDescriptors> vlen_;  // when a shard holds vlen sequences
+  // Chunks inflated by this engine: the inflater, a chunk's stored bytes, a shuffled chunk before it
+  // is unshuffled, and the last chunk decoded for a part of it (shard and index; -1: none).
+  ChunkInflater inflater_;
+  std::vector<std::byte> raw_, unshuffled_, chunk_;
+  std::size_t chunk_shard_ = 0;
+  std::int64_t chunk_index_ = -1;
 };
 
 }  // namespace

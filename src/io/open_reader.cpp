@@ -197,15 +197,27 @@ void inspect_layout(OpenedDataset& dataset, ShardLayout& shard, hid_t data, bool
   info.layout = shard.layout = layout_name(layout);
   const int filters = STRIDER_H5_CHECK(H5Pget_nfilters(create.get()), "reading the filters of " + dataset.data_key);
   info.compressed = shard.compressed = filters > 0;
+  std::int32_t deflate = -1, shuffle = -1;
+  bool other_filters = false;
   for (int i = 0; i < filters; ++i) {
     unsigned flags = 0;
-    std::size_t values = 0;
+    std::size_t values = 1;
+    unsigned value = 0;
     char name[64] = {0};
     const H5Z_filter_t filter =
-        H5Pget_filter2(create.get(), static_cast<unsigned>(i), &flags, &values, nullptr, sizeof name, name, nullptr);
+        H5Pget_filter2(create.get(), static_cast<unsigned>(i), &flags, &values, &value, sizeof name, name, nullptr);
     if (filter < 0 || H5Zfilter_avail(filter) <= 0)
       STRIDER_DATA_FAIL(dataset.data_key + " is compressed with filter " + std::to_string(filter) + " (" + name +
                         ") that this HDF5 library does not have");
+    // Shuffle's one value is the element size it shuffled by (set when the dataset was created).
+    if (filter == H5Z_FILTER_DEFLATE && deflate < 0) {
+      deflate = i;
+    } else if (filter == H5Z_FILTER_SHUFFLE && i == 0 && values >= 1 &&
+               value == static_cast<unsigned>(element_bytes(info.element_type))) {
+      shuffle = i;
+    } else {
+      other_filters = true;
+    }
   }
   if (layout == H5D_CHUNKED) {
     std::vector<hsize_t> chunk(dataset.dims.size());
@@ -220,6 +232,16 @@ void inspect_layout(OpenedDataset& dataset, ShardLayout& shard, hid_t data, bool
     STRIDER_H5_CHECK(H5Dget_num_chunks(data, space.get(), &chunks), "counting the chunks of " + dataset.data_key);
     const hsize_t stored = H5Dget_storage_size(data);
     if (chunks > 0) shard.average_chunk_storage_bytes = static_cast<std::int64_t>(stored / chunks);
+    // Chunks strider can inflate itself: fixed-size native rows, whole rows per chunk, deflate last
+    // (after an optional shuffle), and partial edge chunks filtered like the others.
+    unsigned chunk_options = 0;
+    STRIDER_H5_CHECK(H5Pget_chunk_opts(create.get(), &chunk_options),
+                     "reading the chunk options of " + dataset.data_key);
+    if (native && !info.variable_length && shard.chunks_across_row == 1 && deflate == filters - 1 && !other_filters &&
+        (chunk_options & H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS) == 0) {
+      shard.deflate_filter = deflate;
+      shard.shuffle_filter = shuffle;
+    }
   }
   shard.raw_refusal = raw_refusal(data, dataset.data_key, native, info.element_type, shard.file_offset_bytes);
   shard.raw_readable = shard.raw_refusal.empty();

@@ -66,22 +66,34 @@ const std::string& test_folder() {
 }
 
 struct Layout {
-  std::string name;        // contiguous | chunked | deflate | compact
+  std::string name;        // contiguous | chunked | deflate* | compact
   hsize_t chunk_rows = 0;  // along dimension 0
   bool deflate = false;
+  bool shuffle = false;     // HDF5's shuffle filter before deflate (h5py's shuffle=True)
+  bool split_rows = false;  // chunks one element wide beyond dimension 0: a row spans several
+  bool checksum = false;    // fletcher32 after deflate (h5py's fletcher32=True)
 };
 
 /// Every layout the README lists (compact datasets hold at most 64 KiB: the test files are small).
+/// Deflate alone and shuffle + deflate over whole rows are inflated by the hdf5 engine itself; split
+/// rows and a checksum go through HDF5's filters.
 const std::vector<Layout>& layouts() {
   static const std::vector<Layout> all = {
-      {"contiguous", 0, false}, {"chunked", 7, false}, {"deflate", 16, true}, {"compact", 0, false}};
+      {"contiguous", 0, false},
+      {"chunked", 7, false},
+      {"deflate", 16, true},
+      {"compact", 0, false},
+      {"deflate_shuffle", 16, true, true},
+      {"deflate_split_rows", 16, true, false, true},
+      {"deflate_checksum", 16, true, false, false, true},
+  };
   return all;
 }
 
 /// The line direct and mmap refuse a layout with (README: they never convert silently).
 std::string layout_refusal(const Layout& layout) {
   if (layout.name == "chunked") return "/samples is chunked (use --engine hdf5 or auto)";
-  if (layout.name == "deflate") return "/samples is chunked and compressed (use --engine hdf5 or auto)";
+  if (layout.deflate) return "/samples is chunked and compressed (use --engine hdf5 or auto)";
   if (layout.name == "compact") return "/samples is compact (use --engine hdf5 or auto)";
   return "";
 }
@@ -95,8 +107,12 @@ void write_dataset(hid_t file, const std::string& key, hid_t file_type, hid_t me
   if (layout.chunk_rows > 0) {
     std::vector<hsize_t> chunk = dims;
     chunk[0] = std::min<hsize_t>(layout.chunk_rows, std::max<hsize_t>(1, dims[0]));
+    if (layout.split_rows)
+      for (std::size_t d = 1; d < chunk.size(); ++d) chunk[d] = 1;
     STRIDER_H5_CHECK(H5Pset_chunk(create.get(), static_cast<int>(chunk.size()), chunk.data()), key);
+    if (layout.shuffle) STRIDER_H5_CHECK(H5Pset_shuffle(create.get()), key);
     if (layout.deflate) STRIDER_H5_CHECK(H5Pset_deflate(create.get(), 4), key);
+    if (layout.checksum) STRIDER_H5_CHECK(H5Pset_fletcher32(create.get()), key);
   }
   H5Dataset dataset(STRIDER_H5_CHECK(
       H5Dcreate2(file, key.c_str(), file_type, space.get(), H5P_DEFAULT, create.get(), H5P_DEFAULT), key));
@@ -480,6 +496,91 @@ TEST_CASE("every engine reads the fixed-size samples the test wrote", "[mpi][io]
       // The labels are int64 little-endian with the data's layout: per batch only when contiguous.
       check_every_engine(path, refusal, layout.name == "contiguous", fixed_data(test));
     }
+  }
+}
+
+/// Chunks as writers leave them: rows 100 x 6 float32 in chunks of 16 rows, deflate (after shuffle
+/// when `shuffle`); chunk 2 stored with every filter skipped (its filter mask says so: HDF5 does
+/// this when an optional filter fails), chunk 4 never written (its rows read as the fill value, 0),
+/// and with `damage_chunk` >= 0 that chunk's stored stream damaged in its middle. Returns what a
+/// reader must deliver.
+WrittenData write_chunks_as_left(const std::string& path, bool shuffle, int damage_chunk) {
+  constexpr hsize_t kRows = 100, kWidth = 6, kChunkRows = 16;
+  WrittenData data = written_values<float>(ElementType::float32, kRows, kWidth);
+  const std::size_t row_bytes = kWidth * sizeof(float);
+  std::fill(data.values.begin() + 64 * row_bytes, data.values.begin() + 80 * row_bytes, std::byte{0});
+  H5File file = create_file(path);
+  const std::vector<hsize_t> dims = {kRows, kWidth}, chunk = {kChunkRows, kWidth};
+  H5Dataspace space(STRIDER_H5_CHECK(H5Screate_simple(2, dims.data(), nullptr), path));
+  H5PropertyList create(STRIDER_H5_CHECK(H5Pcreate(H5P_DATASET_CREATE), path));
+  STRIDER_H5_CHECK(H5Pset_chunk(create.get(), 2, chunk.data()), path);
+  if (shuffle) STRIDER_H5_CHECK(H5Pset_shuffle(create.get()), path);
+  STRIDER_H5_CHECK(H5Pset_deflate(create.get(), 4), path);
+  H5Dataset samples(STRIDER_H5_CHECK(
+      H5Dcreate2(file.get(), "/samples", H5T_IEEE_F32LE, space.get(), H5P_DEFAULT, create.get(), H5P_DEFAULT), path));
+  for (hsize_t first : {hsize_t{0}, hsize_t{48}, hsize_t{80}}) {  // rows 0..31, 48..63, 80..99
+    const hsize_t start[2] = {first, 0}, count[2] = {first == 0 ? 32 : first == 48 ? 16 : kRows - 80, kWidth};
+    STRIDER_H5_CHECK(H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, start, nullptr, count, nullptr), path);
+    H5Dataspace memory(STRIDER_H5_CHECK(H5Screate_simple(2, count, nullptr), path));
+    STRIDER_H5_CHECK(H5Dwrite(samples.get(), H5T_NATIVE_FLOAT, memory.get(), space.get(), H5P_DEFAULT,
+                              data.values.data() + first * row_bytes),
+                     path);
+  }
+  const hsize_t raw_chunk[2] = {32, 0};
+  const std::uint32_t all_skipped = shuffle ? 3u : 1u;
+  STRIDER_H5_CHECK(H5Dwrite_chunk(samples.get(), H5P_DEFAULT, all_skipped, raw_chunk, kChunkRows * row_bytes,
+                                  data.values.data() + 32 * row_bytes),
+                   path);
+  if (damage_chunk >= 0) {
+    const hsize_t at[2] = {static_cast<hsize_t>(damage_chunk) * kChunkRows, 0};
+    hsize_t stored = 0;
+    STRIDER_H5_CHECK(H5Dget_chunk_storage_size(samples.get(), at, &stored), path);
+    std::vector<unsigned char> bytes(stored);
+    std::uint32_t mask = 0;
+    STRIDER_H5_CHECK(H5Dread_chunk(samples.get(), H5P_DEFAULT, at, &mask, bytes.data()), path);
+    for (std::size_t i = stored / 3; i < stored / 3 + 16; ++i) bytes[i] ^= 0x5a;
+    STRIDER_H5_CHECK(H5Dwrite_chunk(samples.get(), H5P_DEFAULT, mask, at, stored, bytes.data()), path);
+  }
+  std::vector<std::int64_t> labels(kRows);
+  for (std::size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<std::int64_t>(i % 7);
+  write_dataset(file.get(), "/labels", H5T_STD_I64LE, H5T_NATIVE_INT64, {kRows}, labels.data(), layouts()[0]);
+  return data;
+}
+
+TEST_CASE("the hdf5 engine inflates chunks itself: chunks stored unfiltered, never written, or damaged",
+          "[mpi][io][inflate]") {
+  for (const bool shuffle : {false, true}) {
+    CAPTURE(shuffle);
+    const std::string name = shuffle ? "as_left_shuffled" : "as_left";
+    WrittenData data;
+    const std::string path =
+        make_file(name, [&](const std::string& p) { data = write_chunks_as_left(p, shuffle, -1); });
+    data = written_values<float>(ElementType::float32, 100, 6);  // every rank: what rank 0 wrote
+    std::fill(data.values.begin() + 64 * 24, data.values.begin() + 80 * 24, std::byte{0});
+    std::string chosen;
+    REQUIRE_ON_ALL_RANKS(agreed_sum(mismatches(path, ReaderOptions{{}, "hdf5"}, data, &chosen)) == 0);
+
+    // A damaged stream is named with its chunk and rows: strider inflated it, not HDF5's filter.
+    const std::string damaged =
+        make_file(name + "_damaged", [&](const std::string& p) { write_chunks_as_left(p, shuffle, 1); });
+    std::unique_ptr<BatchReader> reader = open_reader(world(), damaged, ReaderOptions{{}, "hdf5"});
+    std::vector<float> out(6 * 2);
+    const BatchDestination destination{reinterpret_cast<std::byte*>(out.data()),
+                                       static_cast<std::int64_t>(out.size() * sizeof(float)), nullptr, nullptr};
+    const std::string message = world().collective_try([&] {
+      const std::int64_t fine[] = {3, 40};  // chunks 0 and 2
+      reader->read(fine, 2, destination);
+      const std::int64_t rows[] = {3, 20};  // chunk 1 is the damaged one
+      try {
+        reader->read(rows, 2, destination);
+      } catch (const DataError& error) {
+        return std::string(error.what());
+      }
+      return std::string("(the damaged chunk was read)");
+    });
+    INFO(message);
+    REQUIRE_ON_ALL_RANKS(message.find("chunk 1 (rows 16..31 of") != std::string::npos);
+    REQUIRE_ON_ALL_RANKS(message.find("do not inflate to the chunk's 384 bytes") != std::string::npos);
   }
 }
 
@@ -1327,6 +1428,23 @@ TEST_CASE("a dataset split over shards reads as the concatenation, with every en
   const std::vector<std::string> mixed = make_shards("shard_mixed", data, test.file_type, test.dims, splits, layouts());
   check_every_engine(comma_list(mixed), "/samples is chunked in " + mixed[1] + " (use --engine hdf5 or auto)", false,
                      data);
+  // Every shard's chunks inflated by the hdf5 engine, the same chunk index in several shards.
+  const std::vector<std::string> inflated =
+      make_shards("shard_inflated", data, test.file_type, test.dims, splits, {layouts()[2], layouts()[4]});
+  check_every_engine(comma_list(inflated), "/samples is chunked and compressed (use --engine hdf5 or auto)", false,
+                     data);
+  {
+    // A part of chunk 0 of shards 0, 2 and 3 in one batch: each inflated from its own file.
+    std::unique_ptr<BatchReader> reader = open_reader(world(), comma_list(inflated), ReaderOptions{{}, "hdf5"});
+    const std::vector<std::int64_t> rows = {5, 105, 260};
+    const std::vector<std::byte> expected = data.expected_bytes(rows);
+    std::vector<std::byte> got(expected.size());
+    world().collective_try([&] {
+      reader->read(rows.data(), 3,
+                   BatchDestination{got.data(), static_cast<std::int64_t>(got.size()), nullptr, nullptr});
+    });
+    REQUIRE_ON_ALL_RANKS(got == expected);
+  }
   // The row ranges, and the order a glob gives (byte-wise: the same as the list here).
   std::unique_ptr<BatchReader> reader = open_reader(world(), test_folder() + "/shard_mixed-*.h5", ReaderOptions{});
   const std::vector<std::int64_t> firsts = {0, 100, 101, 250}, counts = {100, 1, 149, 51};
