@@ -584,6 +584,41 @@ TEST_CASE("the hdf5 engine inflates chunks itself: chunks stored unfiltered, nev
   }
 }
 
+TEST_CASE("a chunk whose fletcher32 checksum does not match is refused, not inflated past it", "[mpi][io][inflate]") {
+  // deflate then fletcher32 (h5py's compression="gzip", fletcher32=True): HDF5's filters check each
+  // chunk's checksum, which strider's own inflation would skip, so such files go through HDF5.
+  const FixedCase test{"checksummed", ElementType::float32, H5T_IEEE_F32LE, {40, 6}};
+  const std::string path = make_file("checksummed", [&](const std::string& p) {
+    write_fixed_any(p, test, layouts()[6]);
+    H5File file(STRIDER_H5_CHECK(H5Fopen(p.c_str(), H5F_ACC_RDWR, H5P_DEFAULT), p));
+    H5Dataset samples(STRIDER_H5_CHECK(H5Dopen2(file.get(), "/samples", H5P_DEFAULT), p));
+    const hsize_t at[2] = {16, 0};  // chunk 1
+    hsize_t stored = 0;
+    STRIDER_H5_CHECK(H5Dget_chunk_storage_size(samples.get(), at, &stored), p);
+    std::vector<unsigned char> bytes(stored);
+    std::uint32_t mask = 0;
+    STRIDER_H5_CHECK(H5Dread_chunk(samples.get(), H5P_DEFAULT, at, &mask, bytes.data()), p);
+    bytes.back() ^= 0x01;  // the checksum's last byte; the deflate stream is intact
+    STRIDER_H5_CHECK(H5Dwrite_chunk(samples.get(), H5P_DEFAULT, mask, at, stored, bytes.data()), p);
+  });
+  REQUIRE(layouts()[6].checksum);
+  std::unique_ptr<BatchReader> reader = open_reader(world(), path, ReaderOptions{{}, "hdf5"});
+  std::vector<float> out(6);
+  const BatchDestination destination{reinterpret_cast<std::byte*>(out.data()), 24, nullptr, nullptr};
+  const std::string outcome = world().collective_try([&] {
+    const std::int64_t fine = 3, checked = 20;
+    reader->read(&fine, 1, destination);
+    try {
+      reader->read(&checked, 1, destination);
+    } catch (const Error& error) {
+      return std::string("refused: ") + error.what();
+    }
+    return std::string("(read past the checksum)");
+  });
+  INFO(outcome);
+  REQUIRE_ON_ALL_RANKS(outcome.rfind("refused: ", 0) == 0);
+}
+
 TEST_CASE("every engine reads the variable-length sequences the test wrote", "[mpi][io]") {
   const WrittenData data = sequence_data(333);
   for (const Layout& layout : layouts()) {
