@@ -5,8 +5,8 @@
 // batch order (fixed-size rows already in file order, each once, are read straight into the
 // batch). In a chunked dataset a selection is only ever cut between chunks, so each chunk a batch
 // touches is read (and decompressed) once per batch, by one H5Dread. Each shard is opened on its
-// own with HDF5's default (sec2) driver when a batch first needs it. Fixed-size rows compressed with
-// deflate (after an optional shuffle), chunks of whole rows, bypass HDF5's filter pipeline: each
+// own with HDF5's default (sec2) driver when a batch first needs it. Fixed-size rows (chunks of whole
+// rows) and flat tokens compressed with deflate (after an optional shuffle) bypass HDF5's filters: each
 // chunk a read needs is read raw (H5Dread_chunk) and inflated by strider, a whole chunk straight
 // into its place, a part through a one-chunk cache that the next read may reuse (chunk_inflate.hpp).
 #include <algorithm>
@@ -174,62 +174,72 @@ class Hdf5Reader final : public ReaderBase {
   }
 
   /// The rows of runs [run, ...) of shard `shard_index` (up to its last run; `run` is left past it),
-  /// whose chunks this engine inflates, in order into `target`; returns the elements written. A chunk
-  /// wanted whole is inflated into its place, any other through chunk_ (each chunk once per call,
-  /// and the last one kept for the next call).
+  /// whose chunks this engine inflates, in order into `target`; returns the elements written. Chunks
+  /// run along dimension 0: rows, or tokens of a tokens + offsets dataset. A chunk wanted whole is
+  /// inflated into its place, any other through chunk_ (each chunk once per call, and the last one
+  /// kept for the next call).
   std::int64_t inflate_runs(std::size_t shard_index, OpenShard& opened, std::size_t& run, std::byte* target) {
     const ShardLayout& file = shard(shard_index);
-    const std::int64_t row_bytes = dataset_.row_elements * element_size();
+    const bool by_token = dataset_.info.variable_length;  // vlen shards never get here
+    const std::int64_t position_bytes = (by_token ? 1 : dataset_.row_elements) * element_size();
+    const std::int64_t positions = by_token ? file.elements : file.rows;
     const std::int64_t chunk_rows = file.chunk_rows;
     std::int64_t written = 0;  // bytes
     for (; run < plan_.runs.size() && plan_.runs[run].shard == shard_index; ++run) {
       const RunSpan span = run_span(plan_, plan_.runs[run]);
-      const std::int64_t end = span.last_row - file.first_row + 1;
-      for (std::int64_t row = span.first_row - file.first_row; row < end;) {
-        const std::int64_t chunk = row / chunk_rows, chunk_first = chunk * chunk_rows;
-        const std::int64_t chunk_end = std::min(chunk_first + chunk_rows, file.rows);
+      const std::int64_t begin = by_token ? span.first_element - file.first_element : span.first_row - file.first_row;
+      const std::int64_t end = begin + (by_token ? span.elements : span.last_row - span.first_row + 1);
+      for (std::int64_t at = begin; at < end;) {
+        const std::int64_t chunk = at / chunk_rows, chunk_first = chunk * chunk_rows;
+        const std::int64_t chunk_end = std::min(chunk_first + chunk_rows, positions);
         const std::int64_t until = std::min(end, chunk_end);
         std::byte* const out = target + written;
-        const bool whole_chunk = row == chunk_first && until == chunk_first + chunk_rows;
-        if (whole_chunk && !(chunk_shard_ == shard_index && chunk_index_ == chunk)) {
+        const bool kept = chunk_shard_ == shard_index && chunk_index_ == chunk;
+        if (at == chunk_first && until == chunk_first + chunk_rows && !kept) {
           decode_chunk(opened, file, chunk, chunk_end - chunk_first, out);
         } else {
-          if (!(chunk_shard_ == shard_index && chunk_index_ == chunk)) {
+          if (!kept) {
             chunk_index_ = -1;  // until decoded
-            chunk_.resize(static_cast<std::size_t>(chunk_rows * row_bytes));
+            chunk_.resize(static_cast<std::size_t>(chunk_rows * position_bytes));
             decode_chunk(opened, file, chunk, chunk_end - chunk_first, chunk_.data());
             chunk_shard_ = shard_index;
             chunk_index_ = chunk;
           }
-          std::memcpy(out, chunk_.data() + (row - chunk_first) * row_bytes,
-                      static_cast<std::size_t>((until - row) * row_bytes));
+          std::memcpy(out, chunk_.data() + (at - chunk_first) * position_bytes,
+                      static_cast<std::size_t>((until - at) * position_bytes));
         }
-        written += (until - row) * row_bytes;
-        row = until;
+        written += (until - at) * position_bytes;
+        at = until;
       }
     }
     return written / element_size();
   }
 
-  /// Chunk `chunk` of `file` (of which `rows` rows are in the dataset: fewer in its last chunk) into
-  /// `out`, which has room for the whole chunk: read raw and inflated (unshuffled where shuffled),
-  /// or through HDF5 where the chunk was never written (its fill value).
-  void decode_chunk(OpenShard& opened, const ShardLayout& file, std::int64_t chunk, std::int64_t rows, std::byte* out) {
-    const std::int64_t chunk_bytes = file.chunk_rows * dataset_.row_elements * element_size();
+  /// Chunk `chunk` of `file` (of which `count` positions, rows or tokens, are in the dataset: fewer
+  /// in its last chunk) into `out`, which has room for the whole chunk: read raw and inflated
+  /// (unshuffled where shuffled), or through HDF5 where the chunk was never written (its fill value).
+  void decode_chunk(OpenShard& opened, const ShardLayout& file, std::int64_t chunk, std::int64_t count,
+                    std::byte* out) {
+    const bool by_token = dataset_.info.variable_length;
+    const std::int64_t chunk_bytes = file.chunk_rows * (by_token ? 1 : dataset_.row_elements) * element_size();
+    const std::int64_t first = chunk * file.chunk_rows;  // in this file
     std::vector<hsize_t> offset(dataset_.dims.size(), 0);
-    offset[0] = static_cast<hsize_t>(chunk * file.chunk_rows);
+    offset[0] = static_cast<hsize_t>(first);
     const auto what = [&] {  // for an error: "chunk 3 (rows 3072..4095 of data.h5)"
-      const std::int64_t first = file.first_row + chunk * file.chunk_rows;
       return "chunk " + std::to_string(chunk) + " (" +
-             describe_rows(static_cast<std::size_t>(&file - dataset_.shards.data()), first, first + rows - 1) + ")";
+             (by_token ? "tokens " + std::to_string(first) + ".." + std::to_string(first + count - 1) + " of " +
+                             file.data_key + " in " + file.path
+                       : describe_rows(static_cast<std::size_t>(&file - dataset_.shards.data()), file.first_row + first,
+                                       file.first_row + first + count - 1)) +
+             ")";
     };
     hsize_t stored = 0;
     const herr_t sized = H5Dget_chunk_storage_size(opened.data.get(), offset.data(), &stored);
     if (sized < 0 || stored == 0) {
       H5Eclear2(H5E_DEFAULT);
-      select_block(opened.space.get(), chunk * file.chunk_rows, rows, H5S_SELECT_SET);
+      select_block(opened.space.get(), first, count, H5S_SELECT_SET);
       std::vector<hsize_t> shape(count_.begin(), count_.end());
-      shape[0] = static_cast<hsize_t>(rows);
+      shape[0] = static_cast<hsize_t>(count);
       H5Dataspace memory_space(STRIDER_H5_CHECK(H5Screate_simple(static_cast<int>(shape.size()), shape.data(), nullptr),
                                                 "creating a memory space"));
       STRIDER_H5_CHECK(

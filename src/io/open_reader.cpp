@@ -232,12 +232,13 @@ void inspect_layout(OpenedDataset& dataset, ShardLayout& shard, hid_t data, bool
     STRIDER_H5_CHECK(H5Dget_num_chunks(data, space.get(), &chunks), "counting the chunks of " + dataset.data_key);
     const hsize_t stored = H5Dget_storage_size(data);
     if (chunks > 0) shard.average_chunk_storage_bytes = static_cast<std::int64_t>(stored / chunks);
-    // Chunks strider can inflate itself: fixed-size native rows, whole rows per chunk, deflate last
-    // (after an optional shuffle), and partial edge chunks filtered like the others.
+    // Chunks strider can inflate itself: native fixed-size rows (whole rows per chunk) or flat tokens,
+    // deflate last (after an optional shuffle), and partial edge chunks filtered like the others.
     unsigned chunk_options = 0;
     STRIDER_H5_CHECK(H5Pget_chunk_opts(create.get(), &chunk_options),
                      "reading the chunk options of " + dataset.data_key);
-    if (native && !info.variable_length && shard.chunks_across_row == 1 && deflate == filters - 1 && !other_filters &&
+    if (native && dataset.dims.size() >= 1 && (!info.variable_length || dataset.dims.size() == 1) &&
+        shard.chunks_across_row == 1 && deflate == filters - 1 && !other_filters &&
         (chunk_options & H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS) == 0) {
       shard.deflate_filter = deflate;
       shard.shuffle_filter = shuffle;

@@ -51,8 +51,8 @@ struct ShardLayout {
   bool compressed = false;              ///< any filter on the data
   std::int64_t average_chunk_storage_bytes = 0;  ///< chunked: stored bytes of one chunk on average
   std::int64_t chunks_across_row = 1;            ///< chunked fixed-size: chunks one row's elements span
-  /// Chunked fixed-size rows in the native type, each chunk whole rows, filtered by deflate alone or
-  /// by shuffle then deflate: the hdf5 engine reads the chunks raw and inflates them itself (see
+  /// Chunked fixed-size rows (each chunk whole rows) or flat tokens in the native type, filtered by
+  /// deflate alone or by shuffle then deflate: the hdf5 engine reads the chunks raw and inflates them itself (see
   /// chunk_inflate.hpp). The filters' positions in the pipeline (their bits in a chunk's filter
   /// mask); -1 when absent. deflate_filter >= 0 says the engine may.
   std::int32_t deflate_filter = -1;

@@ -584,6 +584,47 @@ TEST_CASE("the hdf5 engine inflates chunks itself: chunks stored unfiltered, nev
   }
 }
 
+TEST_CASE("a sequence file's tokens are inflated by the hdf5 engine: a damaged chunk names its tokens",
+          "[mpi][io][inflate]") {
+  const WrittenData data = sequence_data(60);
+  const std::string path = make_file("tokens_damaged", [&](const std::string& p) {
+    write_sequences(p, data, layouts()[2]);  // deflate, chunks of 16 tokens
+    H5File file(STRIDER_H5_CHECK(H5Fopen(p.c_str(), H5F_ACC_RDWR, H5P_DEFAULT), p));
+    H5Dataset tokens(STRIDER_H5_CHECK(H5Dopen2(file.get(), "/tokens", H5P_DEFAULT), p));
+    const hsize_t at[1] = {16};  // chunk 1
+    hsize_t stored = 0;
+    STRIDER_H5_CHECK(H5Dget_chunk_storage_size(tokens.get(), at, &stored), p);
+    std::vector<unsigned char> bytes(stored);
+    std::uint32_t mask = 0;
+    STRIDER_H5_CHECK(H5Dread_chunk(tokens.get(), H5P_DEFAULT, at, &mask, bytes.data()), p);
+    for (std::size_t i = stored / 3; i < stored / 3 + 8; ++i) bytes[i] ^= 0x5a;
+    STRIDER_H5_CHECK(H5Dwrite_chunk(tokens.get(), H5P_DEFAULT, mask, at, stored, bytes.data()), p);
+  });
+  std::int64_t in_chunk_1 = -1, in_chunk_0 = -1;  // a sequence with tokens in chunk 1, one only in chunk 0
+  for (std::int64_t row = 0; row < data.rows; ++row) {
+    const std::int64_t first = data.offsets[row], last = data.offsets[row + 1] - 1;
+    if (last >= first && last < 16 && in_chunk_0 < 0) in_chunk_0 = row;
+    if (last >= first && first >= 16 && last < 32 && in_chunk_1 < 0) in_chunk_1 = row;
+  }
+  REQUIRE(in_chunk_0 >= 0);
+  REQUIRE(in_chunk_1 >= 0);
+  std::unique_ptr<BatchReader> reader = open_reader(world(), path, ReaderOptions{{}, "hdf5"});
+  std::vector<std::byte> out(64 * sizeof(std::int32_t));
+  const BatchDestination destination{out.data(), static_cast<std::int64_t>(out.size()), nullptr, nullptr};
+  const std::string message = world().collective_try([&] {
+    reader->read(&in_chunk_0, 1, destination);
+    try {
+      reader->read(&in_chunk_1, 1, destination);
+    } catch (const DataError& error) {
+      return std::string(error.what());
+    }
+    return std::string("(the damaged chunk was read)");
+  });
+  INFO(message);
+  REQUIRE_ON_ALL_RANKS(message.find("chunk 1 (tokens 16..31 of /tokens in " + path + ")") != std::string::npos);
+  REQUIRE_ON_ALL_RANKS(message.find("do not inflate to the chunk's 64 bytes") != std::string::npos);
+}
+
 TEST_CASE("a chunk whose fletcher32 checksum does not match is refused, not inflated past it", "[mpi][io][inflate]") {
   // deflate then fletcher32 (h5py's compression="gzip", fletcher32=True): HDF5's filters check each
   // chunk's checksum, which strider's own inflation would skip, so such files go through HDF5.
