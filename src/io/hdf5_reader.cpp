@@ -116,10 +116,7 @@ class Hdf5Reader final : public ReaderBase {
       const std::size_t group_first_run = run;
       for (; run < plan_.runs.size() && plan_.runs[run].shard == shard_index; ++run) {
         const RunSpan span = run_span(plan_, plan_.runs[run]);
-        // Position along dimension 0 of this file: the row (fixed size, vlen sequences) or the token
-        // (tokens + offsets).
-        const bool by_token = dataset_.info.variable_length && !file.vlen;
-        const std::int64_t begin = by_token ? span.first_element - file.first_element : span.first_row - file.first_row;
+        const std::int64_t begin = file_position(file, span);
         const std::int64_t elements = span.elements;
         const std::int64_t extent = file.vlen ? span.last_row - span.first_row + 1 : block_extent(elements);
         const std::int64_t first_chunk = chunk_of(file, begin);
@@ -169,6 +166,12 @@ class Hdf5Reader final : public ReaderBase {
   std::int64_t block_extent(std::int64_t elements) const {
     return dataset_.info.variable_length ? elements : elements / dataset_.row_elements;
   }
+  /// Where a run starts along dimension 0 of its file: its first row (fixed size, vlen sequences) or
+  /// its first token (tokens + offsets).
+  std::int64_t file_position(const ShardLayout& file, const RunSpan& span) const {
+    const bool by_token = dataset_.info.variable_length && !file.vlen;
+    return by_token ? span.first_element - file.first_element : span.first_row - file.first_row;
+  }
   static std::int64_t chunk_of(const ShardLayout& file, std::int64_t position) {
     return file.chunk_rows > 0 ? position / file.chunk_rows : 0;
   }
@@ -187,7 +190,7 @@ class Hdf5Reader final : public ReaderBase {
     std::int64_t written = 0;  // bytes
     for (; run < plan_.runs.size() && plan_.runs[run].shard == shard_index; ++run) {
       const RunSpan span = run_span(plan_, plan_.runs[run]);
-      const std::int64_t begin = by_token ? span.first_element - file.first_element : span.first_row - file.first_row;
+      const std::int64_t begin = file_position(file, span);
       const std::int64_t end = begin + (by_token ? span.elements : span.last_row - span.first_row + 1);
       for (std::int64_t at = begin; at < end;) {
         const std::int64_t chunk = at / chunk_rows, chunk_first = chunk * chunk_rows;
