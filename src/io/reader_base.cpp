@@ -2,7 +2,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <limits>
+#include <numeric>
 
 #include "io/batch_layout.hpp"
 #include "io/reader_detail.hpp"
@@ -74,11 +76,17 @@ ShardIndex::ShardIndex(const std::vector<ShardLayout>& shards) {
 
 void BatchPlan::build(const std::int64_t* indices, std::int64_t count, const ShardIndex& shards) {
   unique_rows.assign(indices, indices + count);
-  std::sort(unique_rows.begin(), unique_rows.end());
-  unique_rows.erase(std::unique(unique_rows.begin(), unique_rows.end()), unique_rows.end());
   slot_of_position.resize(static_cast<std::size_t>(count));
-  for (std::int64_t k = 0; k < count; ++k) {
-    slot_of_position[k] = std::lower_bound(unique_rows.begin(), unique_rows.end(), indices[k]) - unique_rows.begin();
+  if (std::adjacent_find(indices, indices + count, std::greater_equal<>()) == indices + count) {
+    // Already in file order, each once (the store's load, --lookahead's windows, reads in order):
+    // no sort and no search (a shuffled batch leaves this test at its first descent).
+    std::iota(slot_of_position.begin(), slot_of_position.end(), std::int64_t{0});
+  } else {
+    std::sort(unique_rows.begin(), unique_rows.end());
+    unique_rows.erase(std::unique(unique_rows.begin(), unique_rows.end()), unique_rows.end());
+    for (std::int64_t k = 0; k < count; ++k) {
+      slot_of_position[k] = std::lower_bound(unique_rows.begin(), unique_rows.end(), indices[k]) - unique_rows.begin();
+    }
   }
   runs.clear();
   const auto slots = static_cast<std::int64_t>(unique_rows.size());

@@ -1,5 +1,6 @@
 // The pure parts of the I/O layer: element types, the batch plan (sort, deduplicate, coalesce),
 // the copy pool, and strider-gen's class counts.
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <catch2/catch.hpp>
@@ -68,6 +69,30 @@ TEST_CASE("a batch plan sorts, deduplicates and coalesces rows into runs", "[io]
   plan.build(adjacent.data(), 4, four_files);
   REQUIRE(plan.runs.size() == 2);
   REQUIRE((plan.runs[0].slots == 3 && plan.runs[0].shard == 0 && plan.runs[1].shard == 1));
+}
+
+TEST_CASE("a batch plan of rows already in file order is the rows themselves; any other is sorted", "[io]") {
+  const io_detail::ShardIndex files(shards_of({4, 1, 5, 10}));
+  const std::vector<std::vector<std::int64_t>> batches = {
+      {0, 1, 2, 5, 6, 9, 19}, {7}, {0, 1, 2, 3, 4, 5}, {1, 2, 3, 3}, {1, 2, 3, 2}, {4, 4}, {3, 2, 1}, {0, 19, 18}};
+  for (const auto& batch : batches) {
+    CAPTURE(batch);
+    // What the plan must be: the distinct rows sorted, each position's slot among them.
+    std::vector<std::int64_t> unique_rows = batch;
+    std::sort(unique_rows.begin(), unique_rows.end());
+    unique_rows.erase(std::unique(unique_rows.begin(), unique_rows.end()), unique_rows.end());
+    std::vector<std::int64_t> slots;
+    for (std::int64_t row : batch)
+      slots.push_back(std::find(unique_rows.begin(), unique_rows.end(), row) - unique_rows.begin());
+    io_detail::BatchPlan plan;
+    plan.build(batch.data(), static_cast<std::int64_t>(batch.size()), files);
+    REQUIRE(plan.unique_rows == unique_rows);
+    REQUIRE(plan.slot_of_position == slots);
+    REQUIRE(plan.in_file_order() == (std::is_sorted(batch.begin(), batch.end()) && unique_rows.size() == batch.size()));
+    std::int64_t covered = 0;
+    for (const auto& run : plan.runs) covered += run.slots;
+    REQUIRE(covered == static_cast<std::int64_t>(unique_rows.size()));
+  }
 }
 
 TEST_CASE("the shard of a row, against a scan of the shards' row ranges", "[io]") {
