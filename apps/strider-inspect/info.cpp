@@ -89,6 +89,7 @@ int info_main(Communicator& world, int argc, char** argv) {
     writer.key("chunk_shape");
     writer.array(info.chunk_shape);
     writer.field("compressed", info.compressed);
+    writer.field("compression", info.compression);
     writer.field("engine", reader->engine());
     writer.field("has_labels", info.has_labels);
     writer.key("shards");
@@ -141,7 +142,8 @@ int info_main(Communicator& world, int argc, char** argv) {
     }
     out << "layout:   " << info.layout;
     if (!info.chunk_shape.empty()) out << ", chunks " << format_shape(info.chunk_shape);
-    out << (info.compressed ? ", compressed" : "") << "\n";
+    out << (info.compressed ? ", compressed" : "") << (info.compression.empty() ? "" : " (" + info.compression + ")")
+        << "\n";
     out << "engine:   " << reader->engine() << (reader_options.engine == "auto" ? " (auto)" : "") << "\n";
     if (info.has_labels) {
       out << "labels:   " << reader_options.keys.labels << ", " << classes.size() << " classes; counts:";

@@ -77,7 +77,7 @@ void unshuffle(const std::byte* in, std::size_t bytes, std::size_t element_bytes
           out[element * element_bytes + byte] = in[byte * elements + element];
   }
   const std::size_t whole = elements * element_bytes;  // 0 for single-byte elements: all of it copied
-  std::memcpy(out + whole, in + whole, bytes - whole);
+  if (bytes > whole) std::memcpy(out + whole, in + whole, bytes - whole);
 }
 
 }  // namespace strider::io_detail

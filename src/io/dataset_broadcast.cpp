@@ -76,6 +76,7 @@ void transfer_layout(Io& io, D& dataset) {
   io.put_or_get(info.layout);
   io.put_or_get(info.chunk_shape);
   io.put_or_get(info.compressed);
+  io.put_or_get(info.compression);
   io.put_or_get(dataset.data_key);
   io.put_or_get(dataset.labels_per_batch);
   io.put_or_get(dataset.labels_key);

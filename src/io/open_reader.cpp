@@ -9,6 +9,7 @@
 #include <cstring>
 #include <limits>
 
+#include "io/chunk_inflate.hpp"
 #include "io/reader_detail.hpp"
 #include "io/vlen_sequences.hpp"
 #include "strider/core/log.hpp"
@@ -182,6 +183,26 @@ std::string raw_refusal(hid_t dataset_id, const std::string& key, bool native, E
   return "";
 }
 
+/// A filter as a user names it: HDF5's own by their h5py names, any other by the name it registered.
+std::string filter_name(H5Z_filter_t filter, const char* registered) {
+  switch (filter) {
+    case H5Z_FILTER_DEFLATE:
+      return "deflate";
+    case H5Z_FILTER_SHUFFLE:
+      return "shuffle";
+    case H5Z_FILTER_FLETCHER32:
+      return "fletcher32";
+    case H5Z_FILTER_SZIP:
+      return "szip";
+    case H5Z_FILTER_NBIT:
+      return "nbit";
+    case H5Z_FILTER_SCALEOFFSET:
+      return "scaleoffset";
+    default:
+      return registered[0] != '\0' ? registered : "filter " + std::to_string(filter);
+  }
+}
+
 /// Layout, chunking, filters and (for contiguous data) the file offset of the data dataset of one
 /// file, into its shard layout (and the file's info).
 void inspect_layout(OpenedDataset& dataset, ShardLayout& shard, hid_t data, bool native) {
@@ -199,6 +220,7 @@ void inspect_layout(OpenedDataset& dataset, ShardLayout& shard, hid_t data, bool
   info.compressed = shard.compressed = filters > 0;
   std::int32_t deflate = -1, shuffle = -1;
   bool other_filters = false;
+  std::string names;  // "shuffle + deflate"
   for (int i = 0; i < filters; ++i) {
     unsigned flags = 0;
     std::size_t values = 1;
@@ -209,6 +231,7 @@ void inspect_layout(OpenedDataset& dataset, ShardLayout& shard, hid_t data, bool
     if (filter < 0 || H5Zfilter_avail(filter) <= 0)
       STRIDER_DATA_FAIL(dataset.data_key + " is compressed with filter " + std::to_string(filter) + " (" + name +
                         ") that this HDF5 library does not have");
+    names += (i > 0 ? " + " : "") + filter_name(filter, name);
     // Shuffle's one value is the element size it shuffled by (set when the dataset was created).
     if (filter == H5Z_FILTER_DEFLATE && deflate < 0) {
       deflate = i;
@@ -237,12 +260,23 @@ void inspect_layout(OpenedDataset& dataset, ShardLayout& shard, hid_t data, bool
     unsigned chunk_options = 0;
     STRIDER_H5_CHECK(H5Pget_chunk_opts(create.get(), &chunk_options),
                      "reading the chunk options of " + dataset.data_key);
-    if (native && dataset.dims.size() >= 1 && (!info.variable_length || dataset.dims.size() == 1) &&
-        shard.chunks_across_row == 1 && deflate == filters - 1 && !other_filters &&
-        (chunk_options & H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS) == 0) {
+    const std::string why_not =
+        deflate < 0 || deflate != filters - 1 || other_filters ? "filters other than deflate, after shuffle or alone"
+        : shard.vlen                                           ? "h5py variable-length sequences"
+        : !native                                              ? "a non-native byte order"
+        : shard.chunks_across_row != 1                         ? "chunks that split each row"
+        : (chunk_options & H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS) != 0 ? "edge chunks stored unfiltered"
+                                                                      : "";
+    if (why_not.empty()) {
       shard.deflate_filter = deflate;
       shard.shuffle_filter = shuffle;
     }
+    if (filters > 0)
+      info.compression =
+          names + (why_not.empty() ? std::string(", inflated by strider with ") + ChunkInflater::library()
+                                   : ", through HDF5's filters (" + why_not + ")");
+  } else if (filters > 0) {
+    info.compression = names + ", through HDF5's filters";
   }
   shard.raw_refusal = raw_refusal(data, dataset.data_key, native, info.element_type, shard.file_offset_bytes);
   shard.raw_readable = shard.raw_refusal.empty();
@@ -465,6 +499,7 @@ void append_shard(OpenedDataset& whole, OpenedDataset& file, ShardLayout shard, 
   if (info.layout != file.info.layout) info.layout = "mixed";
   if (info.chunk_shape != file.info.chunk_shape) info.chunk_shape.clear();
   info.compressed = info.compressed || file.info.compressed;
+  if (info.compression != file.info.compression) info.compression = "mixed";
   if (whole.raw_readable && !shard.raw_readable) {
     whole.raw_readable = false;
     whole.raw_refusal = shard.raw_refusal + " in " + shard.path;

@@ -42,6 +42,8 @@ grep -q '"class_counts":\[\[0,250\],\[1,250\],\[2,250\],\[3,250\]\]' <<<"$info" 
 mpirun_n 1 "$gen" --kind features --class-counts 10000,200,50 --dim 2 --compress 1 --out "$work/c.h5" >/dev/null
 text=$(mpirun_n 2 "$inspect" info "$work/c.h5")
 grep -q "chunked, chunks \[8192, 2\], compressed" <<<"$text" && pass "info: chunking" || fail "info chunking: $text"
+grep -q "compressed (deflate, inflated by strider with \(libdeflate\|zlib\))" <<<"$text" &&
+  pass "info: says strider inflates the chunks itself" || fail "info compression: $text"
 grep -q "engine:   hdf5 (auto)" <<<"$text" && pass "info: auto picks hdf5 for compressed data" || fail "info engine: $text"
 grep -q "counts: 0:10000 1:200 2:50" <<<"$text" && pass "info: class blocks" || fail "info classes: $text"
 mpirun_n 1 "$gen" --kind sequences --samples 2000 --min-len 2 --max-len 100 --median-len 10 --out "$work/seq.h5" >/dev/null

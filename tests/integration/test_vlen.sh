@@ -77,6 +77,10 @@ shards="$work/part-0.h5,$work/part-1.h5,$work/part-2.h5"
 dump_equals "vlen int32 over 3 shards: dump over global indices equals h5py's values" "$shards" "$work/int32.expected"
 dump_equals "vlen int32 over 3 shards: --engine hdf5 named" "$shards" "$work/int32.expected" --engine hdf5
 dump_equals "vlen int32, chunked and deflated: dump equals h5py's values" "$work/deflate.h5" "$work/int32.expected"
+grep -q "compressed (deflate, through HDF5's filters (h5py variable-length sequences))" \
+  <<<"$(mpirun_n 1 "$inspect" info "$work/deflate.h5" 2>/dev/null)" &&
+  pass "vlen: info says HDF5's filters inflate h5py's sequences" ||
+  fail "vlen: info compression: $(mpirun_n 1 "$inspect" info "$work/deflate.h5" 2>&1)"
 for type in int8 uint16 int64; do
   dump_equals "vlen $type: dump equals h5py's values" "$work/$type.h5" "$work/$type.expected"
 done

@@ -21,6 +21,7 @@
 #include <system_error>
 #include <thread>
 
+#include "io/chunk_inflate.hpp"
 #include "mpi_test_support.hpp"
 #include "strider/io/batch_reader.hpp"
 #include "strider/io/hdf5_handle.hpp"
@@ -453,6 +454,17 @@ void check_every_engine(const std::string& path, const std::string& refusal, boo
   }
 }
 
+/// DatasetInfo::compression for a test file of `layout` (rows of one element: chunks cannot split them).
+std::string expected_compression(const Layout& layout, bool big_endian, bool scalar_rows) {
+  if (!layout.deflate) return "";
+  const std::string filters =
+      std::string(layout.shuffle ? "shuffle + " : "") + "deflate" + (layout.checksum ? " + fletcher32" : "");
+  if (layout.checksum) return filters + ", through HDF5's filters (filters other than deflate, after shuffle or alone)";
+  if (big_endian) return filters + ", through HDF5's filters (a non-native byte order)";
+  if (layout.split_rows && !scalar_rows) return filters + ", through HDF5's filters (chunks that split each row)";
+  return filters + ", inflated by strider with " + io_detail::ChunkInflater::library();
+}
+
 /// Opens `path` with `engine`, labels read per batch (which the file must allow).
 std::unique_ptr<BatchReader> open_with_labels_per_batch(const std::string& path, const std::string& engine) {
   ReaderOptions options;
@@ -495,6 +507,8 @@ TEST_CASE("every engine reads the fixed-size samples the test wrote", "[mpi][io]
                   " (other byte order) (use --engine hdf5 or auto)";
       // The labels are int64 little-endian with the data's layout: per batch only when contiguous.
       check_every_engine(path, refusal, layout.name == "contiguous", fixed_data(test));
+      REQUIRE_ON_ALL_RANKS(open_reader(world(), path, ReaderOptions{})->info().compression ==
+                           expected_compression(layout, big_endian, test.dims.size() == 1));
     }
   }
 }

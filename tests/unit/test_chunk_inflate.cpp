@@ -4,6 +4,7 @@
 // strider_inflate_zlib_tests with the zlib one, so both are run wherever the tests run.
 #include <zlib.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <cstring>
@@ -49,7 +50,7 @@ TEST_CASE("ChunkInflater inflates zlib streams to their exact size and refuses a
       const std::vector<std::byte> stream = deflate(plain, level);
       std::vector<std::byte> out(size + 16, std::byte{0x7e});
       REQUIRE(inflater.inflate(stream.data(), stream.size(), out.data(), size));
-      REQUIRE(std::memcmp(out.data(), plain.data(), size) == 0);
+      REQUIRE(std::equal(plain.begin(), plain.end(), out.begin()));
       REQUIRE(out[size] == std::byte{0x7e});  // nothing written past the chunk
       // Another size than the stream holds, either way, is refused.
       REQUIRE_FALSE(inflater.inflate(stream.data(), stream.size(), out.data(), size + 1));

@@ -53,6 +53,10 @@ struct DatasetInfo {
   std::string layout;                     ///< "contiguous", "chunked" or "compact" (of samples / tokens)
   std::vector<std::int64_t> chunk_shape;  ///< when chunked
   bool compressed = false;                ///< any filter on the data
+  /// Compressed data: its filters and who undoes them, e.g. "deflate, inflated by strider with
+  /// libdeflate" or "deflate + fletcher32, through HDF5's filters (fletcher32 checksums)"; "mixed"
+  /// when the shards differ; empty when uncompressed.
+  std::string compression;
 };
 
 /// Where read() puts a batch of `count` samples. All memory is the caller's.
