@@ -315,6 +315,7 @@ py::dict dataset_dict(const Loader& loader) {
   result["layout"] = info.layout;
   result["chunk_shape"] = tuple_of(info.chunk_shape);
   result["compressed"] = info.compressed;
+  result["compression"] = info.compression;
   return result;
 }
 

@@ -268,6 +268,7 @@ def test_stats_dataset_labels_and_the_exact_split(files):
         dataset = loader.dataset
         assert dataset["num_samples"] == 100 and dataset["sample_shape"] == (6,)
         assert dataset["dtype"] == np.float32 and dataset["has_labels"] and not dataset["variable_length"]
+        assert not dataset["compressed"] and dataset["compression"] == ""
         assert loader.labels().tolist() == [label_of(i) for i in range(100)]
     with strider.Loader(files["features"], batch_size=8, split="exact") as loader:
         assert epoch_indices(loader, 0) == list(range(100))
@@ -293,6 +294,7 @@ def test_the_gil_is_released_while_waiting_for_a_batch(tmp_path):
     sys.setswitchinterval(0.0005)  # a thread that asks for the GIL gets it within half a millisecond
     try:
         with strider.Loader(path, batch_size=4000, seed=1, engine="hdf5", prefetch=1) as loader:
+            assert loader.dataset["compression"].startswith("deflate, inflated by strider with ")
             epoch = loader.epoch(0)
             ticker = threading.Thread(target=tick)
             ticker.start()
