@@ -251,6 +251,13 @@ class Hdf5Reader final : public ReaderBase {
       stats_.read_calls += 1;
       return;
     }
+    // HDF5 stores a chunk that deflate would grow unfiltered (the filter is optional), so no stream is
+    // longer than zlib's bound for the chunk; a longer one is a damaged index, not memory to allocate.
+    const auto most = static_cast<hsize_t>(chunk_bytes + chunk_bytes / 1024 + 64);
+    if (stored > most)
+      STRIDER_THROW(DataError, "reading " + what() + ": stored in " + std::to_string(stored) +
+                                   " bytes, more than deflate makes of the chunk's " + std::to_string(chunk_bytes) +
+                                   " (is the file damaged?)");
     if (raw_.size() < stored) raw_.resize(static_cast<std::size_t>(stored));
     std::uint32_t skipped = 0;  // bit i: filter i was not applied to this chunk
     STRIDER_H5_CHECK(H5Dread_chunk(opened.data.get(), H5P_DEFAULT, offset.data(), &skipped, raw_.data()),

@@ -516,9 +516,9 @@ TEST_CASE("every engine reads the fixed-size samples the test wrote", "[mpi][io]
 /// Chunks as writers leave them: rows 100 x 6 float32 in chunks of 16 rows, deflate (after shuffle
 /// when `shuffle`); chunk 2 stored with every filter skipped (its filter mask says so: HDF5 does
 /// this when an optional filter fails), chunk 4 never written (its rows read as the fill value, 0),
-/// and with `damage_chunk` >= 0 that chunk's stored stream damaged in its middle. Returns what a
-/// reader must deliver.
-WrittenData write_chunks_as_left(const std::string& path, bool shuffle, int damage_chunk) {
+/// and with `damage_chunk` >= 0 that chunk's stored stream damaged in its middle (`oversize`: replaced
+/// by 4 KiB of junk, more than any deflate stream of the chunk). Returns what a reader must deliver.
+WrittenData write_chunks_as_left(const std::string& path, bool shuffle, int damage_chunk, bool oversize = false) {
   constexpr hsize_t kRows = 100, kWidth = 6, kChunkRows = 16;
   WrittenData data = written_values<float>(ElementType::float32, kRows, kWidth);
   const std::size_t row_bytes = kWidth * sizeof(float);
@@ -553,7 +553,8 @@ WrittenData write_chunks_as_left(const std::string& path, bool shuffle, int dama
     std::uint32_t mask = 0;
     STRIDER_H5_CHECK(H5Dread_chunk(samples.get(), H5P_DEFAULT, at, &mask, bytes.data()), path);
     for (std::size_t i = stored / 3; i < stored / 3 + 16; ++i) bytes[i] ^= 0x5a;
-    STRIDER_H5_CHECK(H5Dwrite_chunk(samples.get(), H5P_DEFAULT, mask, at, stored, bytes.data()), path);
+    if (oversize) bytes.assign(4096, 0x5a);
+    STRIDER_H5_CHECK(H5Dwrite_chunk(samples.get(), H5P_DEFAULT, mask, at, bytes.size(), bytes.data()), path);
   }
   std::vector<std::int64_t> labels(kRows);
   for (std::size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<std::int64_t>(i % 7);
@@ -595,6 +596,24 @@ TEST_CASE("the hdf5 engine inflates chunks itself: chunks stored unfiltered, nev
     INFO(message);
     REQUIRE_ON_ALL_RANKS(message.find("chunk 1 (rows 16..31 of") != std::string::npos);
     REQUIRE_ON_ALL_RANKS(message.find("do not inflate to the chunk's 384 bytes") != std::string::npos);
+
+    // A stored size no deflate stream of the chunk can have is refused before anything is allocated.
+    const std::string oversize =
+        make_file(name + "_oversize", [&](const std::string& p) { write_chunks_as_left(p, shuffle, 1, true); });
+    std::unique_ptr<BatchReader> junk = open_reader(world(), oversize, ReaderOptions{{}, "hdf5"});
+    const std::string refusal = world().collective_try([&] {
+      const std::int64_t rows[] = {20};
+      try {
+        junk->read(rows, 1, destination);
+      } catch (const DataError& error) {
+        return std::string(error.what());
+      }
+      return std::string("(the oversized chunk was read)");
+    });
+    INFO(refusal);
+    REQUIRE_ON_ALL_RANKS(refusal.find("chunk 1 (rows 16..31 of") != std::string::npos);
+    REQUIRE_ON_ALL_RANKS(refusal.find("stored in 4096 bytes, more than deflate makes of the chunk's 384") !=
+                         std::string::npos);
   }
 }
 
