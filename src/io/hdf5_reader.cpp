@@ -65,10 +65,11 @@ std::unique_ptr<OpenShard> open_shard(const ShardLayout& shard) {
 
 class Hdf5Reader final : public ReaderBase {
  public:
-  Hdf5Reader(OpenedDataset dataset, int max_open_files)
-      : ReaderBase(std::move(dataset)), open_(dataset_.shards.size(), max_open_files, [this](std::size_t shard) {
-          return open_shard(dataset_.shards[shard]);
-        }) {
+  Hdf5Reader(OpenedDataset dataset, int max_open_files, int copy_threads)
+      : ReaderBase(std::move(dataset)),
+        open_(dataset_.shards.size(), max_open_files,
+              [this](std::size_t shard) { return open_shard(dataset_.shards[shard]); }),
+        pool_(copy_threads) {
     memory_type_ = native_hdf5_type(dataset_.info.element_type);
     start_.assign(dataset_.dims.size(), 0);
     count_.assign(dataset_.dims.begin(), dataset_.dims.end());
@@ -176,18 +177,63 @@ class Hdf5Reader final : public ReaderBase {
     return file.chunk_rows > 0 ? position / file.chunk_rows : 0;
   }
 
+  /// One chunk a read needs: where it is decoded (a place in the batch when one piece takes it whole,
+  /// else a buffer of its own; chunk_ when it is the chunk kept from the read before) and its stored
+  /// bytes once read. Slots are reused from one read to the next.
+  struct ChunkJob {
+    std::int64_t chunk = -1, count = 0;  // its index in the file and the positions it holds there
+    std::byte* destination = nullptr;
+    bool kept = false, decoded = false;  // kept: chunk_ holds it; decoded: nothing left to inflate
+    std::vector<std::byte> raw, buffer, unshuffled;
+    hsize_t stored = 0;
+    std::uint32_t skipped = 0;  // bit i: filter i was not applied to this chunk
+    std::unique_ptr<ChunkInflater> inflater;
+  };
+  /// A run's part within one chunk: `positions` from `offset` in chunk `job`'s positions, to `out`.
+  struct Piece {
+    std::size_t job;
+    std::int64_t offset, positions, out;  // out: bytes into the target
+  };
+
   /// The rows of runs [run, ...) of shard `shard_index` (up to its last run; `run` is left past it),
   /// whose chunks this engine inflates, in order into `target`; returns the elements written. Chunks
-  /// run along dimension 0: rows, or tokens of a tokens + offsets dataset. A chunk wanted whole is
-  /// inflated into its place, any other through chunk_ (each chunk once per call, and the last one
-  /// kept for the next call).
+  /// run along dimension 0: rows, or tokens of a tokens + offsets dataset. The chunks are taken in
+  /// groups of at most twice the copy threads: read raw one after the other (HDF5 is this thread's),
+  /// then inflated at once on the copy threads, a chunk wanted whole straight into its place, any
+  /// other into a buffer its pieces are copied from. The last chunk decoded into a buffer is kept
+  /// for the next read (chunk_).
   std::int64_t inflate_runs(std::size_t shard_index, OpenShard& opened, std::size_t& run, std::byte* target) {
     const ShardLayout& file = shard(shard_index);
     const bool by_token = dataset_.info.variable_length;  // vlen shards never get here
     const std::int64_t position_bytes = (by_token ? 1 : dataset_.row_elements) * element_size();
     const std::int64_t positions = by_token ? file.elements : file.rows;
-    const std::int64_t chunk_rows = file.chunk_rows;
+    const std::int64_t chunk_rows = file.chunk_rows, chunk_bytes = chunk_rows * position_bytes;
+    const std::size_t group = 2 * static_cast<std::size_t>(pool_.threads());
+    if (jobs_.size() < group) jobs_.resize(group);
     std::int64_t written = 0;  // bytes
+    std::size_t jobs = 0;
+    pieces_.clear();
+    const auto flush = [&] {  // decodes jobs [0, jobs) and copies pieces_ out of them
+      decode_group(opened, file, jobs, chunk_bytes);
+      for (const Piece& piece : pieces_) {
+        const ChunkJob& job = jobs_[piece.job];
+        if (job.destination == target + piece.out) continue;  // inflated in place
+        std::memcpy(target + piece.out, job.destination + piece.offset * position_bytes,
+                    static_cast<std::size_t>(piece.positions * position_bytes));
+      }
+      // Keep the last chunk that went to a buffer of its own for the next read.
+      for (std::size_t j = jobs; j-- > 0;) {
+        ChunkJob& job = jobs_[j];
+        if (job.kept) break;
+        if (job.destination != job.buffer.data()) continue;
+        std::swap(chunk_, job.buffer);
+        chunk_shard_ = shard_index;
+        chunk_index_ = job.chunk;
+        break;
+      }
+      jobs = 0;
+      pieces_.clear();
+    };
     for (; run < plan_.runs.size() && plan_.runs[run].shard == shard_index; ++run) {
       const RunSpan span = run_span(plan_, plan_.runs[run]);
       const std::int64_t begin = file_position(file, span);
@@ -196,94 +242,119 @@ class Hdf5Reader final : public ReaderBase {
         const std::int64_t chunk = at / chunk_rows, chunk_first = chunk * chunk_rows;
         const std::int64_t chunk_end = std::min(chunk_first + chunk_rows, positions);
         const std::int64_t until = std::min(end, chunk_end);
-        std::byte* const out = target + written;
-        const bool kept = chunk_shard_ == shard_index && chunk_index_ == chunk;
-        if (at == chunk_first && until == chunk_first + chunk_rows && !kept) {
-          decode_chunk(opened, file, chunk, chunk_end - chunk_first, out);
-        } else {
-          if (!kept) {
-            chunk_index_ = -1;  // until decoded
-            chunk_.resize(static_cast<std::size_t>(chunk_rows * position_bytes));
-            decode_chunk(opened, file, chunk, chunk_end - chunk_first, chunk_.data());
-            chunk_shard_ = shard_index;
-            chunk_index_ = chunk;
+        if (jobs == 0 || jobs_[jobs - 1].chunk != chunk) {
+          if (jobs == group) flush();
+          ChunkJob& job = jobs_[jobs++];
+          job.chunk = chunk;
+          job.count = chunk_end - chunk_first;
+          job.kept = chunk_shard_ == shard_index && chunk_index_ == chunk;
+          // Wanted whole (so by this piece alone) and not kept: straight into its place.
+          const bool whole = at == chunk_first && until == chunk_first + chunk_rows;
+          if (job.kept) {
+            job.destination = chunk_.data();
+          } else if (whole) {
+            job.destination = target + written;
+          } else {
+            job.buffer.resize(static_cast<std::size_t>(chunk_bytes));
+            job.destination = job.buffer.data();
           }
-          std::memcpy(out, chunk_.data() + (at - chunk_first) * position_bytes,
-                      static_cast<std::size_t>((until - at) * position_bytes));
         }
+        pieces_.push_back({jobs - 1, at - chunk_first, until - at, written});
         written += (until - at) * position_bytes;
         at = until;
       }
     }
+    if (jobs > 0) flush();
     return written / element_size();
   }
 
-  /// Chunk `chunk` of `file` (of which `count` positions, rows or tokens, are in the dataset: fewer
-  /// in its last chunk) into `out`, which has room for the whole chunk: read raw and inflated
-  /// (unshuffled where shuffled), or through HDF5 where the chunk was never written (its fill value).
-  void decode_chunk(OpenShard& opened, const ShardLayout& file, std::int64_t chunk, std::int64_t count,
-                    std::byte* out) {
-    const bool by_token = dataset_.info.variable_length;
-    const std::int64_t chunk_bytes = file.chunk_rows * (by_token ? 1 : dataset_.row_elements) * element_size();
-    const std::int64_t first = chunk * file.chunk_rows;  // in this file
+  /// Reads jobs_[0, jobs) raw on this thread (or, for a chunk never written, its fill value through
+  /// HDF5) and inflates them on the copy threads.
+  void decode_group(OpenShard& opened, const ShardLayout& file, std::size_t jobs, std::int64_t chunk_bytes) {
+    for (std::size_t j = 0; j < jobs; ++j) {
+      ChunkJob& job = jobs_[j];
+      job.decoded = job.kept;
+      if (!job.kept) read_raw_chunk(opened, file, job, chunk_bytes);
+    }
+    pool_.run(static_cast<int>(jobs), [&](int j) {
+      ChunkJob& job = jobs_[static_cast<std::size_t>(j)];
+      if (!job.decoded) inflate_chunk(file, job, chunk_bytes);
+    });
+  }
+
+  /// "chunk 3 (rows 3072..4095 of data.h5)" or "chunk 3 (tokens 48..63 of /tokens in data.h5)".
+  std::string describe_chunk(const ShardLayout& file, const ChunkJob& job) const {
+    const std::int64_t first = job.chunk * file.chunk_rows;
+    return "chunk " + std::to_string(job.chunk) + " (" +
+           (dataset_.info.variable_length
+                ? "tokens " + std::to_string(first) + ".." + std::to_string(first + job.count - 1) + " of " +
+                      file.data_key + " in " + file.path
+                : describe_rows(static_cast<std::size_t>(&file - dataset_.shards.data()), file.first_row + first,
+                                file.first_row + first + job.count - 1)) +
+           ")";
+  }
+
+  /// The stored bytes of `job`'s chunk into job.raw, or, where the chunk was never written, its fill
+  /// value read through HDF5 into job.destination (job.decoded).
+  void read_raw_chunk(OpenShard& opened, const ShardLayout& file, ChunkJob& job, std::int64_t chunk_bytes) {
+    const std::int64_t first = job.chunk * file.chunk_rows;  // in this file
     std::vector<hsize_t> offset(dataset_.dims.size(), 0);
     offset[0] = static_cast<hsize_t>(first);
-    const auto what = [&] {  // for an error: "chunk 3 (rows 3072..4095 of data.h5)"
-      return "chunk " + std::to_string(chunk) + " (" +
-             (by_token ? "tokens " + std::to_string(first) + ".." + std::to_string(first + count - 1) + " of " +
-                             file.data_key + " in " + file.path
-                       : describe_rows(static_cast<std::size_t>(&file - dataset_.shards.data()), file.first_row + first,
-                                       file.first_row + first + count - 1)) +
-             ")";
-    };
-    hsize_t stored = 0;
-    const herr_t sized = H5Dget_chunk_storage_size(opened.data.get(), offset.data(), &stored);
-    if (sized < 0 || stored == 0) {
+    job.stored = 0;
+    const herr_t sized = H5Dget_chunk_storage_size(opened.data.get(), offset.data(), &job.stored);
+    if (sized < 0 || job.stored == 0) {
       H5Eclear2(H5E_DEFAULT);
-      select_block(opened.space.get(), first, count, H5S_SELECT_SET);
+      select_block(opened.space.get(), first, job.count, H5S_SELECT_SET);
       std::vector<hsize_t> shape(count_.begin(), count_.end());
-      shape[0] = static_cast<hsize_t>(count);
+      shape[0] = static_cast<hsize_t>(job.count);
       H5Dataspace memory_space(STRIDER_H5_CHECK(H5Screate_simple(static_cast<int>(shape.size()), shape.data(), nullptr),
                                                 "creating a memory space"));
-      STRIDER_H5_CHECK(
-          H5Dread(opened.data.get(), memory_type_, memory_space.get(), opened.space.get(), H5P_DEFAULT, out),
-          "reading " + what());
+      STRIDER_H5_CHECK(H5Dread(opened.data.get(), memory_type_, memory_space.get(), opened.space.get(), H5P_DEFAULT,
+                               job.destination),
+                       "reading " + describe_chunk(file, job));
       stats_.read_calls += 1;
+      job.decoded = true;
       return;
     }
     // HDF5 stores a chunk that deflate would grow unfiltered (the filter is optional), so no stream is
     // longer than zlib's bound for the chunk; a longer one is a damaged index, not memory to allocate.
     const auto most = static_cast<hsize_t>(chunk_bytes + chunk_bytes / 1024 + 64);
-    if (stored > most)
-      STRIDER_THROW(DataError, "reading " + what() + ": stored in " + std::to_string(stored) +
+    if (job.stored > most)
+      STRIDER_THROW(DataError, "reading " + describe_chunk(file, job) + ": stored in " + std::to_string(job.stored) +
                                    " bytes, more than deflate makes of the chunk's " + std::to_string(chunk_bytes) +
                                    " (is the file damaged?)");
-    if (raw_.size() < stored) raw_.resize(static_cast<std::size_t>(stored));
-    std::uint32_t skipped = 0;  // bit i: filter i was not applied to this chunk
-    STRIDER_H5_CHECK(H5Dread_chunk(opened.data.get(), H5P_DEFAULT, offset.data(), &skipped, raw_.data()),
-                     "reading " + what());
+    if (job.raw.size() < job.stored) job.raw.resize(static_cast<std::size_t>(job.stored));
+    STRIDER_H5_CHECK(H5Dread_chunk(opened.data.get(), H5P_DEFAULT, offset.data(), &job.skipped, job.raw.data()),
+                     "reading " + describe_chunk(file, job));
     stats_.read_calls += 1;
-    stats_.bytes_read += static_cast<std::int64_t>(stored);
-    const bool deflated = (skipped & (1u << file.deflate_filter)) == 0;
-    const bool shuffled = file.shuffle_filter >= 0 && (skipped & (1u << file.shuffle_filter)) == 0;
-    if (shuffled && static_cast<std::int64_t>(unshuffled_.size()) < chunk_bytes)
-      unshuffled_.resize(static_cast<std::size_t>(chunk_bytes));
-    std::byte* const plain = shuffled ? unshuffled_.data() : out;
+    stats_.bytes_read += static_cast<std::int64_t>(job.stored);
+  }
+
+  /// Inflates (and unshuffles) job.raw into job.destination, which has room for the whole chunk.
+  /// Touches only the job: safe on any copy thread.
+  void inflate_chunk(const ShardLayout& file, ChunkJob& job, std::int64_t chunk_bytes) const {
+    const bool deflated = (job.skipped & (1u << file.deflate_filter)) == 0;
+    const bool shuffled = file.shuffle_filter >= 0 && (job.skipped & (1u << file.shuffle_filter)) == 0;
+    if (shuffled && static_cast<std::int64_t>(job.unshuffled.size()) < chunk_bytes)
+      job.unshuffled.resize(static_cast<std::size_t>(chunk_bytes));
+    std::byte* const plain = shuffled ? job.unshuffled.data() : job.destination;
     if (deflated) {
-      if (!inflater_.inflate(raw_.data(), static_cast<std::size_t>(stored), plain,
-                             static_cast<std::size_t>(chunk_bytes)))
-        STRIDER_THROW(DataError, "reading " + what() + ": its " + std::to_string(stored) +
+      if (!job.inflater) job.inflater = std::make_unique<ChunkInflater>();
+      if (!job.inflater->inflate(job.raw.data(), static_cast<std::size_t>(job.stored), plain,
+                                 static_cast<std::size_t>(chunk_bytes)))
+        STRIDER_THROW(DataError, "reading " + describe_chunk(file, job) + ": its " + std::to_string(job.stored) +
                                      " stored bytes do not inflate to the chunk's " + std::to_string(chunk_bytes) +
                                      " bytes (is the file damaged?)");
     } else {
-      if (static_cast<std::int64_t>(stored) != chunk_bytes)
-        STRIDER_THROW(DataError, "reading " + what() + ": stored uncompressed in " + std::to_string(stored) +
-                                     " bytes, not the chunk's " + std::to_string(chunk_bytes) +
-                                     " (is the file damaged?)");
-      std::memcpy(plain, raw_.data(), static_cast<std::size_t>(chunk_bytes));
+      if (static_cast<std::int64_t>(job.stored) != chunk_bytes)
+        STRIDER_THROW(DataError, "reading " + describe_chunk(file, job) + ": stored uncompressed in " +
+                                     std::to_string(job.stored) + " bytes, not the chunk's " +
+                                     std::to_string(chunk_bytes) + " (is the file damaged?)");
+      std::memcpy(plain, job.raw.data(), static_cast<std::size_t>(chunk_bytes));
     }
     if (shuffled)
-      unshuffle(plain, static_cast<std::size_t>(chunk_bytes), static_cast<std::size_t>(element_size()), out);
+      unshuffle(plain, static_cast<std::size_t>(chunk_bytes), static_cast<std::size_t>(element_size()),
+                job.destination);
   }
 
   /// Reads the `rows` vlen sequences selected in `opened` (their tokens: `elements`, as the lengths
@@ -330,18 +401,20 @@ class Hdf5Reader final : public ReaderBase {
   BatchPlan plan_;
   std::vector<std::byte> scratch_;
   std::unique_ptr<VlenDescriptors> vlen_;  // when a shard holds vlen sequences
-  // Chunks inflated by this engine: the inflater, a chunk's stored bytes, a shuffled chunk before it
-  // is unshuffled, and the last chunk decoded for a part of it (shard and index; -1: none).
-  ChunkInflater inflater_;
-  std::vector<std::byte> raw_, unshuffled_, chunk_;
+  // Chunks inflated by this engine: the copy threads, a group's chunks and pieces, and the chunk kept
+  // from the read before (shard and index; -1: none).
+  CopyPool pool_;
+  std::vector<ChunkJob> jobs_;
+  std::vector<Piece> pieces_;
+  std::vector<std::byte> chunk_;
   std::size_t chunk_shard_ = 0;
   std::int64_t chunk_index_ = -1;
 };
 
 }  // namespace
 
-std::unique_ptr<BatchReader> make_hdf5_reader(OpenedDataset dataset, int max_open_files) {
-  return std::make_unique<Hdf5Reader>(std::move(dataset), max_open_files);
+std::unique_ptr<BatchReader> make_hdf5_reader(OpenedDataset dataset, int max_open_files, int copy_threads) {
+  return std::make_unique<Hdf5Reader>(std::move(dataset), max_open_files, copy_threads);
 }
 
 }  // namespace strider::io_detail

@@ -768,7 +768,7 @@ std::unique_ptr<BatchReader> open_reader(const Communicator& comm, const std::st
       STRIDER_THROW(UsageError, "the " + engine + " engine cannot read " + path + ": " + dataset.raw_refusal +
                                     (options.odirect ? " (--odirect reads only contiguous, uncompressed data)"
                                                      : " (use --engine hdf5 or auto)"));
-    if (engine == "hdf5") return make_hdf5_reader(dataset, options.max_open_files);
+    if (engine == "hdf5") return make_hdf5_reader(dataset, options.max_open_files, options.copy_threads);
     if (engine == "direct")
       return make_direct_reader(dataset, options.copy_threads, options.max_open_files, options.odirect);
     return make_mmap_reader(dataset, options.copy_threads);

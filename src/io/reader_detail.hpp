@@ -359,7 +359,7 @@ class ReaderBase : public BatchReader {
   std::vector<std::int64_t> out_offsets_;  // reused between batches
 };
 
-std::unique_ptr<BatchReader> make_hdf5_reader(OpenedDataset dataset, int max_open_files);
+std::unique_ptr<BatchReader> make_hdf5_reader(OpenedDataset dataset, int max_open_files, int copy_threads);
 /// `odirect`: read with O_DIRECT (ReaderOptions::odirect); a file system that refuses it is a UsageError.
 std::unique_ptr<BatchReader> make_direct_reader(OpenedDataset dataset, int copy_threads, int max_open_files,
                                                 bool odirect);

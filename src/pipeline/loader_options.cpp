@@ -179,7 +179,8 @@ std::vector<LoaderOption> build_table() {
                    [](const LoaderOptions& o) {
                      return std::string(!o.io_thread ? "no" : o.measure_thread_layout ? "auto" : "yes");
                    }},
-      LoaderOption{"copy-threads", "pipeline", OptionType::int32, "", "direct/mmap: threads that copy one batch",
+      LoaderOption{"copy-threads", "pipeline", OptionType::int32, "",
+                   "direct/mmap: threads that copy one batch; hdf5: threads that inflate its deflate chunks",
                    [](LoaderOptions& o, std::string_view text) {
                      const int threads = parse_int_option(text, "copy-threads");
                      detail::check_option_at_least("copy-threads", threads, 1);

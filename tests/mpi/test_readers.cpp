@@ -443,7 +443,8 @@ void check_every_engine(const std::string& path, const std::string& refusal, boo
       CAPTURE(labels_in_memory);
       ReaderOptions options;
       options.engine = engine;
-      options.copy_threads = engine == "mmap" ? 3 : 1;
+      // mmap copies and hdf5 inflates its deflate chunks on 3 threads; auto (hdf5 or mmap) on 1.
+      options.copy_threads = engine == "mmap" || engine == "hdf5" ? 3 : 1;
       options.labels_in_memory = labels_in_memory;
       std::string chosen;
       bool per_batch = false;
@@ -572,22 +573,24 @@ TEST_CASE("the hdf5 engine inflates chunks itself: chunks stored unfiltered, nev
         make_file(name, [&](const std::string& p) { data = write_chunks_as_left(p, shuffle, -1); });
     data = written_values<float>(ElementType::float32, 100, 6);  // every rank: what rank 0 wrote
     std::fill(data.values.begin() + 64 * 24, data.values.begin() + 80 * 24, std::byte{0});
+    ReaderOptions options{{}, "hdf5"};
+    options.copy_threads = shuffle ? 3 : 1;  // chunks inflated on this thread, or on 3 at once
     std::string chosen;
-    REQUIRE_ON_ALL_RANKS(agreed_sum(mismatches(path, ReaderOptions{{}, "hdf5"}, data, &chosen)) == 0);
+    REQUIRE_ON_ALL_RANKS(agreed_sum(mismatches(path, options, data, &chosen)) == 0);
 
     // A damaged stream is named with its chunk and rows: strider inflated it, not HDF5's filter.
     const std::string damaged =
         make_file(name + "_damaged", [&](const std::string& p) { write_chunks_as_left(p, shuffle, 1); });
-    std::unique_ptr<BatchReader> reader = open_reader(world(), damaged, ReaderOptions{{}, "hdf5"});
-    std::vector<float> out(6 * 2);
+    std::unique_ptr<BatchReader> reader = open_reader(world(), damaged, options);
+    std::vector<float> out(6 * 5);
     const BatchDestination destination{reinterpret_cast<std::byte*>(out.data()),
                                        static_cast<std::int64_t>(out.size() * sizeof(float)), nullptr, nullptr};
     const std::string message = world().collective_try([&] {
       const std::int64_t fine[] = {3, 40};  // chunks 0 and 2
       reader->read(fine, 2, destination);
-      const std::int64_t rows[] = {3, 20};  // chunk 1 is the damaged one
+      const std::int64_t rows[] = {3, 20, 40, 41, 99};  // chunk 1 is the damaged one, among others
       try {
-        reader->read(rows, 2, destination);
+        reader->read(rows, 5, destination);
       } catch (const DataError& error) {
         return std::string(error.what());
       }
@@ -600,7 +603,7 @@ TEST_CASE("the hdf5 engine inflates chunks itself: chunks stored unfiltered, nev
     // A stored size no deflate stream of the chunk can have is refused before anything is allocated.
     const std::string oversize =
         make_file(name + "_oversize", [&](const std::string& p) { write_chunks_as_left(p, shuffle, 1, true); });
-    std::unique_ptr<BatchReader> junk = open_reader(world(), oversize, ReaderOptions{{}, "hdf5"});
+    std::unique_ptr<BatchReader> junk = open_reader(world(), oversize, options);
     const std::string refusal = world().collective_try([&] {
       const std::int64_t rows[] = {20};
       try {
@@ -614,6 +617,38 @@ TEST_CASE("the hdf5 engine inflates chunks itself: chunks stored unfiltered, nev
     REQUIRE_ON_ALL_RANKS(refusal.find("chunk 1 (rows 16..31 of") != std::string::npos);
     REQUIRE_ON_ALL_RANKS(refusal.find("stored in 4096 bytes, more than deflate makes of the chunk's 384") !=
                          std::string::npos);
+  }
+}
+
+TEST_CASE("chunks read whole and then in part: what the engine keeps from one read is the chunk it names",
+          "[mpi][io][inflate]") {
+  // 96 rows in 6 whole chunks of 16: a read in order inflates every chunk straight into the batch;
+  // the next reads want parts of chunks, the last one first.
+  const FixedCase test{"whole_chunks", ElementType::float32, H5T_IEEE_F32LE, {96, 6}};
+  const std::string path =
+      make_file("whole_chunks", [&](const std::string& p) { write_fixed_any(p, test, layouts()[2]); });
+  const WrittenData data = fixed_data(test);
+  for (const int threads : {1, 3}) {
+    CAPTURE(threads);
+    ReaderOptions options{{}, "hdf5"};
+    options.copy_threads = threads;
+    std::unique_ptr<BatchReader> reader = open_reader(world(), path, options);
+    std::vector<std::int64_t> in_order(96);
+    std::iota(in_order.begin(), in_order.end(), std::int64_t{0});
+    const std::vector<std::vector<std::int64_t>> batches = {
+        in_order, {95, 80}, {1, 17, 33, 49, 65, 81}, {90}, in_order};
+    const std::int64_t wrong = world().collective_try([&] {
+      std::int64_t differ = 0;
+      for (const auto& batch : batches) {
+        const std::vector<std::byte> expected = data.expected_bytes(batch);
+        std::vector<std::byte> got(expected.size());
+        reader->read(batch.data(), static_cast<std::int64_t>(batch.size()),
+                     BatchDestination{got.data(), static_cast<std::int64_t>(got.size()), nullptr, nullptr});
+        if (got != expected) ++differ;
+      }
+      return differ;
+    });
+    REQUIRE_ON_ALL_RANKS(wrong == 0);
   }
 }
 

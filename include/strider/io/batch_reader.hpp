@@ -99,7 +99,9 @@ struct ReaderOptions {
   /// (the streaming and block modes); needs a contiguous, unfiltered labels dataset in native byte
   /// order, else the labels are held anyway (logged).
   bool labels_in_memory = true;
-  int copy_threads = 1;  ///< direct/mmap only: threads that copy one batch (1: the caller's thread)
+  /// Threads that copy one batch (direct, mmap) or inflate its deflate chunks (hdf5, where it inflates
+  /// them itself); 1: the caller's thread.
+  int copy_threads = 1;
   /// Shards a reader keeps open at once (hdf5: HDF5 files, direct: descriptors; the least recently
   /// read is closed first). mmap maps the shards it reads and keeps no descriptor open.
   int max_open_files = 64;
