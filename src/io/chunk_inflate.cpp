@@ -48,11 +48,13 @@ const char* ChunkInflater::library() noexcept {
 
 namespace {
 
-/// Element-major: writes `out` in order, reading one byte from each of the `size` planes.
-template <std::size_t size>
-void unshuffle_elements(const std::byte* in, std::size_t elements, std::size_t stride, std::byte* out) noexcept {
+/// Element-major: writes `out` in order, reading byte k of each element from plane k. `kSize` > 0:
+/// the element size as a constant (the common sizes, unrolled); 0: `size` at run time.
+template <std::size_t kSize>
+void unshuffle_elements(const std::byte* in, std::size_t elements, std::size_t size, std::byte* out) noexcept {
+  const std::size_t bytes = kSize > 0 ? kSize : size;
   for (std::size_t element = 0; element < elements; ++element)
-    for (std::size_t byte = 0; byte < size; ++byte) out[element * size + byte] = in[byte * stride + element];
+    for (std::size_t byte = 0; byte < bytes; ++byte) out[element * bytes + byte] = in[byte * elements + element];
 }
 
 }  // namespace
@@ -61,20 +63,18 @@ void unshuffle(const std::byte* in, std::size_t bytes, std::size_t element_bytes
   const std::size_t elements = element_bytes > 1 ? bytes / element_bytes : 0;
   switch (elements > 0 ? element_bytes : 0) {
     case 2:
-      unshuffle_elements<2>(in, elements, elements, out);
+      unshuffle_elements<2>(in, elements, 2, out);
       break;
     case 4:
-      unshuffle_elements<4>(in, elements, elements, out);
+      unshuffle_elements<4>(in, elements, 4, out);
       break;
     case 8:
-      unshuffle_elements<8>(in, elements, elements, out);
+      unshuffle_elements<8>(in, elements, 8, out);
       break;
     case 0:
       break;
     default:
-      for (std::size_t element = 0; element < elements; ++element)
-        for (std::size_t byte = 0; byte < element_bytes; ++byte)
-          out[element * element_bytes + byte] = in[byte * elements + element];
+      unshuffle_elements<0>(in, elements, element_bytes, out);
   }
   const std::size_t whole = elements * element_bytes;  // 0 for single-byte elements: all of it copied
   if (bytes > whole) std::memcpy(out + whole, in + whole, bytes - whole);

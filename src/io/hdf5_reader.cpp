@@ -138,20 +138,8 @@ class Hdf5Reader final : public ReaderBase {
         read_vlen_group(opened, group_rows, group_elements, target + done_elements * size,
                         file.data_key + " " + describe_group(group_first_run, run));
       } else {
-        // Fixed-size rows: a memory space of the file's shape ([rows, ...]). For a single block HDF5
-        // then maps whole chunks at once; a flat one makes it map element by element (a third of
-        // the time of a large contiguous read went there).
-        std::vector<hsize_t> memory_shape = {static_cast<hsize_t>(group_elements)};
-        if (!dataset_.info.variable_length) {
-          memory_shape.assign(count_.begin(), count_.end());
-          memory_shape[0] = static_cast<hsize_t>(group_elements / dataset_.row_elements);
-        }
-        H5Dataspace memory_space(
-            STRIDER_H5_CHECK(H5Screate_simple(static_cast<int>(memory_shape.size()), memory_shape.data(), nullptr),
-                             "creating a memory space"));
-        STRIDER_H5_CHECK(H5Dread(opened.data.get(), memory_type_, memory_space.get(), opened.space.get(), H5P_DEFAULT,
-                                 target + done_elements * size),
-                         "reading " + file.data_key + " " + describe_group(group_first_run, run));
+        read_selection(opened, block_extent(group_elements), target + done_elements * size,
+                       [&] { return file.data_key + " " + describe_group(group_first_run, run); });
       }
       done_elements += group_elements;
       stats_.read_calls += 1;
@@ -166,6 +154,19 @@ class Hdf5Reader final : public ReaderBase {
   /// Extent along dimension 0 of a block of `elements` elements.
   std::int64_t block_extent(std::int64_t elements) const {
     return dataset_.info.variable_length ? elements : elements / dataset_.row_elements;
+  }
+  /// Reads what is selected in `opened`'s file space, `positions` along dimension 0 (rows or tokens),
+  /// into `out` through a memory space of the file's shape ([positions, ...]): for a single block
+  /// HDF5 then maps whole chunks at once, where a flat one makes it map element by element (a third
+  /// of the time of a large contiguous read went there). what(): the read's description, for an error.
+  template <typename What>
+  void read_selection(const OpenShard& opened, std::int64_t positions, std::byte* out, What&& what) {
+    std::vector<hsize_t> shape(count_.begin(), count_.end());  // a flat [T] for tokens + offsets
+    shape[0] = static_cast<hsize_t>(positions);
+    H5Dataspace memory_space(STRIDER_H5_CHECK(H5Screate_simple(static_cast<int>(shape.size()), shape.data(), nullptr),
+                                              "creating a memory space"));
+    STRIDER_H5_CHECK(H5Dread(opened.data.get(), memory_type_, memory_space.get(), opened.space.get(), H5P_DEFAULT, out),
+                     "reading " + what());
   }
   /// Where a run starts along dimension 0 of its file: its first row (fixed size, vlen sequences) or
   /// its first token (tokens + offsets).
@@ -305,13 +306,7 @@ class Hdf5Reader final : public ReaderBase {
     if (sized < 0 || job.stored == 0) {
       H5Eclear2(H5E_DEFAULT);
       select_block(opened.space.get(), first, job.count, H5S_SELECT_SET);
-      std::vector<hsize_t> shape(count_.begin(), count_.end());
-      shape[0] = static_cast<hsize_t>(job.count);
-      H5Dataspace memory_space(STRIDER_H5_CHECK(H5Screate_simple(static_cast<int>(shape.size()), shape.data(), nullptr),
-                                                "creating a memory space"));
-      STRIDER_H5_CHECK(H5Dread(opened.data.get(), memory_type_, memory_space.get(), opened.space.get(), H5P_DEFAULT,
-                               job.destination),
-                       "reading " + describe_chunk(file, job));
+      read_selection(opened, job.count, job.destination, [&] { return describe_chunk(file, job); });
       stats_.read_calls += 1;
       job.decoded = true;
       return;
