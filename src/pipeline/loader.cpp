@@ -10,6 +10,7 @@
 #include <mutex>
 #include <utility>
 
+#include "pipeline/node_order.hpp"
 #include "pipeline/option_checks.hpp"
 #include "pipeline/thread_layout.hpp"
 #include "pipeline/thread_usage.hpp"
@@ -133,6 +134,10 @@ struct Loader::State {
   // CPU time spent planning whole epochs (set_epoch), on any thread, in nanoseconds: the planning
   // thread adds to it while the consumer may read it.
   std::shared_ptr<std::atomic<std::int64_t>> epoch_plan_cpu_ns = std::make_shared<std::atomic<std::int64_t>>(0);
+  // Each epoch's order made once per node (plan_per_node; null where not shared), and its count of
+  // orders copied when the stats were last reset.
+  std::shared_ptr<pipeline_detail::NodeOrder> node_order;
+  std::int64_t orders_copied_before = 0;
 
   // The position: the epoch last started (or resumed) and the steps done in it.
   std::uint64_t epoch_id = 0;  // of the running LoaderEpoch
@@ -330,8 +335,15 @@ Loader::Loader(const Communicator& comm, LoaderOptions options) : state_(std::ma
                                     options.batches_held);
   s.options = std::move(options);
   // An agreed failure here destroys the reader on every rank (a collective close for the store).
+  comm.collective_try([&] { s.depth = depth_within_ring_memory(s.depth, s.options, s.info); });
+  // Each epoch's order once per node. NodeOrder::create is collective: after the agreed checks
+  // above, and on every rank or none (agreed here, whatever options a rank was given).
+  const bool share_order = s.options.plan_per_node && s.options.split == LoaderSplit::sampler &&
+                           s.options.sampler.mode == "distributed" && s.options.sampler.shuffle;
+  if (comm.all_reduce(share_order ? 1 : 0, ReduceOp::min) == 1)
+    s.options.sampler.shared_order = s.node_order =
+        comm.collective_try([&] { return pipeline_detail::NodeOrder::create(comm, s.info.num_samples); });
   comm.collective_try([&] {
-    s.depth = depth_within_ring_memory(s.depth, s.options, s.info);
     s.current = s.make_plan();
     if (s.options.plan_ahead) s.upcoming = s.make_plan();
   });
@@ -532,6 +544,8 @@ std::int64_t Loader::store_resident_bytes() const {
 PrefetchStats Loader::stats() const {
   PrefetchStats stats = state_->closed ? state_->final_stats : state_->prefetcher->stats();
   stats.epoch_plan_cpu_seconds = 1e-9 * static_cast<double>(state_->epoch_plan_cpu_ns->load());
+  if (state_->node_order)
+    stats.epoch_orders_copied = state_->node_order->counts().copied - state_->orders_copied_before;
   return stats;
 }
 
@@ -543,6 +557,7 @@ void Loader::reset_stats() {
   state_->check_open();
   state_->prefetcher->reset_stats();
   *state_->epoch_plan_cpu_ns = 0;
+  if (state_->node_order) state_->orders_copied_before = state_->node_order->counts().copied;
 }
 
 SharedView<std::int32_t> Loader::labels() const {

@@ -179,6 +179,11 @@ std::vector<LoaderOption> build_table() {
                    [](const LoaderOptions& o) {
                      return std::string(!o.io_thread ? "no" : o.measure_thread_layout ? "auto" : "yes");
                    }},
+      flag_option(
+          "plan-per-rank", "pipeline",
+          "distributed sampler: every rank shuffles each epoch's whole order itself, rather than once per node "
+          "into memory the node's ranks share (the same batches; for measuring)",
+          [](auto& o) -> auto& { return o.plan_per_node; }, true),
       LoaderOption{"copy-threads", "pipeline", OptionType::int32, "",
                    "direct/mmap: threads that copy one batch; hdf5: threads that inflate its deflate chunks",
                    [](LoaderOptions& o, std::string_view text) {

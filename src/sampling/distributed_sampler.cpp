@@ -24,13 +24,22 @@ DistributedSampler::DistributedSampler(const DistributedSamplerConfig& config, i
   num_steps_ = config.drop_last_batch
                    ? samples_per_rank_ / batch_size_
                    : samples_per_rank_ / batch_size_ + (samples_per_rank_ % batch_size_ != 0 ? 1 : 0);
+  positions_only_ = config.shuffle && config.shared_order != nullptr;
   on_epoch();
 }
 
 void DistributedSampler::on_epoch() {
   if (!config_.shuffle) return;
   try {
-    torch_randperm(config_.dataset_size, epoch_seed(seed(), epoch()), order_);  // order_'s memory reused
+    if (positions_only_) {
+      mine_.resize(static_cast<std::size_t>(samples_per_rank_));
+      if (samples_per_rank_ > 0)
+        config_.shared_order->take(config_.dataset_size, epoch_seed(seed(), epoch()),
+                                   static_cast<std::uint64_t>(rank()), static_cast<std::uint64_t>(world_size()),
+                                   samples_per_rank_, mine_.data());
+    } else {
+      torch_randperm(config_.dataset_size, epoch_seed(seed(), epoch()), order_);  // order_'s memory reused
+    }
   } catch (const std::bad_alloc&) {
     STRIDER_THROW(UsageError, "cannot hold a shuffled order of " + std::to_string(config_.dataset_size) +
                                   " samples in memory; use the streaming sampler for datasets this large");
@@ -42,6 +51,7 @@ std::int64_t DistributedSampler::max_batch_size() const {
 }
 
 std::int64_t DistributedSampler::index_at(std::int64_t position) const {
+  if (positions_only_) return mine_[static_cast<std::size_t>(position)];
   // Global position in the padded order; it can exceed 2^63 - 1 only for N within R of 2^63.
   const std::uint64_t global = static_cast<std::uint64_t>(position) * static_cast<std::uint64_t>(world_size()) +
                                static_cast<std::uint64_t>(rank());
@@ -55,6 +65,10 @@ void DistributedSampler::batch(std::int64_t step, std::vector<std::int64_t>& ind
   const std::int64_t last = first + std::min(batch_size_, samples_per_rank_ - first);  // no overflow near 2^63
   indices.resize(static_cast<std::size_t>(last - first));
   if (last == first) return;
+  if (positions_only_) {
+    std::copy(mine_.begin() + first, mine_.begin() + last, indices.begin());
+    return;
+  }
   // index_at's wrapped global position, stepped by R instead of a 64-bit division per index.
   const auto n = static_cast<std::uint64_t>(config_.dataset_size);
   const auto stride = static_cast<std::uint64_t>(world_size());
@@ -81,6 +95,18 @@ void DistributedSampler::batch(std::int64_t step, std::vector<std::int64_t>& ind
         order != nullptr ? order[wrapped] : static_cast<std::int64_t>(wrapped);
     wrapped += stride;  // < n + R: no overflow, n < 2^63
     while (wrapped >= n) wrapped -= n;
+  }
+}
+
+void take_positions(const std::int64_t* order, std::int64_t n, std::uint64_t first, std::uint64_t stride,
+                    std::int64_t count, std::int64_t* out) noexcept {
+  const auto size = static_cast<std::uint64_t>(n);
+  std::uint64_t at = first % size;
+  stride %= size;  // the same positions modulo n, and no overflow below
+  for (std::int64_t k = 0; k < count; ++k) {
+    out[k] = order[at];
+    at += stride;  // < 2n
+    if (at >= size) at -= size;
   }
 }
 

@@ -35,8 +35,11 @@ bool sampler_needs_labels(const std::string& mode) {
 }
 
 std::unique_ptr<Sampler> make_sampler(const SamplerOptions& options, int world_size, int rank) {
-  if (options.mode == "distributed")
-    return std::make_unique<DistributedSampler>(fixed_size_config<DistributedSamplerConfig>(options), world_size, rank);
+  if (options.mode == "distributed") {
+    DistributedSamplerConfig config = fixed_size_config<DistributedSamplerConfig>(options);
+    config.shared_order = options.shared_order;
+    return std::make_unique<DistributedSampler>(config, world_size, rank);
+  }
   if (options.mode == "streaming")
     return std::make_unique<StreamingSampler>(fixed_size_config<StreamingSamplerConfig>(options), world_size, rank);
   if (options.mode == "bucketed") {

@@ -19,7 +19,12 @@ std::vector<std::int64_t> torch_randperm(std::int64_t n, std::uint64_t seed) {
 
 void torch_randperm(std::int64_t n, std::uint64_t seed, std::vector<std::int64_t>& order) {
   order.resize(static_cast<std::size_t>(n > 0 ? n : 0));
-  std::iota(order.begin(), order.end(), std::int64_t{0});
+  torch_randperm(n, seed, order.data());
+}
+
+void torch_randperm(std::int64_t n, std::uint64_t seed, std::int64_t* order) {
+  if (n <= 0) return;
+  std::iota(order, order + n, std::int64_t{0});
   sampling_detail::BlockMt19937 engine(static_cast<std::uint32_t>(seed));  // torch's mt19937 keeps the low 32 bits
   // The swap partner of step i, i + draw % (n - i). Draws are independent of the order, so the
   // partners are drawn kAhead steps early and their entries prefetched: each is a random access
@@ -39,14 +44,14 @@ void torch_randperm(std::int64_t n, std::uint64_t seed, std::vector<std::int64_t
   const auto draw_next = [&] {
     const std::int64_t at = partner(drawn);
     partners[drawn % kAhead] = at;
-    __builtin_prefetch(&order[static_cast<std::size_t>(at)], 1);
+    __builtin_prefetch(&order[at], 1);
     ++drawn;
   };
   while (drawn < std::min(kAhead, steps)) draw_next();
   for (std::int64_t i = 0; i < steps; ++i) {
     const std::int64_t at = partners[i % kAhead];
     if (drawn < steps) draw_next();
-    std::swap(order[static_cast<std::size_t>(i)], order[static_cast<std::size_t>(at)]);
+    std::swap(order[i], order[at]);
   }
 }
 

@@ -24,41 +24,6 @@ using namespace strider::testing;
 
 namespace {
 
-/// Sets STRIDER_NODE_SIZE on this rank for the object's lifetime (0: unset: the real nodes), and
-/// restores what the environment held before (a run of the tests with it set must still pass).
-class NodeSize {
- public:
-  explicit NodeSize(int ranks_per_node) {
-    if (const char* before = std::getenv("STRIDER_NODE_SIZE")) before_ = before;
-    if (ranks_per_node > 0) {
-      ::setenv("STRIDER_NODE_SIZE", std::to_string(ranks_per_node).c_str(), 1);
-    } else {
-      ::unsetenv("STRIDER_NODE_SIZE");
-    }
-  }
-  ~NodeSize() {
-    if (before_) {
-      ::setenv("STRIDER_NODE_SIZE", before_->c_str(), 1);
-    } else {
-      ::unsetenv("STRIDER_NODE_SIZE");
-    }
-  }
-  NodeSize(const NodeSize&) = delete;
-  NodeSize& operator=(const NodeSize&) = delete;
-
- private:
-  std::optional<std::string> before_;
-};
-
-/// The node sizes a run at `ranks` ranks can use (each divides the ranks of the one real node),
-/// 0 (the real split) included: one node of all ranks.
-std::vector<int> node_sizes(int ranks) {
-  std::vector<int> sizes = {0};
-  for (int size : {1, 2, 4})
-    if (ranks % size == 0 && size < ranks) sizes.push_back(size);
-  return sizes;
-}
-
 /// Whether `address` lies in a shared mapping of this process (an 's' in /proc/self/maps: the store's
 /// segment, an MPI shared window) rather than in private memory (the heap).
 bool in_shared_mapping(const void* address) {

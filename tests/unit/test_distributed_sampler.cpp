@@ -351,3 +351,66 @@ TEST_CASE("torch_randperm's engine draws std::mt19937's stream", "[distributed][
     REQUIRE(differing == 0);
   }
 }
+
+namespace {
+
+/// A shared order that shuffles on every call, as a node's writer would, and records what it was
+/// asked for.
+class CountingOrder final : public SharedOrder {
+ public:
+  void take(std::int64_t n, std::uint64_t seed, std::uint64_t first, std::uint64_t stride, std::int64_t count,
+            std::int64_t* out) override {
+    const std::vector<std::int64_t> order = torch_randperm(n, seed);
+    take_positions(order.data(), n, first, stride, count, out);
+    seeds.push_back(seed);
+  }
+  std::vector<std::uint64_t> seeds;
+};
+
+}  // namespace
+
+TEST_CASE("take_positions: a rank's positions of an order of n, wrapping past its end", "[distributed]") {
+  const std::vector<std::int64_t> order = {40, 41, 42, 43, 44};
+  std::vector<std::int64_t> out(7, -1);
+  take_positions(order.data(), 5, 1, 3, 7, out.data());  // positions 1, 4, 7, 10, 13, 16, 19 mod 5
+  REQUIRE(out == std::vector<std::int64_t>{41, 44, 42, 40, 43, 41, 44});
+  take_positions(order.data(), 5, 12, 11, 3, out.data());  // first and stride past n: 12, 23, 34 mod 5
+  REQUIRE(std::vector<std::int64_t>(out.begin(), out.begin() + 3) == std::vector<std::int64_t>{42, 43, 44});
+}
+
+TEST_CASE("with a shared order the sampler keeps only its positions and gives the same batches", "[distributed]") {
+  struct Case {
+    std::int64_t n, batch;
+    int world;
+    bool drop_last;
+  };
+  for (const Case& c : {Case{1000, 7, 6, false}, Case{10, 3, 3, false}, Case{2, 1, 7, false}, Case{23, 4, 3, true},
+                        Case{997, 0, 4, false}, Case{5, 2, 1, false}}) {
+    CAPTURE(c.n, c.batch, c.world, c.drop_last);
+    for (int rank = 0; rank < c.world; ++rank) {
+      auto shared = std::make_shared<CountingOrder>();
+      DistributedSamplerConfig with = config_of(c.n, c.batch, true, c.drop_last, 11);
+      with.shared_order = shared;
+      DistributedSampler alone(config_of(c.n, c.batch, true, c.drop_last, 11), c.world, rank);
+      DistributedSampler taking(with, c.world, rank);
+      for (std::int64_t epoch : {0, 3, 1}) {
+        alone.set_epoch(epoch);
+        taking.set_epoch(epoch);
+        REQUIRE(all_batches(taking) == all_batches(alone));
+        for (std::int64_t position = 0; position < alone.samples_per_rank(); ++position)
+          REQUIRE(taking.index_at(position) == alone.index_at(position));
+      }
+      // One take per planned epoch (the constructor plans epoch 0), with the epoch's seed.
+      REQUIRE(shared->seeds ==
+              std::vector<std::uint64_t>{epoch_seed(11, 0), epoch_seed(11, 0), epoch_seed(11, 3), epoch_seed(11, 1)});
+    }
+  }
+  // Without shuffle there is no order to share: it is never asked.
+  auto shared = std::make_shared<CountingOrder>();
+  DistributedSamplerConfig unshuffled = config_of(50, 4, false, false, 11);
+  unshuffled.shared_order = shared;
+  DistributedSampler sampler(unshuffled, 3, 1);
+  sampler.set_epoch(2);
+  REQUIRE(whole_epoch(sampler) == whole_epoch(DistributedSampler(config_of(50, 4, false, false, 11), 3, 1)));
+  REQUIRE(shared->seeds.empty());
+}

@@ -78,6 +78,11 @@ struct LoaderOptions {
   /// distributed sampler's permutation). The batches are the same with it on or off; it holds a
   /// second plan in memory.
   bool plan_ahead = true;
+  /// The distributed sampler with shuffle: each epoch's order is shuffled once per node, by its
+  /// first rank into memory the node's ranks share, and every rank copies its positions out,
+  /// instead of every rank shuffling all N (pipeline/node_order.hpp). The batches are the same with
+  /// it on or off; off (`--plan-per-rank`) measures what it saves.
+  bool plan_per_node = true;
   /// true: a background I/O thread reads ahead (the prefetcher). false: batches are read on the
   /// caller's thread when it asks for them (measuring the reader, a rank with no core to spare).
   bool io_thread = true;

@@ -113,6 +113,9 @@ struct PrefetchStats {
   /// CPU time planning whole epochs (Sampler::set_epoch) on any thread; filled by Loader::stats()
   /// (a Prefetcher is handed planned samplers: 0 there).
   double epoch_plan_cpu_seconds = 0.0;
+  /// Epochs whose shuffled order this rank copied from the one its node's first rank made
+  /// (LoaderOptions::plan_per_node) rather than shuffling it; filled by Loader::stats().
+  std::int64_t epoch_orders_copied = 0;
 
   /// stall_seconds / wall_seconds: the one definition of stall fraction used everywhere.
   double stall_fraction() const noexcept { return wall_seconds > 0 ? stall_seconds / wall_seconds : 0.0; }

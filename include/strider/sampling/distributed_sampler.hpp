@@ -4,9 +4,11 @@
 /// same index order for any seed, epoch, world size, rank, shuffle and drop_last.
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "strider/sampling/sampler.hpp"
+#include "strider/sampling/shared_order.hpp"
 
 namespace strider {
 
@@ -25,13 +27,18 @@ struct PartitionConfig {
 
 /// Configuration of the distributed sampler: the partition; shuffle is torch's randperm(N) seeded
 /// with seed+epoch (modulo 2^64).
-struct DistributedSamplerConfig : PartitionConfig {};
+struct DistributedSamplerConfig : PartitionConfig {
+  /// With shuffle: where the rank's positions of each epoch's order come from (the Loader's, made
+  /// once per node); null: the sampler shuffles all N itself. The batches are the same either way.
+  std::shared_ptr<SharedOrder> shared_order;
+};
 
 /// Rank r of R takes positions r, r+R, r+2R, ... of the epoch's order, padded (by repeating the
 /// order from its start) to ceil(N/R)*R or truncated to floor(N/R)*R with drop_last, then cut into
 /// batches of B. Global batch k (the union of every rank's k-th batch) is positions
 /// [k*R*B, (k+1)*R*B) of the order: the same set for any R with the same R*B.
-/// With shuffle, set_epoch materialises the order (8N bytes); without it nothing of size N exists.
+/// With shuffle, set_epoch materialises the order (8N bytes), or with a shared order only this
+/// rank's positions (8N/R bytes); without shuffle nothing of size N exists.
 class DistributedSampler final : public Sampler {
  public:
   /// Throws UsageError for N < 0, B < 0, world_size <= 0 or rank outside [0, world_size).
@@ -64,7 +71,9 @@ class DistributedSampler final : public Sampler {
   std::uint64_t total_size_ = 0;
   std::int64_t batch_size_ = 0;
   std::int64_t num_steps_ = 0;
-  std::vector<std::int64_t> order_;  // the epoch's permutation (shuffle only)
+  bool positions_only_ = false;      // shuffle with a shared order: mine_ holds this rank's positions
+  std::vector<std::int64_t> order_;  // the epoch's permutation (shuffle without a shared order)
+  std::vector<std::int64_t> mine_;   // this rank's positions of it (positions_only_)
 };
 
 }  // namespace strider

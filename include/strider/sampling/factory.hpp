@@ -24,6 +24,9 @@ struct SamplerOptions : PartitionConfig {
   SharedView<std::int32_t> labels;
   /// Per-sample lengths in tokens (bucketed mode), held as labels. Null for fixed-size samples.
   SharedView<std::int64_t> lengths;
+  /// distributed, with shuffle: each epoch's order made once for several ranks (the Loader's, once
+  /// per node); null: each rank shuffles it. Ignored by the other modes.
+  std::shared_ptr<SharedOrder> shared_order;
 
   // ---- class-aware modes (balanced, weighted, stratified) ----
   std::vector<double> class_weights;  ///< weighted: per-class weights, K entries (empty: 1/count)

@@ -26,6 +26,8 @@ std::vector<std::int64_t> torch_randperm(std::int64_t n, std::uint64_t seed);
 /// epoch after another keeps its pages (a new 8 MB order for N = 1M costs as much in page faults as
 /// the shuffle itself).
 void torch_randperm(std::int64_t n, std::uint64_t seed, std::vector<std::int64_t>& order);
+/// The same permutation into order[0, n) (memory the caller holds: the node's shared order).
+void torch_randperm(std::int64_t n, std::uint64_t seed, std::int64_t* order);
 
 /// An unbiased integer in [0, bound) from a 64-bit engine (Lemire's method with rejection).
 std::uint64_t uniform_below(std::mt19937_64& engine, std::uint64_t bound);

@@ -1,0 +1,208 @@
+#include "pipeline/node_order.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <new>
+#include <string>
+
+#include "comm/backoff.hpp"
+#include "strider/comm/node_groups.hpp"
+#include "strider/core/log.hpp"
+#include "strider/core/option_text.hpp"
+#include "strider/pipeline/memory_store.hpp"
+#include "strider/sampling/random.hpp"
+
+namespace strider::pipeline_detail {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+/// The segment: a page of header, then the order.
+constexpr std::int64_t kHeaderBytes = 4096;
+
+/// A name no other segment on this node has: the writer's pid, a count of this process's segments
+/// and the clock.
+std::string segment_name() {
+  static std::atomic<int> made{0};
+  return "/strider-order-" + std::to_string(::getpid()) + "-" + std::to_string(made++) + "-" +
+         std::to_string(Clock::now().time_since_epoch().count());
+}
+
+/// Maps `bytes` of the shared memory object `name`, creating it (and backing every byte, so that a
+/// full /dev/shm is an error here rather than a SIGBUS later) when `create`. Returns MAP_FAILED and
+/// sets `why` on failure.
+void* map_segment(const std::string& name, std::int64_t bytes, bool create, std::string& why) {
+  const int fd = ::shm_open(name.c_str(), create ? O_CREAT | O_EXCL | O_RDWR : O_RDWR, 0600);
+  if (fd < 0) {
+    why = "shm_open " + name + ": " + std::strerror(errno);
+    return MAP_FAILED;
+  }
+  if (create) {
+    const int failed = ::posix_fallocate(fd, 0, static_cast<off_t>(bytes));
+    if (failed != 0) {
+      why = "backing " + format_bytes(bytes) + " in /dev/shm: " + std::strerror(failed);
+      ::close(fd);
+      ::shm_unlink(name.c_str());
+      return MAP_FAILED;
+    }
+  }
+  void* mapping = ::mmap(nullptr, static_cast<std::size_t>(bytes), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (mapping == MAP_FAILED) why = "mmap of " + format_bytes(bytes) + ": " + std::strerror(errno);
+  ::close(fd);  // the mapping keeps the memory
+  if (mapping == MAP_FAILED && create) ::shm_unlink(name.c_str());
+  return mapping;
+}
+
+}  // namespace
+
+/// At the segment's start, written only by the writer. `version` is odd while the order is being
+/// written; n and seed name the order held (or being written).
+struct NodeOrder::Header {
+  std::atomic<std::uint64_t> version{0};
+  std::atomic<std::int64_t> n{0};
+  std::atomic<std::uint64_t> seed{0};
+};
+static_assert(std::atomic<std::uint64_t>::is_always_lock_free && std::atomic<std::int64_t>::is_always_lock_free,
+              "the node's order is shared between processes through lock-free atomics");
+
+std::shared_ptr<NodeOrder> NodeOrder::create(const Communicator& comm, std::int64_t n, NodeOrderWaits waits) {
+  static_assert(sizeof(Header) <= kHeaderBytes);
+  const NodeGroups groups = NodeGroups::split(comm);  // the only collective over comm
+  if (groups.local_size() == 1 || n <= 0) return nullptr;
+  const MPI_Comm node = groups.node_comm();
+  const bool writer = groups.local_rank() == 0;
+  const std::int64_t bytes = kHeaderBytes + n * static_cast<std::int64_t>(sizeof(std::int64_t));
+
+  // The writer makes the segment and sends its name; an empty name: nothing is shared on this node.
+  std::string name, why;
+  void* mapping = MAP_FAILED;
+  if (writer) {
+    const NodeMemory memory = node_memory();
+    if (memory.shm_free >= 0 && bytes > memory.shm_free / 2) {
+      why = "the order needs " + format_bytes(bytes) + ", more than half of /dev/shm's free " +
+            format_bytes(memory.shm_free);
+    } else {
+      name = segment_name();
+      mapping = map_segment(name, bytes, true, why);
+      if (mapping == MAP_FAILED) name.clear();
+    }
+    if (mapping != MAP_FAILED) new (mapping) Header();
+  }
+  // The writer removes the name once every rank has mapped the segment (or failed, or thrown): the
+  // mappings keep it, and nothing outlives the job.
+  struct Unlink {
+    std::string name;
+    ~Unlink() {
+      if (!name.empty()) ::shm_unlink(name.c_str());
+    }
+  } unlink_name{writer ? name : std::string()};
+  int length = static_cast<int>(name.size());
+  STRIDER_MPI_CHECK(MPI_Bcast(&length, 1, MPI_INT, 0, node), "sending the node's order segment");
+  name.resize(static_cast<std::size_t>(length));
+  if (length > 0)
+    STRIDER_MPI_CHECK(MPI_Bcast(name.data(), length, MPI_CHAR, 0, node), "sending the node's order segment");
+  if (!writer && length > 0) mapping = map_segment(name, bytes, false, why);
+  int mapped = mapping != MAP_FAILED ? 1 : 0;
+  // Every rank has opened it (or failed).
+  STRIDER_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &mapped, 1, MPI_INT, MPI_MIN, node), "mapping the node's order");
+  if (mapped == 0) {
+    if (mapping != MAP_FAILED) ::munmap(mapping, static_cast<std::size_t>(bytes));
+    if (!why.empty()) log_info("plan: every rank shuffles each epoch's order itself (not once per node): ", why);
+    return nullptr;
+  }
+  return std::shared_ptr<NodeOrder>(new NodeOrder(writer, mapping, bytes, waits));
+}
+
+NodeOrder::NodeOrder(bool writer, void* mapping, std::int64_t mapped_bytes, NodeOrderWaits waits)
+    : writer_(writer),
+      mapping_(mapping),
+      mapped_bytes_(mapped_bytes),
+      header_(static_cast<Header*>(mapping)),
+      order_(reinterpret_cast<std::int64_t*>(static_cast<std::byte*>(mapping) + kHeaderBytes)),
+      waits_(waits) {}
+
+NodeOrder::~NodeOrder() {
+  ::munmap(mapping_, static_cast<std::size_t>(mapped_bytes_));
+}
+
+NodeOrder::Counts NodeOrder::counts() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return counts_;
+}
+
+void NodeOrder::take(std::int64_t n, std::uint64_t seed, std::uint64_t first, std::uint64_t stride, std::int64_t count,
+                     std::int64_t* out) {
+  if (count <= 0) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (n <= 0 || n > (mapped_bytes_ - kHeaderBytes) / static_cast<std::int64_t>(sizeof(std::int64_t)) ||
+      (writer_ && !waits_.writer_publishes)) {
+    take_alone(n, seed, first, stride, count, out);
+    return;
+  }
+  if (writer_) {
+    const bool held = header_->n.load(std::memory_order_relaxed) == n &&
+                      header_->seed.load(std::memory_order_relaxed) == seed &&
+                      header_->version.load(std::memory_order_relaxed) % 2 == 0;
+    if (!held) shuffle_into_node(n, seed);
+    take_positions(order_, n, first, stride, count, out);
+    return;
+  }
+  if (!copy_from_node(n, seed, first, stride, count, out)) take_alone(n, seed, first, stride, count, out);
+}
+
+void NodeOrder::shuffle_into_node(std::int64_t n, std::uint64_t seed) {
+  // A sequence lock: odd while the order changes, so a reader can tell a copy it must not use.
+  const std::uint64_t version = header_->version.load(std::memory_order_relaxed);
+  header_->version.store(version + 1, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  header_->n.store(n, std::memory_order_relaxed);
+  header_->seed.store(seed, std::memory_order_relaxed);
+  torch_randperm(n, seed, order_);
+  header_->version.store(version + 2, std::memory_order_release);
+  ++counts_.shuffled;
+}
+
+bool NodeOrder::copy_from_node(std::int64_t n, std::uint64_t seed, std::uint64_t first, std::uint64_t stride,
+                               std::int64_t count, std::int64_t* out) {
+  const Clock::time_point start = Clock::now();
+  const double finish_limit =
+      std::max(waits_.finish_seconds, 1e-9 * waits_.finish_ns_per_entry * static_cast<double>(n));
+  detail::Backoff backoff(1000);
+  bool begun = false;
+  for (;;) {
+    const std::uint64_t version = header_->version.load(std::memory_order_acquire);
+    const bool ours =
+        header_->n.load(std::memory_order_relaxed) == n && header_->seed.load(std::memory_order_relaxed) == seed;
+    if (ours && version % 2 == 0) {
+      take_positions(order_, n, first, stride, count, out);
+      std::atomic_thread_fence(std::memory_order_acquire);
+      if (header_->version.load(std::memory_order_relaxed) != version) return false;  // overwritten meanwhile
+      ++counts_.copied;
+      return true;
+    }
+    begun = begun || ours;
+    const double waited = std::chrono::duration<double>(Clock::now() - start).count();
+    if (waited > (begun ? finish_limit : waits_.start_seconds)) {
+      log_debug("plan: the node's order for seed ", seed, begun ? " did not finish" : " did not begin", " within ",
+                waited, " s; shuffling it on this rank");
+      return false;
+    }
+    backoff.pause();
+  }
+}
+
+void NodeOrder::take_alone(std::int64_t n, std::uint64_t seed, std::uint64_t first, std::uint64_t stride,
+                           std::int64_t count, std::int64_t* out) {
+  torch_randperm(n, seed, alone_);  // its memory kept for the next time
+  take_positions(alone_.data(), n, first, stride, count, out);
+  ++counts_.alone;
+}
+
+}  // namespace strider::pipeline_detail

@@ -1,0 +1,129 @@
+// Each epoch's order once per node (pipeline/node_order.hpp): at every node size the node's first
+// rank shuffles and the others copy their positions, every entry torch's; a writer that never
+// publishes leaves the readers to shuffle alone, with the same entries and no hang; the Loader's
+// batches are the same with the order shared per node or shuffled per rank.
+#include <chrono>
+
+#include "loader_test_support.hpp"
+#include "pipeline/node_order.hpp"
+#include "strider/comm/node_groups.hpp"
+#include "strider/sampling/random.hpp"
+
+using namespace strider;
+using namespace strider::testing;
+using pipeline_detail::NodeOrder;
+using pipeline_detail::NodeOrderWaits;
+
+namespace {
+
+/// This rank's positions of torch_randperm(n, seed), as the distributed sampler takes them.
+std::vector<std::int64_t> expected_positions(const Communicator& comm, std::int64_t n, std::uint64_t seed) {
+  const std::vector<std::int64_t> order = torch_randperm(n, seed);
+  const std::int64_t count = (n + comm.size() - 1) / comm.size();
+  std::vector<std::int64_t> out(static_cast<std::size_t>(count));
+  take_positions(order.data(), n, static_cast<std::uint64_t>(comm.rank()), static_cast<std::uint64_t>(comm.size()),
+                 count, out.data());
+  return out;
+}
+
+std::vector<std::int64_t> taken(NodeOrder& order, const Communicator& comm, std::int64_t n, std::uint64_t seed) {
+  const std::int64_t count = (n + comm.size() - 1) / comm.size();
+  std::vector<std::int64_t> out(static_cast<std::size_t>(count), -1);
+  order.take(n, seed, static_cast<std::uint64_t>(comm.rank()), static_cast<std::uint64_t>(comm.size()), count,
+             out.data());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("node order: the node's first rank shuffles, the others copy their positions", "[mpi][loader][plan]") {
+  const Communicator& comm = world();
+  // Waits long enough that a loaded machine never sends a reader to shuffle alone here.
+  NodeOrderWaits patient;
+  patient.start_seconds = 60;
+  patient.finish_seconds = 60;
+  for (int size : node_sizes(comm.size())) {
+    CAPTURE(size);
+    const NodeSize node_size(size);
+    const int local_size = NodeGroups::split(comm).local_size();
+    for (std::int64_t n : {1000, 3}) {
+      CAPTURE(n);
+      const std::shared_ptr<NodeOrder> order = NodeOrder::create(comm, n, patient);
+      REQUIRE_ON_ALL_RANKS((order != nullptr) == (local_size > 1));
+      if (!order) continue;
+      for (std::uint64_t seed : {7u, 8u, 7u}) {
+        REQUIRE_ON_ALL_RANKS(taken(*order, comm, n, seed) == expected_positions(comm, n, seed));
+        comm.barrier();  // every reader copied before the writer shuffles the next order
+      }
+      // The writer shuffled each order once (the second 7 differs from the 8 it holds), the others
+      // copied all three.
+      const NodeOrder::Counts counts = order->counts();
+      CAPTURE(counts.shuffled, counts.copied, counts.alone);
+      REQUIRE_ON_ALL_RANKS(counts.alone == 0);
+      const bool as_expected =
+          order->writer() ? counts.shuffled == 3 && counts.copied == 0 : counts.shuffled == 0 && counts.copied == 3;
+      REQUIRE_ON_ALL_RANKS(as_expected);
+      // An order the node holds already is not shuffled again.
+      REQUIRE_ON_ALL_RANKS(taken(*order, comm, n, 7) == expected_positions(comm, n, 7));
+      comm.barrier();
+      REQUIRE_ON_ALL_RANKS(order->counts().shuffled == counts.shuffled);
+    }
+  }
+}
+
+TEST_CASE("node order: a writer that never publishes leaves the readers to shuffle alone, without a hang",
+          "[mpi][loader][plan]") {
+  const Communicator& comm = world();
+  NodeOrderWaits silent;
+  silent.writer_publishes = false;
+  silent.start_seconds = 0.05;
+  const std::shared_ptr<NodeOrder> order = NodeOrder::create(comm, 500, silent);
+  REQUIRE_ON_ALL_RANKS((order != nullptr) == (comm.size() > 1 && NodeGroups::split(comm).local_size() > 1));
+  if (!order) return;
+  const auto start = std::chrono::steady_clock::now();
+  REQUIRE_ON_ALL_RANKS(taken(*order, comm, 500, 3) == expected_positions(comm, 500, 3));
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  CAPTURE(seconds);
+  REQUIRE_ON_ALL_RANKS(seconds < 10);  // the short wait, then a shuffle of 500
+  const NodeOrder::Counts counts = order->counts();
+  const bool alone_once = counts.alone == 1 && counts.copied == 0 && counts.shuffled == 0;
+  REQUIRE_ON_ALL_RANKS(alone_once);
+}
+
+TEST_CASE("loader: the same batches with each epoch's order shared per node or shuffled per rank",
+          "[mpi][loader][plan]") {
+  const Communicator& comm = world();
+  const TestFile features(comm, "features", 203);
+  const LoaderOptions base = options_for(features.path(), "distributed", 9);
+  std::vector<std::vector<std::uint64_t>> expected;
+  for (std::int64_t epoch = 0; epoch < 3; ++epoch) expected.push_back(expected_hashes(comm, base, epoch));
+  int mismatches = 0;
+  bool copies_counted = true;
+  for (int size : node_sizes(comm.size())) {
+    const NodeSize node_size(size);
+    const NodeGroups groups = NodeGroups::split(comm);
+    for (bool per_node : {true, false}) {
+      LoaderOptions options = base;
+      options.plan_per_node = per_node;
+      Loader loader(comm, options);
+      // Epochs in an order plan-ahead does not guess (2 after 0, then 1 and 0 again).
+      for (std::int64_t epoch : {0, 2, 1, 0})
+        if (loader_hashes(loader, epoch) != expected[static_cast<std::size_t>(epoch)]) {
+          ++mismatches;
+          UNSCOPED_INFO("mismatch: node size " << size << (per_node ? ", per node" : ", per rank") << ", epoch "
+                                               << epoch);
+        }
+      // Ranks other than a node's first copied their orders (all 4 epochs', unless a wait ran out on a
+      // loaded machine: at least one); nobody else did.
+      const std::int64_t copied = loader.stats().epoch_orders_copied;
+      const bool copies = per_node && groups.local_rank() > 0;
+      if (copies ? copied < 1 : copied != 0) {
+        copies_counted = false;
+        UNSCOPED_INFO("rank " << comm.rank() << ", node size " << size << (per_node ? ", per node" : ", per rank")
+                              << ": " << copied << " orders copied");
+      }
+    }
+  }
+  REQUIRE(comm.all_reduce(mismatches, ReduceOp::sum) == 0);
+  REQUIRE(everywhere(comm, copies_counted));
+}
