@@ -62,8 +62,8 @@ void* map_segment(const std::string& name, std::int64_t bytes, bool create, std:
 
 }  // namespace
 
-/// At the segment's start, written only by the writer. `version` is odd while the order is being
-/// written; n and seed name the order held (or being written).
+/// At the segment's start. `version` is odd while a rank writes the order (the rank that made it odd
+/// with a compare-and-swap: one writer at a time); n and seed name the order held (or being written).
 struct NodeOrder::Header {
   std::atomic<std::uint64_t> version{0};
   std::atomic<std::int64_t> n{0};
@@ -77,7 +77,7 @@ std::shared_ptr<NodeOrder> NodeOrder::create(const Communicator& comm, std::int6
   const NodeGroups groups = NodeGroups::split(comm);  // the only collective over comm
   if (groups.local_size() == 1 || n <= 0) return nullptr;
   const MPI_Comm node = groups.node_comm();
-  const bool writer = groups.local_rank() == 0;
+  const bool writer = groups.local_rank() == 0;  // of the segment: it makes and names it
   const std::int64_t bytes = kHeaderBytes + n * static_cast<std::int64_t>(sizeof(std::int64_t));
 
   // The writer makes the segment and sends its name; an empty name: nothing is shared on this node.
@@ -117,11 +117,12 @@ std::shared_ptr<NodeOrder> NodeOrder::create(const Communicator& comm, std::int6
     if (!why.empty()) log_info("plan: every rank shuffles each epoch's order itself (not once per node): ", why);
     return nullptr;
   }
-  return std::shared_ptr<NodeOrder>(new NodeOrder(writer, mapping, bytes, waits));
+  return std::shared_ptr<NodeOrder>(new NodeOrder(groups.local_rank(), groups.local_size(), mapping, bytes, waits));
 }
 
-NodeOrder::NodeOrder(bool writer, void* mapping, std::int64_t mapped_bytes, NodeOrderWaits waits)
-    : writer_(writer),
+NodeOrder::NodeOrder(int local_rank, int local_size, void* mapping, std::int64_t mapped_bytes, NodeOrderWaits waits)
+    : local_rank_(local_rank),
+      local_size_(local_size),
       mapping_(mapping),
       mapped_bytes_(mapped_bytes),
       header_(static_cast<Header*>(mapping)),
@@ -141,36 +142,44 @@ void NodeOrder::take(std::int64_t n, std::uint64_t seed, std::uint64_t first, st
                      std::int64_t* out) {
   if (count <= 0) return;
   std::lock_guard<std::mutex> lock(mutex_);
+  const bool writer = writes(seed);
   if (n <= 0 || n > (mapped_bytes_ - kHeaderBytes) / static_cast<std::int64_t>(sizeof(std::int64_t)) ||
-      (writer_ && !waits_.writer_publishes)) {
+      (writer && !waits_.writer_publishes)) {
     take_alone(n, seed, first, stride, count, out);
     return;
   }
-  if (writer_) {
+  if (writer) {
     const bool held = header_->n.load(std::memory_order_relaxed) == n &&
                       header_->seed.load(std::memory_order_relaxed) == seed &&
-                      header_->version.load(std::memory_order_relaxed) % 2 == 0;
-    if (!held) shuffle_into_node(n, seed);
-    take_positions(order_, n, first, stride, count, out);
-    return;
+                      header_->version.load(std::memory_order_acquire) % 2 == 0;
+    // Another rank writing (an order planned out of turn) leaves this one to shuffle for itself.
+    if (!held && !shuffle_into_node(n, seed)) {
+      take_alone(n, seed, first, stride, count, out);
+      return;
+    }
   }
-  if (!copy_from_node(n, seed, first, stride, count, out)) take_alone(n, seed, first, stride, count, out);
+  // The writer too copies under the sequence lock: another rank may write the next order meanwhile.
+  if (!copy_from_node(n, seed, first, stride, count, out, !writer)) take_alone(n, seed, first, stride, count, out);
 }
 
-void NodeOrder::shuffle_into_node(std::int64_t n, std::uint64_t seed) {
-  // A sequence lock: odd while the order changes, so a reader can tell a copy it must not use.
-  const std::uint64_t version = header_->version.load(std::memory_order_relaxed);
-  header_->version.store(version + 1, std::memory_order_relaxed);
+bool NodeOrder::shuffle_into_node(std::int64_t n, std::uint64_t seed) {
+  // The sequence lock, taken: odd while the order changes, so that a reader can tell a copy it must
+  // not use, and so that no other rank writes at the same time.
+  std::uint64_t version = header_->version.load(std::memory_order_relaxed);
+  if (version % 2 != 0 || !header_->version.compare_exchange_strong(version, version + 1, std::memory_order_acquire,
+                                                                    std::memory_order_relaxed))
+    return false;
   std::atomic_thread_fence(std::memory_order_release);
   header_->n.store(n, std::memory_order_relaxed);
   header_->seed.store(seed, std::memory_order_relaxed);
   torch_randperm(n, seed, order_);
   header_->version.store(version + 2, std::memory_order_release);
   ++counts_.shuffled;
+  return true;
 }
 
 bool NodeOrder::copy_from_node(std::int64_t n, std::uint64_t seed, std::uint64_t first, std::uint64_t stride,
-                               std::int64_t count, std::int64_t* out) {
+                               std::int64_t count, std::int64_t* out, bool reader) {
   const Clock::time_point start = Clock::now();
   const double finish_limit =
       std::max(waits_.finish_seconds, 1e-9 * waits_.finish_ns_per_entry * static_cast<double>(n));
@@ -184,9 +193,10 @@ bool NodeOrder::copy_from_node(std::int64_t n, std::uint64_t seed, std::uint64_t
       take_positions(order_, n, first, stride, count, out);
       std::atomic_thread_fence(std::memory_order_acquire);
       if (header_->version.load(std::memory_order_relaxed) != version) return false;  // overwritten meanwhile
-      ++counts_.copied;
+      if (reader) ++counts_.copied;
       return true;
     }
+    if (!reader) return false;  // the writer's own order, gone: nobody else will write it
     begun = begun || ours;
     const double waited = std::chrono::duration<double>(Clock::now() - start).count();
     if (waited > (begun ? finish_limit : waits_.start_seconds)) {

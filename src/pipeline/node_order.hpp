@@ -1,14 +1,17 @@
 #pragma once
 // Each epoch's shuffled order once per node (issue 22): the distributed sampler of every rank
 // shuffles all N entries (a pass of random accesses over 8N bytes) to keep N/R of them. With this,
-// a node's first rank shuffles into POSIX shared memory its ranks map, and the others copy their
-// positions out: the node plans once instead of once per rank, and holds the order once.
+// one rank of the node shuffles into POSIX shared memory its ranks map, and the others copy their
+// positions out: the node plans once instead of once per rank, and holds the order once. The
+// writer of an order is local rank (seed mod ranks of the node), so successive epochs (seed+epoch)
+// take turns and no rank carries every shuffle.
 //
-// Nothing waits on anything it could hang on. The writer never waits for the readers: it marks the
-// order odd while it writes (a sequence lock), and a reader whose copy the writer overwrote, or
-// whose order the writer did not start within a short wait or finish within a long one (a writer
-// that died, or planned something else), shuffles the order itself. The batches are the same
-// either way; only who computes differs.
+// Nothing waits on anything it could hang on. A writer never waits for the readers: it takes the
+// order's sequence lock (odd while it writes) with a compare-and-swap, or, where another rank holds
+// it, shuffles for itself; a reader whose copy was overwritten meanwhile, or whose order its writer
+// did not begin within a short wait or finish within a long one (a writer that died, or planned
+// something else), shuffles the order itself. The batches are the same either way; only who
+// computes differs.
 
 #include <atomic>
 #include <cstdint>
@@ -23,14 +26,14 @@ namespace strider::pipeline_detail {
 
 /// How long a reader waits for the node's order before it shuffles it itself.
 struct NodeOrderWaits {
-  /// For the writer to begin this order (it plans the same epoch at about the same time: every
-  /// rank plans after the same collective).
+  /// For the order's writer to begin it (it plans the same epoch at about the same time: every rank
+  /// plans after the same collective).
   double start_seconds = 1.0;
   /// Once begun, for it to end: the longer of this and finish_ns_per_entry per entry (a shuffle
   /// takes 5-20 ns per entry).
   double finish_seconds = 2.0;
   double finish_ns_per_entry = 200;
-  /// Tests: the writer keeps its orders to itself (every reader then waits and shuffles alone).
+  /// Tests: writers keep their orders to themselves (every reader then waits and shuffles alone).
   bool writer_publishes = true;
 };
 
@@ -47,24 +50,30 @@ class NodeOrder final : public SharedOrder {
   void take(std::int64_t n, std::uint64_t seed, std::uint64_t first, std::uint64_t stride, std::int64_t count,
             std::int64_t* out) override;
 
-  /// What take() did so far on this rank: shuffled into the node's memory (the writer), copied from
-  /// it, or shuffled alone.
+  /// What take() did so far on this rank: shuffled into the node's memory (as the order's writer),
+  /// copied from it (written by another rank), or shuffled alone.
   struct Counts {
     std::int64_t shuffled = 0, copied = 0, alone = 0;
   };
   Counts counts() const;
-  bool writer() const noexcept { return writer_; }
+  /// Whether this rank writes the order of `seed` (local rank seed mod the node's ranks).
+  bool writes(std::uint64_t seed) const noexcept {
+    return seed % static_cast<std::uint64_t>(local_size_) == static_cast<std::uint64_t>(local_rank_);
+  }
 
  private:
   struct Header;
-  NodeOrder(bool writer, void* mapping, std::int64_t mapped_bytes, NodeOrderWaits waits);
-  void shuffle_into_node(std::int64_t n, std::uint64_t seed);
+  NodeOrder(int local_rank, int local_size, void* mapping, std::int64_t mapped_bytes, NodeOrderWaits waits);
+  bool shuffle_into_node(std::int64_t n, std::uint64_t seed);
+  /// Copies this rank's positions of the node's order of (n, seed); false where it is not there or
+  /// was overwritten while copied. A reader waits for it (NodeOrderWaits) and counts its copies; the
+  /// order's writer, which has just written it, does neither.
   bool copy_from_node(std::int64_t n, std::uint64_t seed, std::uint64_t first, std::uint64_t stride, std::int64_t count,
-                      std::int64_t* out);
+                      std::int64_t* out, bool reader);
   void take_alone(std::int64_t n, std::uint64_t seed, std::uint64_t first, std::uint64_t stride, std::int64_t count,
                   std::int64_t* out);
 
-  const bool writer_;
+  const int local_rank_, local_size_;
   void* const mapping_;
   const std::int64_t mapped_bytes_;
   Header* const header_;

@@ -1,7 +1,7 @@
-// Each epoch's order once per node (pipeline/node_order.hpp): at every node size the node's first
-// rank shuffles and the others copy their positions, every entry torch's; a writer that never
-// publishes leaves the readers to shuffle alone, with the same entries and no hang; the Loader's
-// batches are the same with the order shared per node or shuffled per rank.
+// Each epoch's order once per node (pipeline/node_order.hpp): at every node size one rank of the
+// node shuffles each order (in turn, by seed) and the others copy their positions, every entry
+// torch's; writers that never publish leave the readers to shuffle alone, with the same entries and
+// no hang; the Loader's batches are the same with the order shared per node or shuffled per rank.
 #include <chrono>
 
 #include "loader_test_support.hpp"
@@ -36,7 +36,8 @@ std::vector<std::int64_t> taken(NodeOrder& order, const Communicator& comm, std:
 
 }  // namespace
 
-TEST_CASE("node order: the node's first rank shuffles, the others copy their positions", "[mpi][loader][plan]") {
+TEST_CASE("node order: one rank of the node shuffles each order, in turn, the others copy their positions",
+          "[mpi][loader][plan]") {
   const Communicator& comm = world();
   // Waits long enough that a loaded machine never sends a reader to shuffle alone here.
   NodeOrderWaits patient;
@@ -51,18 +52,21 @@ TEST_CASE("node order: the node's first rank shuffles, the others copy their pos
       const std::shared_ptr<NodeOrder> order = NodeOrder::create(comm, n, patient);
       REQUIRE_ON_ALL_RANKS((order != nullptr) == (local_size > 1));
       if (!order) continue;
+      // Local ranks 7 % L, 8 % L and 7 % L write (two different ranks where L > 1).
+      std::int64_t writes = 0;
       for (std::uint64_t seed : {7u, 8u, 7u}) {
         REQUIRE_ON_ALL_RANKS(taken(*order, comm, n, seed) == expected_positions(comm, n, seed));
-        comm.barrier();  // every reader copied before the writer shuffles the next order
+        writes += order->writes(seed) ? 1 : 0;
+        comm.barrier();  // every reader copied before the next order is shuffled
       }
-      // The writer shuffled each order once (the second 7 differs from the 8 it holds), the others
-      // copied all three.
+      // Each order shuffled once by its writer (the second 7 differs from the 8 the node holds),
+      // copied by the others.
       const NodeOrder::Counts counts = order->counts();
-      CAPTURE(counts.shuffled, counts.copied, counts.alone);
-      REQUIRE_ON_ALL_RANKS(counts.alone == 0);
-      const bool as_expected =
-          order->writer() ? counts.shuffled == 3 && counts.copied == 0 : counts.shuffled == 0 && counts.copied == 3;
+      CAPTURE(counts.shuffled, counts.copied, counts.alone, writes);
+      const bool as_expected = counts.alone == 0 && counts.shuffled == writes && counts.copied == 3 - writes;
       REQUIRE_ON_ALL_RANKS(as_expected);
+      REQUIRE(comm.all_reduce(writes, ReduceOp::sum) == 3 * comm.size() / local_size);  // one writer per node
+      REQUIRE(comm.all_reduce(writes, ReduceOp::max) == 2);  // the writers take turns: none wrote all three
       // An order the node holds already is not shuffled again.
       REQUIRE_ON_ALL_RANKS(taken(*order, comm, n, 7) == expected_positions(comm, n, 7));
       comm.barrier();
@@ -71,7 +75,7 @@ TEST_CASE("node order: the node's first rank shuffles, the others copy their pos
   }
 }
 
-TEST_CASE("node order: a writer that never publishes leaves the readers to shuffle alone, without a hang",
+TEST_CASE("node order: writers that never publish leave the readers to shuffle alone, without a hang",
           "[mpi][loader][plan]") {
   const Communicator& comm = world();
   NodeOrderWaits silent;
@@ -113,10 +117,11 @@ TEST_CASE("loader: the same batches with each epoch's order shared per node or s
           UNSCOPED_INFO("mismatch: node size " << size << (per_node ? ", per node" : ", per rank") << ", epoch "
                                                << epoch);
         }
-      // Ranks other than a node's first copied their orders (all 4 epochs', unless a wait ran out on a
-      // loaded machine: at least one); nobody else did.
+      // Shared per node, every rank copied the orders other ranks wrote (epochs 0-3 have writers
+      // 0-3 mod the node's ranks; at least one, unless a wait ran out on a loaded machine); per rank
+      // nobody copied.
       const std::int64_t copied = loader.stats().epoch_orders_copied;
-      const bool copies = per_node && groups.local_rank() > 0;
+      const bool copies = per_node && groups.local_size() > 1;
       if (copies ? copied < 1 : copied != 0) {
         copies_counted = false;
         UNSCOPED_INFO("rank " << comm.rank() << ", node size " << size << (per_node ? ", per node" : ", per rank")
