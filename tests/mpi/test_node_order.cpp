@@ -37,7 +37,7 @@ std::vector<std::int64_t> taken(NodeOrder& order, const Communicator& comm, std:
 }  // namespace
 
 TEST_CASE("node order: one rank of the node shuffles each order, in turn, the others copy their positions",
-          "[mpi][loader][plan]") {
+          "[mpi][loader][plan][pipeline]") {
   const Communicator& comm = world();
   // Waits long enough that a loaded machine never sends a reader to shuffle alone here.
   NodeOrderWaits patient;
@@ -76,7 +76,7 @@ TEST_CASE("node order: one rank of the node shuffles each order, in turn, the ot
 }
 
 TEST_CASE("node order: writers that never publish leave the readers to shuffle alone, without a hang",
-          "[mpi][loader][plan]") {
+          "[mpi][loader][plan][pipeline]") {
   const Communicator& comm = world();
   NodeOrderWaits silent;
   silent.writer_publishes = false;
@@ -95,7 +95,7 @@ TEST_CASE("node order: writers that never publish leave the readers to shuffle a
 }
 
 TEST_CASE("loader: the same batches with each epoch's order shared per node or shuffled per rank",
-          "[mpi][loader][plan]") {
+          "[mpi][loader][plan][pipeline]") {
   const Communicator& comm = world();
   const TestFile features(comm, "features", 203);
   const LoaderOptions base = options_for(features.path(), "distributed", 9);
