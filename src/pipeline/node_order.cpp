@@ -184,7 +184,8 @@ bool NodeOrder::copy_from_node(std::int64_t n, std::uint64_t seed, std::uint64_t
   const double finish_limit =
       std::max(waits_.finish_seconds, 1e-9 * waits_.finish_ns_per_entry * static_cast<double>(n));
   detail::Backoff backoff(1000);
-  bool begun = false;
+  bool begun = false;  // the order's writer has begun it
+  bool tried = false;  // a copy was tried and the order changed meanwhile
   for (;;) {
     const std::uint64_t version = header_->version.load(std::memory_order_acquire);
     const bool ours =
@@ -192,9 +193,15 @@ bool NodeOrder::copy_from_node(std::int64_t n, std::uint64_t seed, std::uint64_t
     if (ours && version % 2 == 0) {
       take_positions(order_, n, first, stride, count, out);
       std::atomic_thread_fence(std::memory_order_acquire);
-      if (header_->version.load(std::memory_order_relaxed) != version) return false;  // overwritten meanwhile
-      if (reader) ++counts_.copied;
-      return true;
+      if (header_->version.load(std::memory_order_relaxed) == version) {
+        if (reader) ++counts_.copied;
+        return true;
+      }
+      // Changed while copied: this order being written now (the version read was the previous
+      // order's: look again), or overwritten by another (gone: below, on the next look).
+      tried = true;
+    } else if (tried && !ours) {
+      return false;  // overwritten by another order
     }
     if (!reader) return false;  // the writer's own order, gone: nobody else will write it
     begun = begun || ours;
