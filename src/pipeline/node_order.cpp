@@ -134,8 +134,11 @@ NodeOrder::~NodeOrder() {
 }
 
 NodeOrder::Counts NodeOrder::counts() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return counts_;
+  Counts counts;
+  counts.shuffled = shuffled_.load(std::memory_order_relaxed);
+  counts.copied = copied_.load(std::memory_order_relaxed);
+  counts.alone = alone_count_.load(std::memory_order_relaxed);
+  return counts;
 }
 
 void NodeOrder::take(std::int64_t n, std::uint64_t seed, std::uint64_t first, std::uint64_t stride, std::int64_t count,
@@ -174,7 +177,7 @@ bool NodeOrder::shuffle_into_node(std::int64_t n, std::uint64_t seed) {
   header_->seed.store(seed, std::memory_order_relaxed);
   torch_randperm(n, seed, order_);
   header_->version.store(version + 2, std::memory_order_release);
-  ++counts_.shuffled;
+  ++shuffled_;
   return true;
 }
 
@@ -194,7 +197,7 @@ bool NodeOrder::copy_from_node(std::int64_t n, std::uint64_t seed, std::uint64_t
       take_positions(order_, n, first, stride, count, out);
       std::atomic_thread_fence(std::memory_order_acquire);
       if (header_->version.load(std::memory_order_relaxed) == version) {
-        if (reader) ++counts_.copied;
+        if (reader) ++copied_;
         return true;
       }
       // Changed while copied: this order being written now (the version read was the previous
@@ -219,7 +222,7 @@ void NodeOrder::take_alone(std::int64_t n, std::uint64_t seed, std::uint64_t fir
                            std::int64_t count, std::int64_t* out) {
   torch_randperm(n, seed, alone_);  // its memory kept for the next time
   take_positions(alone_.data(), n, first, stride, count, out);
-  ++counts_.alone;
+  ++alone_count_;
 }
 
 }  // namespace strider::pipeline_detail

@@ -79,9 +79,11 @@ class NodeOrder final : public SharedOrder {
   Header* const header_;
   std::int64_t* const order_;  // the node's order: header_'s n entries
   const NodeOrderWaits waits_;
-  mutable std::mutex mutex_;         // one take() at a time (the samplers of one Loader)
+  std::mutex mutex_;                 // one take() at a time (the samplers of one Loader)
   std::vector<std::int64_t> alone_;  // a reader's own order, where it had to shuffle
-  Counts counts_;                    // under mutex_
+  // What counts() reports: atomics, so that Loader::stats() never waits behind a shuffle that
+  // holds mutex_ (seconds for N in the hundreds of millions).
+  std::atomic<std::int64_t> shuffled_{0}, copied_{0}, alone_count_{0};
 };
 
 }  // namespace strider::pipeline_detail
