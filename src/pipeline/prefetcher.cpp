@@ -564,8 +564,8 @@ std::int64_t Prefetcher::take_next_read(std::vector<int>& slots) {
   State& s = *state_;
   slots.resize(steps_per_read());
   for (int& slot : slots) {
-    slot = s.free_slots.front();
-    s.free_slots.pop_front();
+    slot = s.free_slots.back();
+    s.free_slots.pop_back();
   }
   const std::int64_t first_step = s.next_read_step;
   s.next_read_step += static_cast<std::int64_t>(slots.size());
