@@ -571,7 +571,8 @@ void report(const Communicator& world, const BenchOptions& options, const std::v
     table << "  rank " << rank.rank << " thread layout: "
           << (rank.layout.caller_thread ? "read on the consumer's thread" : "read ahead on the I/O thread")
           << std::setprecision(2) << " (per step " << rank.layout.io_thread_us_per_step << " us with the I/O thread, "
-          << rank.layout.caller_thread_us_per_step << " us on the consumer's)\n";
+          << rank.layout.caller_thread_us_per_step << " us on the consumer's"
+          << (rank.layout.spare_core ? ")\n" : "; no core to spare for an I/O thread)\n");
   }
   std::cout << table.str() << std::flush;
 
@@ -644,6 +645,7 @@ void report(const Communicator& world, const BenchOptions& options, const std::v
       if (rank.layout.decided) {
         json.field("layout_io_thread_us_per_step", rank.layout.io_thread_us_per_step);
         json.field("layout_caller_us_per_step", rank.layout.caller_thread_us_per_step);
+        json.field("layout_spare_core", rank.layout.spare_core);
       }
       json.key("account_us_per_batch");
       json.begin_object();

@@ -352,6 +352,7 @@ Loader::Loader(const Communicator& comm, LoaderOptions options) : state_(std::ma
   prefetcher_options.allocator = s.options.allocator;
   prefetcher_options.io_thread = s.options.io_thread;
   prefetcher_options.measure_layout = s.options.measure_thread_layout;
+  prefetcher_options.spare_core = pipeline_detail::has_spare_core(comm.local_size());
   prefetcher_options.read_rows_one_by_one = s.options.read_rows_one_by_one;
   if (s.options.lookahead > 0) {
     // Merged reads pay where a row costs a whole chunk (chunked data through HDF5), and where rows
@@ -410,7 +411,9 @@ LoaderEpoch Loader::epoch(std::int64_t epoch) {
                agreed.caller_thread ? "every rank reads on its consumer's thread"
                                     : "every rank reads ahead on an I/O thread",
                " (per step, the slowest rank's: ", agreed.io_thread_us_per_step, " us with an I/O thread, ",
-               agreed.caller_thread_us_per_step, " us on the consumer's thread)");
+               agreed.caller_thread_us_per_step, " us on the consumer's thread; ",
+               agreed.spare_core ? "a core to spare for each I/O thread: a tie goes to the I/O thread)"
+                                 : "no core to spare for an I/O thread: a tie goes to the consumer's thread)");
   }
   s.comm.collective_try([&] {
     if (s.options.check_data_unchanged) {

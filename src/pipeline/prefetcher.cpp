@@ -293,6 +293,7 @@ Prefetcher::Prefetcher(std::unique_ptr<BatchReader> reader, PrefetcherOptions op
   state_->trial.active =
       options.io_thread && options.measure_layout && state_->reader->engine() != "hdf5" && !state_->lookahead;
   state_->trial.block_steps = std::max<std::int64_t>(64, 2 * static_cast<std::int64_t>(depth_));
+  state_->trial.result.spare_core = options.spare_core;
   if (options.io_thread) state_->thread = std::thread([this] { io_loop(); });
 }
 
@@ -650,8 +651,8 @@ void Prefetcher::measure_layout_step() {
       result.io_thread_us_per_step = 1e6 * median(trial.seconds[0]);
       result.caller_thread_us_per_step = 1e6 * median(trial.seconds[1]);
       result.steps_measured = LayoutTrial::kRounds * trial.block_steps;
-      result.caller_thread =
-          pipeline_detail::keeps_caller_thread(result.io_thread_us_per_step, result.caller_thread_us_per_step);
+      result.caller_thread = pipeline_detail::keeps_caller_thread(result.io_thread_us_per_step,
+                                                                  result.caller_thread_us_per_step, result.spare_core);
       result.decided = true;
       trial.active = false;
       s.thread_reads = !result.caller_thread;

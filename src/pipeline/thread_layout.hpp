@@ -10,26 +10,46 @@ class Communicator;
 
 namespace strider::pipeline_detail {
 
-/// Whether reading on the consumer's thread is kept for these times per step: only when it is
-/// below the I/O thread's by more than 5% (on a tie the I/O thread stays, since it also absorbs a
-/// slow read without stalling a step). One rule for a rank's own measurement and for the ranks'.
-inline bool keeps_caller_thread(double io_thread_us_per_step, double caller_thread_us_per_step) {
+/// Whether reading on the consumer's thread is kept for these times per step. With a core to spare
+/// for the I/O thread, only when the consumer's thread is faster by more than 5% (on a tie the I/O
+/// thread stays: it also absorbs a slow read without stalling a step). Without one, unless the I/O
+/// thread is faster by more than 5%: an I/O thread that must share its rank's core with the step
+/// overlaps nothing the step does on that core, and each batch it hands over costs CPU of both
+/// threads (w1 at 2 ranks on 2 cores, 3 pairs each: 7-14% more samples/s on the consumer's thread
+/// with a CPU-bound step, 10-25% without a step); it still wins clearly where the step waits (a
+/// GPU, a sleep), which the measurement shows. One rule for a rank's own measurement and for the
+/// ranks'.
+inline bool keeps_caller_thread(double io_thread_us_per_step, double caller_thread_us_per_step, bool spare_core) {
   constexpr double kMargin = 0.05;
-  return caller_thread_us_per_step < (1 - kMargin) * io_thread_us_per_step;
+  if (spare_core) return caller_thread_us_per_step < (1 - kMargin) * io_thread_us_per_step;
+  return !(io_thread_us_per_step < (1 - kMargin) * caller_thread_us_per_step);
 }
+
+/// The cores a rank can count on: those its affinity mask allows, and no more than its share of
+/// the node's online cores (ranks not bound to cores share them all).
+inline int cores_per_rank(int affinity_cores, int online_cores, int local_ranks) {
+  const int share = online_cores / (local_ranks > 0 ? local_ranks : 1);
+  return affinity_cores < share ? affinity_cores : share;
+}
+
+/// Whether this rank has a core for its I/O thread beside its consumer's (cores_per_rank >= 2 with
+/// this process's affinity mask and the machine's online cores), `local_ranks` being the job's
+/// ranks on this node.
+bool has_spare_core(int local_ranks);
 
 /// The layout every rank uses, and the times per step it was chosen by.
 struct AgreedLayout {
   bool caller_thread = false;            ///< every rank reads on its consumer's thread
+  bool spare_core = true;                ///< every rank has a core to spare (keeps_caller_thread's rule)
   double io_thread_us_per_step = 0;      ///< the slowest rank's, reading ahead on the I/O thread
   double caller_thread_us_per_step = 0;  ///< the slowest rank's, reading on the consumer's thread
 };
 
 /// Collective over comm, once every rank's measurement is decided: a step waits for the slowest
 /// rank, so each layout counts with its slowest rank's time per step, and keeps_caller_thread
-/// decides for every rank. Ranks that each kept their own faster layout could otherwise end up
-/// mixed, which none of them measured (w1 at 2 ranks on 2 cores with a CPU-bound step of 2x the
-/// read: one rank on each layout stalled 26%, both on the I/O thread 7%).
+/// decides for every rank, with the rule for no spare core if any rank has none. Ranks that each kept their own faster
+/// layout could otherwise end up mixed, which none of them measured (w1 at 2 ranks on 2 cores with a CPU-bound step of
+/// 2x the read: one rank on each layout stalled 26%, both on the I/O thread 7%).
 AgreedLayout agree_thread_layout(const Communicator& comm, const LayoutMeasurement& mine);
 
 }  // namespace strider::pipeline_detail

@@ -15,6 +15,7 @@
 #include <set>
 
 #include "loader_test_support.hpp"
+#include "pipeline/thread_layout.hpp"
 
 using namespace strider;
 using namespace strider::testing;
@@ -66,6 +67,11 @@ TEST_CASE("loader: plan-ahead, caller-thread reads, per-row reads, depth and eng
           ++mismatches;
           UNSCOPED_INFO("mismatch: " << mode.mode << ", " << name << ", epoch " << epoch);
         }
+      // The layout measurement's tie rule follows this rank's cores (the node's ranks share them).
+      if (loader.thread_layout().spare_core != pipeline_detail::has_spare_core(comm.local_size())) {
+        ++mismatches;
+        UNSCOPED_INFO("spare core: " << name);
+      }
     }
   }
   REQUIRE(comm.all_reduce(mismatches, ReduceOp::sum) == 0);

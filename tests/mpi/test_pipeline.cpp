@@ -159,5 +159,18 @@ TEST_CASE("pipeline: the ranks agree on one thread layout, by each layout's slow
   REQUIRE_ON_ALL_RANKS(caller.caller_thread);
   REQUIRE_ON_ALL_RANKS(caller.caller_thread_us_per_step == 40.0 + comm.size() - 1);
   // Within the margin (96 against 100 us) the I/O thread stays.
-  REQUIRE_ON_ALL_RANKS(!pipeline_detail::agree_thread_layout(comm, measured(100, 96)).caller_thread);
+  const pipeline_detail::AgreedLayout tie = pipeline_detail::agree_thread_layout(comm, measured(100, 96));
+  REQUIRE_ON_ALL_RANKS(!tie.caller_thread);
+  REQUIRE_ON_ALL_RANKS(tie.spare_core);
+  // One rank (the last) without a core to spare: every rank takes the other tie rule, and the same
+  // tie (the I/O thread 4% faster now) goes to the consumer's thread; a clear lead (20%) does not.
+  const auto spare_but_last = [&](LayoutMeasurement layout) {
+    layout.spare_core = comm.rank() != comm.size() - 1;
+    return layout;
+  };
+  const pipeline_detail::AgreedLayout no_spare =
+      pipeline_detail::agree_thread_layout(comm, spare_but_last(measured(96, 100)));
+  REQUIRE_ON_ALL_RANKS(!no_spare.spare_core);
+  REQUIRE_ON_ALL_RANKS(no_spare.caller_thread);
+  REQUIRE_ON_ALL_RANKS(!pipeline_detail::agree_thread_layout(comm, spare_but_last(measured(80, 100))).caller_thread);
 }

@@ -14,6 +14,7 @@
 
 #include "batch_hashes.hpp"
 #include "fake_reader.hpp"
+#include "pipeline/thread_layout.hpp"
 #include "strider/core/error.hpp"
 #include "strider/core/hash.hpp"
 #include "strider/pipeline/prefetcher.hpp"
@@ -480,6 +481,46 @@ TEST_CASE("the prefetcher's account: phases within the read time, the I/O thread
       REQUIRE(stats.consumer_sleeps == 0);
     }
   }
+}
+
+TEST_CASE("a tie between the thread layouts goes to the I/O thread only with a core to spare", "[prefetcher]") {
+  using strider::pipeline_detail::cores_per_rank;
+  using strider::pipeline_detail::keeps_caller_thread;
+  // With a core to spare the consumer's thread must be more than 5% faster; without, the I/O thread.
+  REQUIRE(keeps_caller_thread(100, 94, true));
+  REQUIRE_FALSE(keeps_caller_thread(100, 96, true));
+  REQUIRE_FALSE(keeps_caller_thread(94, 100, true));
+  REQUIRE(keeps_caller_thread(100, 96, false));
+  REQUIRE(keeps_caller_thread(96, 100, false));
+  REQUIRE_FALSE(keeps_caller_thread(94, 100, false));
+  // A rank's cores: its affinity mask, at most its share of the node's online cores.
+  REQUIRE(cores_per_rank(2, 2, 1) == 2);   // one rank, two cores: one spare
+  REQUIRE(cores_per_rank(2, 2, 2) == 1);   // two unbound ranks share two cores
+  REQUIRE(cores_per_rank(1, 64, 4) == 1);  // bound to one core
+  REQUIRE(cores_per_rank(16, 64, 4) == 16);
+  REQUIRE(cores_per_rank(64, 64, 4) == 16);
+  REQUIRE(cores_per_rank(8, 4, 8) == 0);  // more ranks than cores
+  REQUIRE(cores_per_rank(8, 8, 0) == 8);  // no count of ranks: this one
+}
+
+TEST_CASE("without a core to spare the layout measurement keeps the consumer's thread on a tie", "[prefetcher]") {
+  // A reader that costs the same on either thread and no step: the two layouts' times per step are
+  // within a few percent of each other more often than not, but whatever they are, the decision must
+  // follow keeps_caller_thread's rule for no spare core.
+  FakeReaderOptions options;
+  options.samples = 1500;
+  DistributedSampler sampler = make_sampler(options.samples, 1, 1, 0);
+  PrefetcherOptions prefetcher_options{8, nullptr};
+  prefetcher_options.measure_layout = true;
+  prefetcher_options.spare_core = false;
+  Prefetcher prefetcher(std::make_unique<FakeReader>(options), prefetcher_options);
+  sampler.set_epoch(0);
+  REQUIRE(strider::testing::prefetched_batch_hashes(prefetcher, sampler) == direct_hashes(options, sampler));
+  const LayoutMeasurement layout = prefetcher.layout();
+  REQUIRE(layout.decided);
+  REQUIRE_FALSE(layout.spare_core);
+  REQUIRE(layout.caller_thread == strider::pipeline_detail::keeps_caller_thread(
+                                      layout.io_thread_us_per_step, layout.caller_thread_us_per_step, false));
 }
 
 TEST_CASE("measuring the thread layout switches readers mid-epoch and changes no batch", "[prefetcher]") {

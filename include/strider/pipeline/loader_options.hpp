@@ -88,7 +88,9 @@ struct LoaderOptions {
   bool io_thread = true;
   /// With io_thread: during the first epoch(s) time blocks of steps (the caller's own work
   /// included) with the I/O thread reading ahead and with the caller reading, and keep reading on
-  /// the caller's thread if that is clearly faster (rank 0 logs the outcome at the next epoch()).
+  /// the caller's thread if that is clearly faster, or, where a rank has no core to spare for its
+  /// I/O thread, unless the I/O thread is clearly faster (rank 0 logs the outcome at the next
+  /// epoch()).
   /// The batches are the same either way. Not with the hdf5 engine (its reads stay on the thread
   /// that read first). `--io-thread auto|yes|no` sets both fields.
   bool measure_thread_layout = true;

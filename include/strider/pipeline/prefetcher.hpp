@@ -50,6 +50,10 @@ struct PrefetcherOptions {
   /// than it overlaps. The batches are the same in either layout. Not with the hdf5 engine: HDF5
   /// here is not thread-safe, so the thread that read first makes every read (the I/O thread stays).
   bool measure_layout = false;
+  /// With measure_layout: whether this rank has a core for its I/O thread beside the consumer's.
+  /// Decides which layout a tie goes to: with one the I/O thread, without one the consumer's thread
+  /// (the Loader counts the cores; see LayoutMeasurement::spare_core).
+  bool spare_core = true;
   /// One read() call per sample instead of one per batch (the same bytes; shows what batching
   /// saves, e.g. a chunk decompressed once per batch instead of once per row).
   bool read_rows_one_by_one = false;
@@ -130,6 +134,10 @@ struct LayoutMeasurement {
   double io_thread_us_per_step = 0;      ///< reading ahead on the I/O thread
   double caller_thread_us_per_step = 0;  ///< reading on the consumer's thread
   std::int64_t steps_measured = 0;       ///< per layout
+  /// The rule it was decided by (PrefetcherOptions::spare_core): with a core to spare for the I/O
+  /// thread the consumer's thread is kept only when more than 5% faster, without one unless the
+  /// I/O thread is more than 5% faster.
+  bool spare_core = true;
 };
 
 class Prefetcher;
