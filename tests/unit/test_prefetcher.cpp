@@ -1,5 +1,7 @@
 // The prefetcher against direct reads of the same plan: order, content, determinism across depths,
 // error propagation, stop and restart, destruction while filling. Also run under ThreadSanitizer.
+#include <unistd.h>
+
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -501,6 +503,11 @@ TEST_CASE("a tie between the thread layouts goes to the I/O thread only with a c
   REQUIRE(cores_per_rank(64, 64, 4) == 16);
   REQUIRE(cores_per_rank(8, 4, 8) == 0);  // more ranks than cores
   REQUIRE(cores_per_rank(8, 8, 0) == 8);  // no count of ranks: this one
+  // As many ranks as the machine has cores: none has a second core for an I/O thread.
+  const long online = sysconf(_SC_NPROCESSORS_ONLN);
+  REQUIRE(online >= 1);
+  REQUIRE_FALSE(strider::pipeline_detail::has_spare_core(static_cast<int>(online)));
+  REQUIRE_FALSE(strider::pipeline_detail::has_spare_core(2 * static_cast<int>(online)));
 }
 
 TEST_CASE("without a core to spare the layout measurement keeps the consumer's thread on a tie", "[prefetcher]") {
