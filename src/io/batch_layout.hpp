@@ -22,14 +22,15 @@ std::int64_t lay_out_batch(const std::int64_t* indices, std::int64_t count, std:
                            std::vector<std::int64_t>& out_offsets) {
   if (count < 0) STRIDER_THROW(UsageError, "read: negative count " + std::to_string(count));
   if (count > 0 && indices == nullptr) STRIDER_THROW(UsageError, "read: null indices");
-  // Every index checked in one pass without a branch per row (the compiler vectorises it); the
-  // first one outside is looked for only to name it.
+  // Every index checked in one pass without a branch per row (a negative one, as unsigned, is past
+  // any row); the first one outside is looked for only to name it.
+  const auto outside_rows = [rows](std::int64_t row) {
+    return static_cast<std::uint64_t>(row) >= static_cast<std::uint64_t>(rows);
+  };
   bool outside = false;
-  for (std::int64_t k = 0; k < count; ++k)
-    outside |= static_cast<std::uint64_t>(indices[k]) >= static_cast<std::uint64_t>(rows);
+  for (std::int64_t k = 0; k < count; ++k) outside |= outside_rows(indices[k]);
   if (outside) {
-    const std::int64_t k =
-        std::find_if(indices, indices + count, [rows](std::int64_t row) { return row < 0 || row >= rows; }) - indices;
+    const std::int64_t k = std::find_if(indices, indices + count, outside_rows) - indices;
     STRIDER_THROW(UsageError, "read: index " + std::to_string(indices[k]) + " at batch position " + std::to_string(k) +
                                   " is outside [0, " + std::to_string(rows) + ") of " + path);
   }

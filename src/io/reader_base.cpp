@@ -198,13 +198,13 @@ void ReaderBase::read(const std::int64_t* indices, std::int64_t count, const Bat
   const std::int64_t size = element_size();
   const std::int64_t row_bytes = dataset_.row_elements * size;  // fixed-size rows
   const bool variable = dataset_.info.variable_length;
-  const std::int64_t bytes = variable
-                                 ? lay_out_batch(
-                                       indices, count, dataset_.info.num_samples, dataset_.path, destination,
-                                       [&](std::int64_t row) { return dataset_.lengths[row] * size; }, out_offsets_)
-                                 : lay_out_batch(
-                                       indices, count, dataset_.info.num_samples, dataset_.path, destination,
-                                       [row_bytes](std::int64_t) { return row_bytes; }, out_offsets_);
+  // Fixed-size rows get a constant size, not a test for variable lengths per row.
+  const auto lay_out = [&](auto row_bytes_of) {
+    return lay_out_batch(indices, count, dataset_.info.num_samples, dataset_.path, destination, row_bytes_of,
+                         out_offsets_);
+  };
+  const std::int64_t bytes = variable ? lay_out([&](std::int64_t row) { return dataset_.lengths[row] * size; })
+                                      : lay_out([row_bytes](std::int64_t) { return row_bytes; });
   const bool labels_wanted = destination.labels != nullptr && (batch_labels_ || !dataset_.labels.empty());
   const bool labels_gathered =
       labels_wanted && gathers_labels() && (!batch_labels_ || batch_labels_->mapped() != nullptr);

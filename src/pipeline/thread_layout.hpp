@@ -2,6 +2,8 @@
 // The ranks' agreement on the thread layout (LoaderOptions::measure_thread_layout): every rank
 // measures both layouts on its own; the Loader then makes all use the one that serves the job.
 
+#include <algorithm>
+
 #include "strider/pipeline/prefetcher.hpp"
 
 namespace strider {
@@ -28,8 +30,7 @@ inline bool keeps_caller_thread(double io_thread_us_per_step, double caller_thre
 /// The cores a rank can count on: those its affinity mask allows, and no more than its share of
 /// the node's online cores (ranks not bound to cores share them all).
 inline int cores_per_rank(int affinity_cores, int online_cores, int local_ranks) {
-  const int share = online_cores / (local_ranks > 0 ? local_ranks : 1);
-  return affinity_cores < share ? affinity_cores : share;
+  return std::min(affinity_cores, online_cores / std::max(local_ranks, 1));
 }
 
 /// Whether this rank has a core for its I/O thread beside its consumer's (cores_per_rank >= 2 with
@@ -47,9 +48,10 @@ struct AgreedLayout {
 
 /// Collective over comm, once every rank's measurement is decided: a step waits for the slowest
 /// rank, so each layout counts with its slowest rank's time per step, and keeps_caller_thread
-/// decides for every rank, with the rule for no spare core if any rank has none. Ranks that each kept their own faster
-/// layout could otherwise end up mixed, which none of them measured (w1 at 2 ranks on 2 cores with a CPU-bound step of
-/// 2x the read: one rank on each layout stalled 26%, both on the I/O thread 7%).
+/// decides for every rank, with the rule for no spare core if any rank has none. Ranks that each
+/// kept their own faster layout could otherwise end up mixed, which none of them measured (w1 at 2
+/// ranks on 2 cores with a CPU-bound step of 2x the read: one rank on each layout stalled 26%, both
+/// on the I/O thread 7%).
 AgreedLayout agree_thread_layout(const Communicator& comm, const LayoutMeasurement& mine);
 
 }  // namespace strider::pipeline_detail
