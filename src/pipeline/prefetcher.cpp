@@ -10,6 +10,7 @@
 #include <mutex>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "core/test_hooks.hpp"
 #include "pipeline/lookahead.hpp"
@@ -185,7 +186,8 @@ struct Prefetcher::State {
 
   // Consumer side; guarded by mutex.
   std::deque<Delivery> ready;
-  std::deque<int> free_slots;
+  // A stack: a read takes the buffer freed last, still in cache (at w1 the ring is 64 x 64 KiB).
+  std::vector<int> free_slots;
   int held = 0;
   bool epoch_open = false;         // an epoch was started and its end (or error) not yet delivered
   std::size_t consumer_wants = 0;  // > 0: the consumer sleeps until this many deliveries are ready
