@@ -32,7 +32,8 @@
 # BENCH_DIR (the data files, kept between runs; default /tmp/strider-bench), BENCH_OUT (results;
 # default $BENCH_DIR/results), RANKS, PEER_BATCHES (500), PEER_WARMUP (20), PEER_WORKERS (0,1,2),
 # REPEATS (3: every strider figure is the median of this many runs; the peer's is its best
-# num_workers over 500 timed batches; the limits are the best of three).
+# num_workers over 500 timed batches; the limits are the best of three), W1_REPEATS (5: w1's runs,
+# each with its gathers and its Python loop beside it; the ratios are the median of the pairs').
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$here/../common.sh"
@@ -45,6 +46,7 @@ peer_batches=${PEER_BATCHES:-500}
 peer_warmup=${PEER_WARMUP:-20}
 peer_workers=${PEER_WORKERS:-0,1,2}
 repeats=${REPEATS:-3}
+w1_repeats=${W1_REPEATS:-5}  # w1 carries the ratios the goals read: more pairs against the drift
 only=${BENCH_ONLY:-}
 python=/usr/bin/python3
 pythonpath=${STRIDER_PYTHONPATH:-$bin/../python}
@@ -143,7 +145,11 @@ keep_median() {  # KIND TAG: of runs/KIND-TAG.K.json, keep the median (by sample
 # measured once at the start can sit in another phase than the run set against it. With
 # PAIRED=NAME, strider() runs the gather limit of NAME (R processes, with and without the labels)
 # just before each repeat, into runs/gather[-labels]-TAG.K.json; pair_limits then sets the limit
-# of R ranks to the gathers paired with the run kept as the median.
+# of R ranks to the gathers paired with the run kept as the median. With WITH_PYTHON=1 each repeat
+# is followed by one of the Python loop with the same options (runs/python-TAG.K.json). summarize.py
+# sets every ratio of runs measured this way (strider against the gathers, Python against C++) to
+# the median of the repeats' own ratios: each ratio divides runs minutes apart at most, not the
+# median of one series by the median of another measured in a different phase.
 paired_gather() {  # NAME RANKS TAG K
   local args label_args
   eval "args=($(cat "$out/limit-args-$1"))"
@@ -173,28 +179,36 @@ EOF
 strider() {  # TAG RANKS strider-bench options...: the median of $repeats runs (by samples/s)
   local tag=$1 ranks=$2 k
   shift 2
+  local python_ok=""
+  if [[ -n ${WITH_PYTHON:-} ]]; then
+    if PYTHONPATH=$pythonpath $python -c "import strider, mpi4py" 2>/dev/null; then
+      python_ok=1
+    else
+      log "python $tag skipped: no strider module in $pythonpath (build with the Python module) or no mpi4py"
+    fi
+  fi
   for ((k = 1; k <= repeats; ++k)); do
     if [[ -n ${PAIRED:-} ]]; then paired_gather "$PAIRED" "$ranks" "$tag" "$k"; fi
     "${launch[@]}" -np "$ranks" "$bin/strider-bench" --seed "$seed" --json "$out/runs/strider-$tag.$k.json" "$@" \
       >"$out/logs/strider-$tag.$k.log" 2>&1 || { log "strider $tag FAILED (see $out/logs/strider-$tag.$k.log)"; return 0; }
+    if [[ -n $python_ok ]] && ! python_run "$tag" "$ranks" "$k" "$@"; then
+      log "python $tag FAILED (see $out/logs/python-$tag.$k.log)"
+      python_ok=""
+      rm -f "$out"/runs/python-"$tag".*.json
+    fi
   done
   keep_median strider "$tag"
   log "strider $tag (median of $repeats): $(grep -m1 '^  total' "$out/logs/strider-$tag.log" | sed 's/^  total //; s/, read\/useful.*//')"
-}
-python_loop() {  # TAG RANKS python_loop.py options...: strider.Loader from Python, the median of $repeats runs
-  local tag=$1 ranks=$2 k
-  shift 2
-  if ! PYTHONPATH=$pythonpath $python -c "import strider, mpi4py" 2>/dev/null; then
-    log "python $tag skipped: no strider module in $pythonpath (build with the Python module) or no mpi4py"
-    return 0
+  if [[ -n $python_ok ]]; then
+    keep_median python "$tag"
+    log "python $tag (median of $repeats): $(grep -m1 '^python loop' "$out/logs/python-$tag.log" | sed 's/^python loop //')"
   fi
-  for ((k = 1; k <= repeats; ++k)); do
-    "${launch[@]}" -np "$ranks" -x PYTHONPATH="$pythonpath" $python "$here/python_loop.py" --seed "$seed" \
-      --json "$out/runs/python-$tag.$k.json" "$@" >"$out/logs/python-$tag.$k.log" 2>&1 ||
-      { log "python $tag FAILED (see $out/logs/python-$tag.$k.log)"; return 0; }
-  done
-  keep_median python "$tag"
-  log "python $tag (median of $repeats): $(grep -m1 '^python loop' "$out/logs/python-$tag.log" | sed 's/^python loop //')"
+}
+python_run() {  # TAG RANKS K python_loop.py options...: repeat K of strider.Loader from Python
+  local tag=$1 ranks=$2 k=$3
+  shift 3
+  "${launch[@]}" -np "$ranks" -x PYTHONPATH="$pythonpath" $python "$here/python_loop.py" --seed "$seed" \
+    --json "$out/runs/python-$tag.$k.json" "$@" >"$out/logs/python-$tag.$k.log" 2>&1
 }
 port=$((29500 + RANDOM % 2000))
 peer() {  # TAG RANKS torch_peer options...
@@ -217,8 +231,7 @@ w1_epochs="--epochs 10 --warmup-epochs 3"
 w1_step_epochs="--epochs 2 --warmup-epochs 2"
 if [[ $only == python ]]; then
   for ranks in $ranks_list; do
-    PAIRED=w1 strider "w1-r$ranks" "$ranks" --data "$data/w1.h5" --batch-size 256 $w1_epochs
-    python_loop "w1-r$ranks" "$ranks" --data "$data/w1.h5" --batch-size 256 $w1_epochs
+    PAIRED=w1 WITH_PYTHON=1 repeats=$w1_repeats strider "w1-r$ranks" "$ranks" --data "$data/w1.h5" --batch-size 256 $w1_epochs
     peer "w1-r$ranks" "$ranks" --data "$data/w1.h5" --batch-size 256 --sampler distributed
   done
   pair_limits w1
@@ -232,8 +245,7 @@ limits w3 /tokens 256 /offsets
 limits w4 /samples 256
 
 for ranks in $ranks_list; do
-  PAIRED=w1 strider "w1-r$ranks" "$ranks" --data "$data/w1.h5" --batch-size 256 $w1_epochs
-  python_loop "w1-r$ranks" "$ranks" --data "$data/w1.h5" --batch-size 256 $w1_epochs
+  PAIRED=w1 WITH_PYTHON=1 repeats=$w1_repeats strider "w1-r$ranks" "$ranks" --data "$data/w1.h5" --batch-size 256 $w1_epochs
   strider "w2-r$ranks" "$ranks" --data "$data/w2.h5" --batch-size 32 --epochs 4
   strider "w3-r$ranks" "$ranks" --data "$data/w3.h5" --sampler bucketed --max-tokens 16384 --epochs 2
   strider "w4-r$ranks" "$ranks" --data "$data/w4.h5" --sampler weighted --batch-size 256 --epochs 2

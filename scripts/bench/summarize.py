@@ -7,6 +7,7 @@ OUT/results.json and OUT/compare.png (matplotlib, when installed)."""
 import glob
 import json
 import os
+import statistics
 import sys
 
 WORKLOADS = {
@@ -28,6 +29,34 @@ def load(path):
 def gather_at(limit, key, ranks):
     """The gather limit for `ranks` ranks (that many gathers at once), or {}."""
     return ((limit.get(key) or {}).get(str(ranks))) or {}
+
+
+def paired_ratios(out, tag, numerator, num_key, denominator, den_key):
+    """Each repeat's own ratio, runs/NUMERATOR-TAG.K.json's num_key over runs/DENOMINATOR-TAG.K.json's
+    den_key (compare.sh runs the two of a repeat back to back), for every K that has both; sorted."""
+    ratios = []
+    for path in glob.glob(os.path.join(out, "runs", f"{numerator}-{tag}.*.json")):
+        k = path.rsplit(".", 2)[-2]
+        num, den = load(path), load(os.path.join(out, "runs", f"{denominator}-{tag}.{k}.json"))
+        if num and den and num.get(num_key) and den.get(den_key):
+            ratios.append(num[num_key] / den[den_key])
+    return sorted(ratios)
+
+
+def set_paired(row, key, ratios):
+    """row[key] = the median of the repeats' ratios and row[key + '_pairs'] = them, where there are any."""
+    if ratios:
+        row[key] = statistics.median(ratios)
+        row[key + "_pairs"] = ratios
+
+
+def pairs_text(row, key, percent=True):
+    """' (median of N pairs, a-b)' for a ratio set by set_paired, else ''."""
+    ratios = row.get(key + "_pairs")
+    if not ratios or len(ratios) < 2:
+        return ""
+    fmt = (lambda v: f"{100 * v:.0f}%") if percent else (lambda v: f"{v:.2f}")
+    return f" (median of {len(ratios)} pairs, {fmt(ratios[0])}-{fmt(ratios[-1])})"
 
 
 def main(out):
@@ -95,6 +124,7 @@ def main(out):
                     row["python_over_peer"] = py["samples_per_s"] / p["samples_per_s"]
                 if s and s["samples_per_s"] > 0:
                     row["python_over_strider"] = py["samples_per_s"] / s["samples_per_s"]
+                set_paired(row, "python_over_strider", paired_ratios(out, tag, "python", "samples_per_s", "strider", "samples_per_s"))
             if s and sequential > 0:
                 row["strider_over_sequential_read"] = s["bytes_per_s"] / sequential
             if s and gather > 0:
@@ -115,6 +145,13 @@ def main(out):
                     row["strider_cpu_over_gather_with_labels"] = s["samples_per_cpu_s"] / with_labels["rows_per_cpu_s"]
             if s and together:
                 row["strider_over_gather_ranks"] = s["samples_per_s"] / together["rows_per_s"]
+            # Where the gathers ran beside every repeat (compare.sh's PAIRED), each ratio is the median
+            # of the repeats' own: strider's run over the gathers run just before it.
+            set_paired(row, "strider_over_gather_ranks", paired_ratios(out, tag, "strider", "samples_per_s", "gather", "rows_per_s"))
+            set_paired(row, "strider_cpu_over_gather",
+                       paired_ratios(out, tag, "strider", "samples_per_cpu_s", "gather", "rows_per_cpu_s"))
+            set_paired(row, "strider_cpu_over_gather_with_labels",
+                       paired_ratios(out, tag, "strider", "samples_per_cpu_s", "gather-labels", "rows_per_cpu_s"))
             rows.append(row)
 
             def cell(key, fmt, width, scale=1.0):
@@ -152,8 +189,8 @@ def main(out):
         for row in python_rows:
             print(f"  {row['workload']} at {row['ranks']} rank(s): {row['python_samples_per_s']:11.0f} samples/s = "
                   + (f"{row['python_over_peer']:.1f}x the peer, " if "python_over_peer" in row else "")
-                  + (f"{100 * row['python_over_strider']:.0f}% of strider-bench's C++ loop, "
-                     if "python_over_strider" in row else "")
+                  + (f"{100 * row['python_over_strider']:.0f}%{pairs_text(row, 'python_over_strider')} of "
+                     "strider-bench's C++ loop, " if "python_over_strider" in row else "")
                   + f"{row['python_us_per_batch']:.1f} us per batch outside the wait, stall "
                   + f"{100 * row['python_stall_fraction']:.1f}%; runs "
                   + " ".join(f"{v:.0f}" for v in row["python_runs_samples_per_s"]))
@@ -176,7 +213,14 @@ def main(out):
           "row's label too, as strider does.")
     paired = sorted(name for name, limit in limits.items() if limit and limit.get("paired"))
     if paired:
-        print(f"limits of {', '.join(paired)}: measured just before the strider run kept as the median (paired in time).")
+        print(f"limits of {', '.join(paired)}: the gathers run just before each strider run (paired in time); the "
+              "columns show the run kept as the median and its pair, each ratio is the median of every pair's own:")
+        for row in rows:
+            for key, name in (("strider_over_gather_ranks", "/gathers"), ("strider_cpu_over_gather", "CPU ratio"),
+                              ("strider_cpu_over_gather_with_labels", "CPU ratio +labels")):
+                if row.get(key + "_pairs"):
+                    print(f"  {row['workload']} at {row['ranks']} rank(s), {name}: pairs "
+                          + " ".join(f"{v:.2f}" for v in row[key + "_pairs"]))
 
     accounts = {}
     for tag in ("w1-r1", "w1-r2"):
@@ -240,7 +284,8 @@ def main(out):
                  f"{row['python_over_peer']:.1f}x")
         if row["workload"] == "w1" and "python_over_strider" in row:
             goal(f"w1 at {row['ranks']} rank(s), from Python: >= 80% of strider-bench's C++ figure",
-                 row["python_over_strider"] >= 0.8, f"{100 * row['python_over_strider']:.0f}%")
+                 row["python_over_strider"] >= 0.8,
+                 f"{100 * row['python_over_strider']:.0f}%{pairs_text(row, 'python_over_strider')}")
         if row["workload"] == "w1" and "strider_over_peer" in row:
             goal(f"w1 at {row['ranks']} rank(s): >= 50x the peer", row["strider_over_peer"] >= 50, f"{row['strider_over_peer']:.1f}x")
         if row["workload"] == "w1" and "strider_rank_over_gather" in row:
@@ -255,11 +300,12 @@ def main(out):
         if "strider_cpu_over_gather" in row:
             goal(f"w1 at {row['ranks']} rank(s): samples per CPU-second >= 80% of the bare gather's",
                  row["strider_cpu_over_gather"] >= 0.8,
-                 f"{100 * row['strider_cpu_over_gather']:.0f}% ({100 * row.get('strider_cpu_over_gather_with_labels', 0):.0f}% "
+                 f"{100 * row['strider_cpu_over_gather']:.0f}%{pairs_text(row, 'strider_cpu_over_gather')} "
+                 f"({100 * row.get('strider_cpu_over_gather_with_labels', 0):.0f}% "
                  "of the gather that copies the labels too)")
         if row["ranks"] == 2 and "strider_over_gather_ranks" in row:
             goal("w1 at 2 ranks: >= 70% of the two-process gather limit", row["strider_over_gather_ranks"] >= 0.7,
-                 f"{100 * row['strider_over_gather_ranks']:.0f}%")
+                 f"{100 * row['strider_over_gather_ranks']:.0f}%{pairs_text(row, 'strider_over_gather_ranks')}")
         if row["ranks"] == 2 and "strider_over_peer" in row:
             goal("w1 at 2 ranks: >= 100x the peer", row["strider_over_peer"] >= 100, f"{row['strider_over_peer']:.1f}x")
     for extra in extras:  # the goal: stall < 5% where the step is at least the time to read a batch

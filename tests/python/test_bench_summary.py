@@ -1,0 +1,51 @@
+"""scripts/bench/summarize.py's pairing of repeats: each ratio the goals read is the median of the
+repeats' own ratios (compare.sh runs a repeat's runs back to back), never one series' median over
+another's."""
+
+import importlib.util
+import json
+import os
+
+from conftest import SOURCE_DIR
+
+
+def load_summarize():
+    spec = importlib.util.spec_from_file_location("summarize", os.path.join(SOURCE_DIR, "scripts", "bench", "summarize.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def write_runs(out, kind, tag, values, key):
+    runs = out / "runs"
+    runs.mkdir(exist_ok=True)
+    for k, value in values.items():
+        (runs / f"{kind}-{tag}.{k}.json").write_text(json.dumps({key: value}))
+
+
+def test_ratios_pair_repeats_by_number(tmp_path):
+    summarize = load_summarize()
+    # Repeat 1 in a fast phase, 2 and 3 in slow ones: every pair reads 0.9, 0.5 or 0.8 of its
+    # gathers, while the medians of the two series (60 / 100) would read 0.6.
+    write_runs(tmp_path, "strider", "w1-r2", {1: 90.0, 2: 30.0, 3: 60.0}, "samples_per_s")
+    write_runs(tmp_path, "gather", "w1-r2", {1: 100.0, 2: 60.0, 3: 75.0}, "rows_per_s")
+    write_runs(tmp_path, "strider", "w1-r1", {1: 10.0}, "samples_per_s")  # another tag: not paired with these
+    ratios = summarize.paired_ratios(str(tmp_path), "w1-r2", "strider", "samples_per_s", "gather", "rows_per_s")
+    assert ratios == [0.5, 0.8, 0.9]
+    row = {"strider_over_gather_ranks": 0.6}
+    summarize.set_paired(row, "strider_over_gather_ranks", ratios)
+    assert row["strider_over_gather_ranks"] == 0.8
+    assert row["strider_over_gather_ranks_pairs"] == [0.5, 0.8, 0.9]
+    assert summarize.pairs_text(row, "strider_over_gather_ranks") == " (median of 3 pairs, 50%-90%)"
+
+
+def test_a_repeat_without_its_pair_is_left_out(tmp_path):
+    summarize = load_summarize()
+    write_runs(tmp_path, "python", "w1-r1", {1: 8.0, 2: 9.0}, "samples_per_s")  # repeat 3's Python run failed
+    write_runs(tmp_path, "strider", "w1-r1", {1: 10.0, 2: 10.0, 3: 1.0}, "samples_per_s")
+    ratios = summarize.paired_ratios(str(tmp_path), "w1-r1", "python", "samples_per_s", "strider", "samples_per_s")
+    assert ratios == [0.8, 0.9]
+    row = {"python_over_strider": 0.5}
+    summarize.set_paired(row, "python_over_strider", [])
+    assert row == {"python_over_strider": 0.5}  # no pairs: the ratio of the kept runs stays
+    assert summarize.pairs_text(row, "python_over_strider") == ""
