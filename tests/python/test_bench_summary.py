@@ -49,3 +49,13 @@ def test_a_repeat_without_its_pair_is_left_out(tmp_path):
     summarize.set_paired(row, "python_over_strider", [])
     assert row == {"python_over_strider": 0.5}  # no pairs: the ratio of the kept runs stays
     assert summarize.pairs_text(row, "python_over_strider") == ""
+
+
+def test_pairs_on_both_sides_of_the_goal_are_said(tmp_path):
+    summarize = load_summarize()
+    row = {}
+    summarize.set_paired(row, "strider_cpu_over_gather", [0.49, 0.9, 1.18])
+    assert summarize.pairs_text(row, "strider_cpu_over_gather", 0.8) == \
+        " (median of 3 pairs, 49%-118%; the pairs fall on both sides of the goal)"
+    summarize.set_paired(row, "strider_cpu_over_gather", [0.55, 0.6, 0.7])
+    assert summarize.pairs_text(row, "strider_cpu_over_gather", 0.8) == " (median of 3 pairs, 55%-70%)"
