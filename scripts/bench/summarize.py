@@ -50,16 +50,15 @@ def set_paired(row, key, ratios):
         row[key + "_pairs"] = ratios
 
 
-def pairs_text(row, key, goal=None, percent=True):
+def pairs_text(row, key, goal=None):
     """' (median of N pairs, a-b)' for a ratio set by set_paired, else ''; with `goal` (the ratio the
     goal needs), it also says when the pairs fall on both sides of it: the verdict is then the
     median's, not the machine's settled answer."""
     ratios = row.get(key + "_pairs")
     if not ratios or len(ratios) < 2:
         return ""
-    fmt = (lambda v: f"{100 * v:.0f}%") if percent else (lambda v: f"{v:.2f}")
     split = goal is not None and ratios[0] < goal <= ratios[-1]
-    return (f" (median of {len(ratios)} pairs, {fmt(ratios[0])}-{fmt(ratios[-1])}"
+    return (f" (median of {len(ratios)} pairs, {100 * ratios[0]:.0f}%-{100 * ratios[-1]:.0f}%"
             + ("; the pairs fall on both sides of the goal" if split else "") + ")")
 
 
