@@ -197,6 +197,9 @@ struct Loader::State {
     if (current_epoch == epoch) return {current.get(), nullptr};
     wait_for_plan();
     if (upcoming_epoch == epoch) return {upcoming.get(), nullptr};
+    // Planned for a query of this rank alone (steps, state: not collective): no other rank plans
+    // this epoch now, so the node's order is neither waited for nor written.
+    const pipeline_detail::NodeOrder::OnThisRankOnly alone;
     Sampler* idle = upcoming ? upcoming.get() : running ? nullptr : current.get();
     if (idle == nullptr) {
       std::unique_ptr<Sampler> plan = make_plan();

@@ -141,6 +141,17 @@ NodeOrder::Counts NodeOrder::counts() const {
   return counts;
 }
 
+namespace {
+thread_local int on_this_rank_only = 0;  // OnThisRankOnly objects alive on this thread
+}  // namespace
+
+NodeOrder::OnThisRankOnly::OnThisRankOnly() noexcept {
+  ++on_this_rank_only;
+}
+NodeOrder::OnThisRankOnly::~OnThisRankOnly() {
+  --on_this_rank_only;
+}
+
 void NodeOrder::take(std::int64_t n, std::uint64_t seed, std::uint64_t first, std::uint64_t stride, std::int64_t count,
                      std::int64_t* out) {
   if (count <= 0) return;
@@ -149,6 +160,10 @@ void NodeOrder::take(std::int64_t n, std::uint64_t seed, std::uint64_t first, st
   if (n <= 0 || n > (mapped_bytes_ - kHeaderBytes) / static_cast<std::int64_t>(sizeof(std::int64_t)) ||
       (writer && !waits_.writer_publishes)) {
     take_alone(n, seed, first, stride, count, out);
+    return;
+  }
+  if (on_this_rank_only > 0) {  // a copy of an order the node holds, without a wait, or alone
+    if (!copy_from_node(n, seed, first, stride, count, out, false)) take_alone(n, seed, first, stride, count, out);
     return;
   }
   if (writer) {

@@ -50,6 +50,19 @@ class NodeOrder final : public SharedOrder {
   void take(std::int64_t n, std::uint64_t seed, std::uint64_t first, std::uint64_t stride, std::int64_t count,
             std::int64_t* out) override;
 
+  /// While one lives on a thread, that thread's take() copies the node's order only where it is
+  /// there already, and otherwise shuffles alone: it neither waits for the order nor writes it. For
+  /// a query one rank makes on its own (Loader::steps, Loader::state: not collective), when no other
+  /// rank plans the same epoch: a reader would wait start_seconds for a writer that never comes,
+  /// and a writer would overwrite the order other ranks may be copying.
+  class OnThisRankOnly {
+   public:
+    OnThisRankOnly() noexcept;
+    ~OnThisRankOnly();
+    OnThisRankOnly(const OnThisRankOnly&) = delete;
+    OnThisRankOnly& operator=(const OnThisRankOnly&) = delete;
+  };
+
   /// What take() did so far on this rank: shuffled into the node's memory (as the order's writer),
   /// copied from it (written by another rank), or shuffled alone.
   struct Counts {
@@ -67,7 +80,7 @@ class NodeOrder final : public SharedOrder {
   bool shuffle_into_node(std::int64_t n, std::uint64_t seed);
   /// Copies this rank's positions of the node's order of (n, seed); false where it is not there or
   /// was overwritten while copied. A reader waits for it (NodeOrderWaits) and counts its copies; the
-  /// order's writer, which has just written it, does neither.
+  /// order's writer, which has just written it, does neither, nor does a query (OnThisRankOnly).
   bool copy_from_node(std::int64_t n, std::uint64_t seed, std::uint64_t first, std::uint64_t stride, std::int64_t count,
                       std::int64_t* out, bool reader);
   void take_alone(std::int64_t n, std::uint64_t seed, std::uint64_t first, std::uint64_t stride, std::int64_t count,

@@ -94,6 +94,49 @@ TEST_CASE("node order: writers that never publish leave the readers to shuffle a
   REQUIRE_ON_ALL_RANKS(alone_once);
 }
 
+TEST_CASE("node order: a query of one rank neither waits for the node's order nor writes it",
+          "[mpi][loader][plan][pipeline]") {
+  const Communicator& comm = world();
+  // A reader outside the query would wait a minute here for a writer that never writes.
+  NodeOrderWaits patient;
+  patient.start_seconds = 60;
+  patient.finish_seconds = 60;
+  const std::int64_t n = 1000;
+  for (int size : node_sizes(comm.size())) {
+    CAPTURE(size);
+    const NodeSize node_size(size);
+    const std::shared_ptr<NodeOrder> order = NodeOrder::create(comm, n, patient);
+    if (!order) continue;  // a node of one rank shares nothing
+    // Every rank queries seed 5 on its own (its writer too): nobody writes it, nobody waits.
+    const auto start = std::chrono::steady_clock::now();
+    std::vector<std::int64_t> positions;
+    {
+      const NodeOrder::OnThisRankOnly alone;
+      positions = taken(*order, comm, n, 5);
+    }
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    CAPTURE(seconds);
+    REQUIRE_ON_ALL_RANKS(positions == expected_positions(comm, n, 5));
+    REQUIRE_ON_ALL_RANKS(seconds < 30);  // a shuffle of 1000, not the minute's wait
+    NodeOrder::Counts counts = order->counts();
+    const bool alone_once = counts.alone == 1 && counts.shuffled == 0 && counts.copied == 0;
+    REQUIRE_ON_ALL_RANKS(alone_once);
+    comm.barrier();
+    // An order the node holds is copied by a query, without a shuffle.
+    REQUIRE_ON_ALL_RANKS(taken(*order, comm, n, 6) == expected_positions(comm, n, 6));
+    comm.barrier();
+    counts = order->counts();
+    {
+      const NodeOrder::OnThisRankOnly alone;
+      REQUIRE_ON_ALL_RANKS(taken(*order, comm, n, 6) == expected_positions(comm, n, 6));
+    }
+    const NodeOrder::Counts after = order->counts();
+    const bool copied = after.alone == counts.alone && after.shuffled == counts.shuffled;
+    REQUIRE_ON_ALL_RANKS(copied);
+    comm.barrier();
+  }
+}
+
 TEST_CASE("loader: the same batches with each epoch's order shared per node or shuffled per rank",
           "[mpi][loader][plan][pipeline]") {
   const Communicator& comm = world();
