@@ -34,15 +34,21 @@ std::vector<std::int64_t> taken(NodeOrder& order, const Communicator& comm, std:
   return out;
 }
 
+/// Waits of a minute: long enough that a loaded machine never sends a reader to shuffle alone, and
+/// a reader that waited for nothing would show.
+NodeOrderWaits patient_waits() {
+  NodeOrderWaits patient;
+  patient.start_seconds = 60;
+  patient.finish_seconds = 60;
+  return patient;
+}
+
 }  // namespace
 
 TEST_CASE("node order: one rank of the node shuffles each order, in turn, the others copy their positions",
           "[mpi][loader][plan][pipeline]") {
   const Communicator& comm = world();
-  // Waits long enough that a loaded machine never sends a reader to shuffle alone here.
-  NodeOrderWaits patient;
-  patient.start_seconds = 60;
-  patient.finish_seconds = 60;
+  const NodeOrderWaits patient = patient_waits();
   for (int size : node_sizes(comm.size())) {
     CAPTURE(size);
     const NodeSize node_size(size);
@@ -97,10 +103,7 @@ TEST_CASE("node order: writers that never publish leave the readers to shuffle a
 TEST_CASE("node order: a query of one rank neither waits for the node's order nor writes it",
           "[mpi][loader][plan][pipeline]") {
   const Communicator& comm = world();
-  // A reader outside the query would wait a minute here for a writer that never writes.
-  NodeOrderWaits patient;
-  patient.start_seconds = 60;
-  patient.finish_seconds = 60;
+  const NodeOrderWaits patient = patient_waits();  // a reader outside the query would wait its minute
   const std::int64_t n = 1000;
   for (int size : node_sizes(comm.size())) {
     CAPTURE(size);
