@@ -18,10 +18,20 @@ namespace strider::python {
 
 namespace {
 
+/// Throws UsageError in a forked child of the process that created the Loader: its threads are not
+/// there, so reading or planning would wait for them forever.
+void check_creating_process(const LoaderCore& core) {
+  if (!core.in_forked_child()) return;
+  STRIDER_THROW(UsageError, "this Loader was created in process " + std::to_string(core.creator_pid) +
+                                " and cannot be used in a forked child (a DataLoader with num_workers > 0 forks): "
+                                "use num_workers=0 (the Loader reads ahead on threads of its own)");
+}
+
 /// Runs `body` with the GIL released and the core's mutex held (in that order, so that no thread
-/// waits for the GIL while it holds the mutex).
+/// waits for the GIL while it holds the mutex). Throws UsageError in a forked child.
 template <typename Body>
 auto locked(LoaderCore& core, Body&& body) -> decltype(body()) {
+  check_creating_process(core);
   py::gil_scoped_release release;
   std::lock_guard<std::mutex> lock(core.mutex);
   return body();
@@ -79,6 +89,10 @@ struct PyBatch {
   std::int64_t size = 0;
   bool copied = false;
   py::object samples, labels, indices, offsets;  // copy=True: the arrays
+  ~PyBatch() {
+    // In a forked child the ring is not this process's to return the slot to (its lock may be held).
+    if (core && core->in_forked_child()) static_cast<void>(new Batch(std::move(batch)));
+  }
 };
 
 /// The arrays of a batch: which one, its dtype, shape and data.
@@ -172,7 +186,11 @@ struct PyEpoch {
   bool done = false;
   bool failed = false;  // next() raised: the epoch stopped there
   ~PyEpoch() {
-    if (epoch && core) locked(*core, [&] { epoch.reset(); });  // stops its reads if it still runs
+    if (!epoch || !core) return;
+    if (core->in_forked_child())  // its reads are the parent's: left to it
+      static_cast<void>(new LoaderEpoch(std::move(*epoch)));
+    else
+      locked(*core, [&] { epoch.reset(); });  // stops its reads if it still runs
   }
 };
 
@@ -216,12 +234,16 @@ std::shared_ptr<LoaderCore> open_loader(const py::object& data, const py::object
   return core;
 }
 
+/// Collective. In a forked child: nothing (the Loader is its creator's to close).
 void close_loader(LoaderCore& core) {
+  if (core.in_forked_child()) return;
   locked(core, [&] { core.loader->close(); });
   forget_loader(&core);
 }
 
+/// In a forked child: nothing.
 void abandon_loader(LoaderCore& core) {
+  if (core.in_forked_child()) return;
   locked(core, [&] { core.loader->abandon(); });
   forget_loader(&core);
 }
@@ -346,7 +368,9 @@ const std::string& loader_doc() {
       "        x = torch.from_numpy(batch.samples)   # a read-only view of the ring, no copy\n\n"
       "A batch and its arrays hold one buffer of the ring (prefetch buffers per rank): keeping more\n"
       "than that raises strider.UsageError instead of waiting; copy=True gives arrays of their own.\n"
-      "split='exact' reads every sample once (evaluation; ranks may get different step counts).\n\n"
+      "split='exact' reads every sample once (evaluation; ranks may get different step counts).\n"
+      "A forked child (a DataLoader worker with num_workers > 0) cannot use a Loader of its parent: it\n"
+      "raises strider.UsageError there; use num_workers=0 (it reads ahead on threads of its own).\n\n"
       "Options (the apps' --name with '_' for '-', the same defaults; None keeps the default):\n" +
       keywords_doc();
   return doc;
@@ -500,7 +524,7 @@ void bind_loader(py::module_& module) {
           "closed", [](PyLoader& self) { return self.core->loader->closed(); }, "whether close() ran")
       .def(
           "close", [](PyLoader& self) { close_loader(*self.core); },
-          "Collective: closes the file. Batches still held stay valid. Again: nothing.")
+          "Collective: closes the file. Batches still held stay valid. Again, or in a forked child: nothing.")
       .def("__enter__", [](py::object self) { return self; })
       .def(
           "__exit__",

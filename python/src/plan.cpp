@@ -20,10 +20,15 @@ struct PyPlan {
 };
 
 /// One value per sample (labels or lengths) from any sequence of ints; None stays null. Each value
-/// must lie in [0, T's maximum].
+/// must lie in [0, T's maximum]. Floats and bools raise TypeError rather than being truncated to ints
+/// (as the Loader refuses labels of another type in a file).
 template <typename T>
 std::shared_ptr<const std::vector<T>> per_sample(const py::object& values, std::int64_t size, const std::string& what) {
   if (values.is_none()) return nullptr;
+  const py::array as_given = py::array::ensure(values);  // numpy's own dtype for it: a list of ints is int64
+  if (as_given && as_given.size() > 0 && as_given.dtype().kind() != 'i' && as_given.dtype().kind() != 'u')
+    throw py::type_error(what + " must hold integers, got dtype " + std::string(py::str(as_given.dtype())) +
+                         " (numpy.asarray(" + what + ").dtype)");
   const auto array = py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>::ensure(values);
   if (!array || array.ndim() != 1) STRIDER_THROW(UsageError, what + " must be a sequence of ints, one per sample");
   if (array.size() != size)

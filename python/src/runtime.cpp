@@ -1,5 +1,7 @@
 #include "runtime.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <thread>
@@ -15,6 +17,7 @@ namespace {
 
 struct RuntimeState {
   bool owns_mpi = false;  // this module called MPI_Init_thread, so it finalises
+  pid_t mpi_pid = 0;      // the process that ensure_mpi() first found MPI running in (0: not yet)
   std::vector<std::shared_ptr<LoaderCore>> open_loaders;
 };
 
@@ -30,15 +33,22 @@ bool mpi_running() {
   return initialized && !finalized;
 }
 
+/// Whether this process is a forked child of the one that uses MPI (MPI does not carry over a fork).
+bool in_forked_child() {
+  const pid_t mpi_pid = runtime().mpi_pid;
+  return mpi_pid != 0 && mpi_pid != getpid();
+}
+
 /// Closes the loaders still open and finalises MPI if this module started it (Python's atexit,
-/// which runs before mpi4py finalises its MPI).
+/// which runs before mpi4py finalises its MPI). In a forked child: neither (they are the parent's).
 void at_exit() {
   RuntimeState& state = runtime();
   std::vector<std::shared_ptr<LoaderCore>> open = std::move(state.open_loaders);
   state.open_loaders.clear();
   py::gil_scoped_release release;
-  if (mpi_running()) {
+  if (mpi_running() && !in_forked_child()) {
     for (const std::shared_ptr<LoaderCore>& core : open) {
+      if (core->in_forked_child()) continue;
       std::lock_guard<std::mutex> lock(core->mutex);
       try {
         if (core->comm->is_root())
@@ -50,12 +60,12 @@ void at_exit() {
       }
     }
   }
-  if (state.owns_mpi && mpi_running()) MPI_Finalize();
+  if (state.owns_mpi && mpi_running() && !in_forked_child()) MPI_Finalize();
 }
 
-/// MPI_Abort on MPI_COMM_WORLD when more than one rank runs; nothing otherwise.
+/// MPI_Abort on MPI_COMM_WORLD when more than one rank runs; nothing otherwise, or in a forked child.
 void abort_job(int code) {
-  if (!mpi_running()) return;
+  if (!mpi_running() || in_forked_child()) return;
   int size = 1;
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   if (size <= 1) return;
@@ -81,6 +91,7 @@ void ensure_mpi() {
       STRIDER_THROW(MpiError, "MPI_Init_thread failed");
     runtime().owns_mpi = true;
   }
+  if (runtime().mpi_pid == 0) runtime().mpi_pid = getpid();
   if (provided < MPI_THREAD_MULTIPLE)
     STRIDER_THROW(MpiError, "MPI runs with thread level " + std::to_string(provided) +
                                 " but strider needs MPI_THREAD_MULTIPLE (the I/O thread reads while the caller runs "

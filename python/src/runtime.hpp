@@ -3,7 +3,8 @@
 /// MPI as the module sees it. The module uses an MPI that runs already (mpi4py's, or a host
 /// program's) and otherwise starts it itself, with MPI_THREAD_MULTIPLE; then it also finalises it
 /// at exit. Loaders still open at exit are closed first, in the order they were opened (collective:
-/// every rank must exit normally). Functions here are called with the GIL held.
+/// every rank must exit normally). A forked child of the process that uses MPI neither closes its
+/// parent's loaders nor finalises or aborts MPI. Functions here are called with the GIL held.
 
 #include <mpi.h>
 

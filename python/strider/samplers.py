@@ -141,8 +141,16 @@ class Sampler:
                 raise _strider.UsageError(f"this state was taken at num_replicas={state.get('num_replicas')}; "
                                           f"a sampler of indices resumes only at the same num_replicas "
                                           f"({self.num_replicas}); use batch_size for elastic resume")
-            self._skip = int(state["yielded"])
+            self._skip = self._checked_yielded(state.get("yielded"))
         self._yielded = self._skip
+
+    def _checked_yielded(self, yielded):
+        """state['yielded'] of a sampler of indices: an int from 0 to this rank's indices in the epoch."""
+        count = len(self)
+        if isinstance(yielded, bool) or not isinstance(yielded, numbers.Integral) or not 0 <= yielded <= count:
+            raise _strider.UsageError(f"state['yielded'] must be an int from 0 to {count} (this rank's indices in "
+                                      f"epoch {self.epoch}), got {yielded!r}")
+        return int(yielded)
 
     def __repr__(self):
         return (f"<strider.{type(self).__name__} mode={self.mode} rank {self.rank} of {self.num_replicas}, "

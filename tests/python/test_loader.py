@@ -5,6 +5,7 @@ against torch in test_samplers_torch.py)."""
 
 import inspect
 import json
+import subprocess
 import sys
 import threading
 import time
@@ -130,6 +131,70 @@ def test_views_outlive_close(tmp_path):
     with pytest.raises(strider.UsageError, match="closed"):
         loader.epoch(1)
     loader.close()  # again: nothing
+
+
+# A parent with a Loader, a running epoch and a batch held forks (as a DataLoader with workers does).
+# The child tries the Loader, reports what it caught through a pipe and exits normally, so that its
+# atexit and the objects' destructors run there too; the parent then reads on.
+FORK_SCRIPT = """
+import json, os, select, sys, time
+import strider
+
+loader = strider.Loader(sys.argv[1], batch_size=8, seed=1)
+expected = [int(i) for batch in loader.epoch(1) for i in batch.indices]
+epoch = loader.epoch(0)
+held = next(epoch)
+read_end, write_end = os.pipe()
+child = os.fork()
+if child == 0:
+    os.close(read_end)
+    calls = {"epoch": lambda: loader.epoch(1), "iter": lambda: iter(loader), "len": lambda: len(loader),
+             "next": lambda: next(epoch), "steps": lambda: loader.steps(1)}
+    caught = {}
+    for name, call in calls.items():
+        try:
+            call()
+            caught[name] = None
+        except strider.UsageError as error:
+            caught[name] = str(error)
+    loader.close()  # nothing here: the parent's to close
+    os.write(write_end, json.dumps(caught).encode())
+    os.close(write_end)
+    sys.exit(0)
+os.close(write_end)
+start = time.monotonic()
+caught = None
+if select.select([read_end], [], [], 30)[0]:
+    caught = json.loads(os.read(read_end, 65536).decode() or "null")
+status = None
+while time.monotonic() - start < 30 and status is None:
+    done, code = os.waitpid(child, os.WNOHANG)
+    status = code if done else None
+    time.sleep(0.05)
+child_seconds = time.monotonic() - start
+if status is None:
+    os.kill(child, 9)
+    os.waitpid(child, 0)
+del held
+again = [int(i) for batch in loader.epoch(1) for i in batch.indices]
+loader.close()
+print(json.dumps({"parent": os.getpid(), "caught": caught, "status": status, "child_seconds": child_seconds,
+                  "parent_reads_on": again == expected}))
+"""
+
+
+def test_a_forked_child_gets_a_usage_error_and_exits_while_the_parent_reads_on(files):
+    run = subprocess.run([sys.executable, "-c", FORK_SCRIPT, files["features"]], capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 0, run.stderr
+    outcome = json.loads(run.stdout.splitlines()[-1])
+    assert outcome["caught"] is not None, "the child hung before it could report"
+    for name, message in outcome["caught"].items():
+        assert message is not None, f"{name} ran in the forked child"
+        assert f"created in process {outcome['parent']} and cannot be used in a forked child" in message, message
+        assert "num_workers=0" in message
+    assert outcome["status"] == 0, f"the child did not exit normally within 30 s: {outcome}"
+    assert outcome["parent_reads_on"]
 
 
 def test_epochs_follow_the_distributed_order_and_move_on_by_themselves(files):

@@ -3,6 +3,7 @@
 
 import os
 
+import numpy as np
 import pytest
 import strider
 from conftest import DATA_DIR
@@ -47,6 +48,21 @@ def test_design_golden_and_batches():
         dropped = strider.DistributedSampler(10, 3, rank, seed=0, batch_size=3, drop_last_batch=True)
         dropped.set_epoch(1)
         assert list(dropped) == [indices[:3]]
+
+
+@pytest.mark.parametrize("yielded", [-3, -1, 18, 100, 2.0, True, "3", None])
+def test_a_state_whose_yielded_is_outside_the_epoch_is_refused(yielded):
+    sampler = strider.DistributedSampler(50, 3, 1, seed=9)  # 17 indices per rank
+    sampler.set_epoch(2)
+    state = dict(sampler.state_dict(), yielded=yielded)
+    resumed = strider.DistributedSampler(50, 3, 1, seed=9)
+    with pytest.raises(ValueError, match=r"state\['yielded'\] must be an int from 0 to 17 .*epoch 2"):
+        resumed.load_state_dict(state)
+    for edge in (0, 16):
+        resumed.load_state_dict(dict(state, yielded=np.int64(edge)))
+        assert list(resumed) == list(sampler)[edge:]
+    resumed.load_state_dict(dict(state, yielded=17))
+    assert list(resumed) == []  # the state at the epoch's end: nothing left of it
 
 
 @pytest.mark.parametrize("batch_size", [None, 4])
@@ -133,6 +149,23 @@ def test_bucketed_batches_stay_under_the_token_budget():
     batches = list(sampler)
     assert batches and len(batches) == len(sampler)
     assert all(len(batch) * max(lengths[i] for i in batch) <= 64 for batch in batches)
+
+
+@pytest.mark.parametrize("labels, dtype", [([0.5, 1, 1.9, 0], "float64"),
+                                           (np.array([0, 1, 1, 0], np.float32), "float32"),
+                                           ([True, False, True, False], "bool")])
+def test_labels_and_lengths_that_are_not_integers_are_refused_rather_than_truncated(labels, dtype):
+    with pytest.raises(TypeError, match=f"labels must hold integers, got dtype {dtype}"):
+        strider.BalancedSampler(4, 1, 0, labels=labels)
+    with pytest.raises(TypeError, match=f"lengths must hold integers, got dtype {dtype}"):
+        strider.BucketedSampler(4, 1, 0, lengths=labels, max_tokens=8)
+
+
+def test_labels_of_any_integer_type_are_taken():
+    expected = list(strider.BalancedSampler(6, 1, 0, labels=[0, 1, 1, 0, 2, 2], seed=4))
+    for labels in ((0, 1, 1, 0, 2, 2), np.array([0, 1, 1, 0, 2, 2], np.uint8), np.array([0, 1, 1, 0, 2, 2], np.int32)):
+        assert list(strider.BalancedSampler(6, 1, 0, labels=labels, seed=4)) == expected
+    assert list(strider.BalancedSampler(0, 1, 0, labels=[], seed=4)) == []
 
 
 def test_defaults_and_bad_arguments():
