@@ -16,6 +16,14 @@ std::vector<std::string> arguments(int argc, char** argv, int first) {
   return args;
 }
 
+std::vector<std::string> arguments_every_rank_shares(const Communicator& world, int argc, char** argv, int first) {
+  std::vector<std::string> args = arguments(argc, argv, first);
+  std::string command_line;
+  for (const std::string& arg : args) command_line += (command_line.empty() ? "" : " ") + arg;
+  world.require_same_values({{"the command line", command_line}}, "every rank must be given the same options");
+  return args;
+}
+
 Parsed parse(const std::vector<std::string>& args, const po::options_description& options, const std::string& usage,
              const po::positional_options_description* positional) {
   po::options_description all;

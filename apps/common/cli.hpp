@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "strider/comm/communicator.hpp"
 #include "strider/pipeline/loader_options.hpp"
 
 namespace strider::cli {
@@ -29,6 +30,11 @@ Parsed parse(const std::vector<std::string>& args, const po::options_description
 
 /// argv[first..argc) as strings.
 std::vector<std::string> arguments(int argc, char** argv, int first);
+
+/// Collective: argv[first..argc) as strings, the same on every rank: a rank started with other
+/// arguments (an MPMD launch, a per-rank variable in a script) ends every rank with UsageError naming
+/// both command lines, before any option can send the ranks down different collective paths.
+std::vector<std::string> arguments_every_rank_shares(const Communicator& world, int argc, char** argv, int first);
 
 /// The names of the shared option table's group ("data", "sampling" or "pipeline"; see
 /// strider/pipeline/loader_options.hpp), in table order, without those in `except`.

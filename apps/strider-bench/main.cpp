@@ -21,6 +21,7 @@
 #include "strider/core/error.hpp"
 #include "strider/core/json_writer.hpp"
 #include "strider/core/log.hpp"
+#include "strider/core/option_text.hpp"
 #include "strider/io/data_paths.hpp"
 #include "strider/pipeline/accelerator_utilization.hpp"
 #include "strider/pipeline/loader.hpp"
@@ -322,8 +323,9 @@ int bench_main(const Communicator& world, int argc, char** argv) {
       "ring-memory-gb", po::value<double>(&options.ring_memory_gb)->default_value(0),
       "the batches read ahead by this node's ranks together may take this many GB (0: no limit; with "
       "--workload half the memory available)");
+  const std::vector<std::string> args = cli::arguments_every_rank_shares(world, argc, argv, 1);
   const cli::Parsed parsed = world.collective_try([&] {
-    cli::Parsed result = cli::parse(cli::arguments(argc, argv, 1), description, usage);
+    cli::Parsed result = cli::parse(args, description, usage);
     if (result.help) return result;
     shared.apply(result.values, options.loading);
     if (options.epochs < 1) STRIDER_THROW(UsageError, "--epochs must be >= 1");
@@ -337,6 +339,7 @@ int bench_main(const Communicator& world, int argc, char** argv) {
     if (options.compute_mode != "busy" && options.compute_mode != "sleep" && options.compute_mode != "work")
       STRIDER_THROW(UsageError, "--compute-mode must be busy, sleep or work, got '" + options.compute_mode + "'");
     apply_workload(result.values, options);
+    if (world.is_root() && !options.json.empty()) check_output_path(options.json, "--json");
     return result;
   });
   if (parsed.help) return 0;
@@ -363,6 +366,7 @@ int bench_main(const Communicator& world, int argc, char** argv) {
   if (ring_bytes_per_node > 0)
     options.loading.max_ring_bytes = static_cast<std::int64_t>(ring_bytes_per_node / world.local_size());
   Loader loader(world, options.loading);
+  world.collective_try([&] { loader.require_steps(0); });
   if (world.is_root() && !options.workload.empty() &&
       loader.dataset().sample_bytes != workload_preset(options.workload).sample_bytes)
     log_warn("the samples of ", options.loading.data_path, " are ", loader.dataset().sample_bytes, " bytes, ",

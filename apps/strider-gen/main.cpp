@@ -44,6 +44,7 @@ int gen_main(strider::Communicator& world, int argc, char** argv) {
   namespace po = cli::po;
   SyntheticOptions options;
   std::string out, class_counts, workload;
+  const std::vector<std::string> args = cli::arguments_every_rank_shares(world, argc, argv, 1);
   const cli::Parsed parsed = world.collective_try([&] {
     po::options_description description("strider-gen options");
     description.add_options()("out", po::value<std::string>(&out)->required(),
@@ -88,7 +89,7 @@ int gen_main(strider::Communicator& world, int argc, char** argv) {
         "deflate level 1..9 (implies chunked); 0: none")("no-progress", po::bool_switch(), "no progress lines");
     cli::SharedOptions shared;
     shared.add(description, {"data-key", "label-key", "tokens-key", "offsets-key"});
-    cli::Parsed result = cli::parse(cli::arguments(argc, argv, 1), description, usage);
+    cli::Parsed result = cli::parse(args, description, usage);
     if (!result.help) {
       LoaderOptions names;
       shared.apply(result.values, names);

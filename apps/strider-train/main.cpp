@@ -10,6 +10,7 @@
 #include "strider/comm/mpi_runtime.hpp"
 #include "strider/core/error.hpp"
 #include "strider/core/log.hpp"
+#include "strider/core/option_text.hpp"
 #include "strider/train/stop_signal.hpp"
 #include "strider/train/trainer.hpp"
 
@@ -32,6 +33,7 @@ struct TrainOptions {
 /// How this app names the trainer's settings in messages: TrainerConfig field -> its option.
 const std::map<std::string, std::string, std::less<>> flag_of_setting = {
     {"epochs", "--epochs"},
+    {"eval_batch_size", "--eval-batch-size"},
     {"learning_rate", "--lr"},
     {"checkpoint_every", "--checkpoint-every"},
     {"reweight_every", "--reweight-every"},
@@ -91,10 +93,12 @@ int train_main(const Communicator& world, int argc, char** argv) {
   po::options_description all;
   all.add(data).add(sampling).add(model).add(run);
 
+  const std::vector<std::string> args = cli::arguments_every_rank_shares(world, argc, argv, 1);
   const cli::Parsed parsed = world.collective_try([&] {
-    cli::Parsed result = cli::parse(cli::arguments(argc, argv, 1), all, usage);
+    cli::Parsed result = cli::parse(args, all, usage);
     if (result.help) return result;
     shared.apply(result.values, config.loader);
+    if (world.is_root() && !options.stats_json.empty()) check_output_path(options.stats_json, "--stats-json");
     return result;
   });
   if (parsed.help) return 0;

@@ -121,6 +121,30 @@ void Communicator::all_gather_bytes(const void* send, void* receive, std::int64_
                     "in an all-gather");
 }
 
+void Communicator::require_same_values(const std::vector<std::pair<std::string, std::string>>& named,
+                                       const std::string& advice) const {
+  // Rank 0's values, as one text of length-prefixed fields (values may hold any byte).
+  std::string root_text;
+  for (const auto& entry : named) root_text += std::to_string(entry.second.size()) + ':' + entry.second;
+  std::string mine = root_text;
+  broadcast(root_text, 0);
+  collective_try([&] {
+    if (mine == root_text) return;
+    std::size_t at = 0;
+    for (const auto& [name, value] : named) {
+      const std::size_t colon = root_text.find(':', at);
+      const std::size_t length = colon == std::string::npos ? 0 : std::stoull(root_text.substr(at, colon - at));
+      const std::string root_value = colon == std::string::npos ? std::string() : root_text.substr(colon + 1, length);
+      at = colon == std::string::npos ? root_text.size() : colon + 1 + length;
+      if (value != root_value)
+        STRIDER_THROW(UsageError, name + " is '" + value + "' on rank " + std::to_string(rank_) + " but '" +
+                                      root_value + "' on rank 0: " + advice);
+    }
+    STRIDER_THROW(UsageError, "rank " + std::to_string(rank_) + " has " + std::to_string(named.size()) +
+                                  " settings to compare and rank 0 more: " + advice);
+  });
+}
+
 void Communicator::agree(std::exception_ptr local_failure) const {
   // The lowest failing rank speaks for all; size_ means "nobody failed".
   const int failing_rank = all_reduce(local_failure ? rank_ : size_, ReduceOp::min);
@@ -128,7 +152,12 @@ void Communicator::agree(std::exception_ptr local_failure) const {
 
   std::string message;
   std::int32_t code_and_kind[2] = {1, static_cast<std::int32_t>(ErrorKind::other)};
-  if (rank_ == failing_rank) {
+  if (rank_ == failing_rank && !local_failure) {
+    // Only where the ranks' collectives did not match (ranks running different code paths, as with
+    // different options): the reduction paired with another call and its result means nothing.
+    message = "[rank " + std::to_string(rank_) +
+              "] the ranks' collective calls did not match (were the ranks given different options?)";
+  } else if (rank_ == failing_rank) {
     try {
       std::rethrow_exception(local_failure);
     } catch (const std::exception& error) {

@@ -1,5 +1,8 @@
 #include "strider/core/option_text.hpp"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <charconv>
 #include <cstdlib>
 #include <limits>
@@ -122,6 +125,19 @@ std::string format_real_list(const std::vector<double>& values) {
   text.precision(17);
   for (std::size_t i = 0; i < values.size(); ++i) text << (i ? "," : "") << values[i];
   return text.str();
+}
+
+void check_output_path(const std::string& path, std::string_view option) {
+  const std::string named = std::string(option) + " " + path;
+  struct stat status {};
+  if (::stat(path.c_str(), &status) == 0 && S_ISDIR(status.st_mode))
+    STRIDER_THROW(UsageError, named + " is a directory: give a file name");
+  const std::size_t slash = path.find_last_of('/');
+  const std::string directory = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  if (::stat(directory.c_str(), &status) != 0 || !S_ISDIR(status.st_mode))
+    STRIDER_THROW(UsageError, named + ": the directory " + directory + " does not exist");
+  if (::access(directory.c_str(), W_OK) != 0)
+    STRIDER_THROW(UsageError, named + ": the directory " + directory + " cannot be written");
 }
 
 }  // namespace strider

@@ -732,7 +732,9 @@ std::unique_ptr<BatchReader> open_reader(const Communicator& comm, const std::st
                                     "' (open_reader is collective: give every rank the same)");
     if (options.engine != "auto" && options.engine != "hdf5" && options.engine != "direct" && options.engine != "mmap")
       STRIDER_THROW(UsageError, "unknown engine '" + options.engine + "' (auto, hdf5, direct or mmap)");
-    if (options.copy_threads < 1) STRIDER_THROW(UsageError, "copy_threads must be >= 1");
+    if (options.copy_threads < 1 || options.copy_threads > kMaxCopyThreads)
+      STRIDER_THROW(UsageError, "copy_threads must be in 1.." + std::to_string(kMaxCopyThreads) + ", got " +
+                                    std::to_string(options.copy_threads));
     if (options.max_open_files < 1) STRIDER_THROW(UsageError, "max_open_files must be >= 1");
     if (options.odirect && (options.engine == "hdf5" || options.engine == "mmap"))
       STRIDER_THROW(UsageError, "--odirect reads with the direct engine; the " + options.engine +

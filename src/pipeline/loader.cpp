@@ -8,6 +8,7 @@
 #include <exception>
 #include <future>
 #include <mutex>
+#include <set>
 #include <utility>
 
 #include "pipeline/node_order.hpp"
@@ -60,6 +61,9 @@ void check_options(const LoaderOptions& options) {
   if (options.data_path.empty()) STRIDER_THROW(UsageError, "no dataset file given (--data)");
   detail::check_prefetch_option(options.prefetch);
   detail::check_option_at_least("batch-size", options.sampler.batch_size, 0);
+  if (options.sampler.batch_size > kMaxBatchSize)
+    STRIDER_THROW(UsageError, "--batch-size must be at most " + std::to_string(kMaxBatchSize) + ", got " +
+                                  std::to_string(options.sampler.batch_size));
   detail::check_option_at_least("num-samples", options.sampler.num_samples, 0);
   detail::check_option_at_least("copy-threads", options.reader.copy_threads, 1);
   detail::check_option_at_least("max-open-files", options.reader.max_open_files, 1);
@@ -77,6 +81,25 @@ void check_options(const LoaderOptions& options) {
   if (options.epochs < 0)
     STRIDER_THROW(UsageError, "LoaderOptions::epochs must be >= 0, got " + std::to_string(options.epochs));
 }
+
+/// The options every rank must give the same, named as a user gave them: the option table's, but
+/// those that only size this rank's own resources (and the seed: rank 0's is broadcast), and the
+/// fields outside the table that shape the plan. Ranks that differ in any of them would plan
+/// different epochs (a rank's sampler, batch size or shuffle decides which samples it reads and
+/// how many steps it takes), and their collectives would hang or pair up wrongly.
+std::vector<std::pair<std::string, std::string>> options_every_rank_shares(const LoaderOptions& options) {
+  static const std::set<std::string> this_ranks_own = {"prefetch", "copy-threads", "max-open-files", "io-thread",
+                                                       "seed"};
+  std::vector<std::pair<std::string, std::string>> named;
+  for (const LoaderOption& option : loader_option_table())
+    if (this_ranks_own.count(option.name) == 0) named.emplace_back("--" + option.name, option.get(options));
+  named.emplace_back("LoaderOptions::split", options.split == LoaderSplit::exact ? "exact" : "sampler");
+  named.emplace_back("LoaderOptions::max_steps_per_epoch", std::to_string(options.max_steps_per_epoch));
+  named.emplace_back("LoaderOptions::plan_ahead", options.plan_ahead ? "true" : "false");
+  return named;
+}
+
+constexpr const char* kSameOptionsAdvice = "every rank must be given the same options";
 
 /// `depth` lowered so that its batches fit LoaderOptions::max_ring_bytes (an explicit depth is kept
 /// or refused); UsageError when fewer batches fit than the consumer needs (one, or batches_held + 1).
@@ -309,6 +332,7 @@ std::optional<Batch> LoaderEpoch::next() {
 Loader::Loader(const Communicator& comm, LoaderOptions options) : state_(std::make_unique<State>(comm)) {
   State& s = *state_;
   comm.collective_try([&] { check_options(options); });
+  comm.require_same_values(options_every_rank_shares(options), kSameOptionsAdvice);
   s.seed_given = options.seed.has_value();
   // The exact split has no order to seed: nothing to draw (or log) unless a seed was given.
   if (options.split == LoaderSplit::exact && !options.seed) options.seed = 0;
@@ -350,6 +374,10 @@ Loader::Loader(const Communicator& comm, LoaderOptions options) : state_(std::ma
     s.current = s.make_plan();
     if (s.options.plan_ahead) s.upcoming = s.make_plan();
   });
+  // What the options above do not show: weights given as values (LoaderOptions::sampler).
+  comm.require_same_values({{"the sampler's configuration (its mode's settings and weights), hashed",
+                             std::to_string(s.current->config_hash())}},
+                           kSameOptionsAdvice);
   PrefetcherOptions prefetcher_options;
   prefetcher_options.depth = s.depth;
   prefetcher_options.allocator = s.options.allocator;
@@ -400,11 +428,15 @@ LoaderEpoch Loader::epoch(std::int64_t epoch) {
     s.plan_current(epoch);
   });
   const std::int64_t steps = s.current->num_steps();
-  // With the epoch and step counts, whether every rank has ended its thread layout measurement,
-  // and whether any decided (an epoch too short to time leaves a rank undecided, on the I/O thread).
+  if (s.pending_resume && s.pending_resume->first == epoch) first = s.pending_resume->second;
+  first = std::min(first, s.clip(steps));
+  // With the epoch, step counts and first step, whether every rank has ended its thread layout
+  // measurement, and whether any decided (an epoch too short to time leaves a rank undecided, on
+  // the I/O thread).
   const LayoutMeasurement layout = s.prefetcher->layout();
-  std::int64_t bounds[6] = {epoch, -epoch, steps, -steps, layout.measuring ? 0 : 1, layout.decided ? -1 : 0};
-  s.comm.all_reduce(bounds, 6, ReduceOp::min);
+  std::int64_t bounds[8] = {epoch, -epoch, steps, -steps, layout.measuring ? 0 : 1, layout.decided ? -1 : 0,
+                            first, -first};
+  s.comm.all_reduce(bounds, 8, ReduceOp::min);
   if (bounds[4] == 1 && bounds[5] == -1 && !s.layout_agreed) {  // one layout for all, from now on
     s.layout_agreed = true;
     const pipeline_detail::AgreedLayout agreed = pipeline_detail::agree_thread_layout(s.comm, layout);
@@ -433,8 +465,10 @@ LoaderEpoch Loader::epoch(std::int64_t epoch) {
     if (s.options.split == LoaderSplit::sampler && bounds[2] != -bounds[3])
       STRIDER_THROW(Error, "ranks disagree on the number of steps in epoch " + std::to_string(epoch) +
                                " (a sampler bug): collectives would hang");
-    if (s.pending_resume && s.pending_resume->first == epoch) first = s.pending_resume->second;
-    first = std::min(first, s.clip(steps));
+    if (s.options.split == LoaderSplit::sampler && bounds[6] != -bounds[7])
+      STRIDER_THROW(UsageError, "the ranks start epoch " + std::to_string(epoch) + " at different steps (" +
+                                    std::to_string(bounds[6]) + " to " + std::to_string(-bounds[7]) +
+                                    "): every rank must load the same state (load_state is per rank)");
     s.prefetcher->start_epoch(*s.current, first, s.clip(steps));
   });
   s.pending_resume.reset();
@@ -622,6 +656,19 @@ void Loader::abandon() noexcept {
 
 bool Loader::closed() const noexcept {
   return state_->closed;
+}
+
+void Loader::require_steps(std::int64_t epoch) {
+  if (steps(epoch) > 0) return;
+  const LoaderOptions& options = state_->options;
+  const std::string batch = options.sampler.mode == "bucketed" && options.sampler.max_tokens > 0
+                                ? "batches of at most " + std::to_string(options.sampler.max_tokens) + " tokens"
+                                : "batches of " + std::to_string(options.sampler.batch_size) + " per rank";
+  STRIDER_THROW(UsageError, "epoch " + std::to_string(epoch) +
+                                " has no step: " + std::to_string(state_->info.num_samples) + " samples, " +
+                                std::to_string(state_->comm.size()) + " ranks, " + batch +
+                                (options.sampler.drop_last_batch ? ", --drop-last-batch" : "") + " (sampler " +
+                                options.sampler.mode + "): lower --batch-size");
 }
 
 }  // namespace strider

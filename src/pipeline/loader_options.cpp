@@ -56,6 +56,9 @@ std::int64_t parse_batch_size(std::string_view text) {
   if (value < 1)
     STRIDER_THROW(UsageError,
                   "--batch-size must be >= 1, or 'all' for one batch of the whole epoch; got " + std::string(text));
+  if (value > kMaxBatchSize)
+    STRIDER_THROW(UsageError,
+                  "--batch-size must be at most " + std::to_string(kMaxBatchSize) + ", got " + std::string(text));
   return value;
 }
 
@@ -189,6 +192,9 @@ std::vector<LoaderOption> build_table() {
                    [](LoaderOptions& o, std::string_view text) {
                      const int threads = parse_int_option(text, "copy-threads");
                      detail::check_option_at_least("copy-threads", threads, 1);
+                     if (threads > kMaxCopyThreads)
+                       STRIDER_THROW(UsageError, "--copy-threads must be at most " + std::to_string(kMaxCopyThreads) +
+                                                     ", got " + std::string(text));
                      o.reader.copy_threads = threads;
                    },
                    [](const LoaderOptions& o) { return std::to_string(o.reader.copy_threads); }},

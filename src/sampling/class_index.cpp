@@ -16,6 +16,10 @@ ClassIndex::ClassIndex(SharedView<std::int32_t> labels, int num_classes) : label
     if (label < 0 || (num_classes > 0 && label >= num_classes))
       STRIDER_THROW(UsageError, "label " + std::to_string(label) + " of sample " + std::to_string(i) +
                                     " is outside [0, " + (num_classes > 0 ? std::to_string(num_classes) : "K") + ")");
+    if (label >= kMaxClasses)
+      STRIDER_THROW(UsageError, "label " + std::to_string(label) + " of sample " + std::to_string(i) +
+                                    " is above the most classes class-aware sampling takes (" +
+                                    std::to_string(kMaxClasses) + "): labels must be class numbers 0..K-1");
     max_label = std::max(max_label, label);
   }
   const int classes = num_classes > 0 ? num_classes : max_label + 1;

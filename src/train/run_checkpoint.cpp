@@ -40,6 +40,10 @@ ResumePoint read_run_checkpoint(const std::string& path, std::uint64_t fingerpri
   return run;
 }
 
+std::int64_t read_checkpoint_seed(const std::string& path) {
+  return SamplerState::parse(read_checkpoint(path).field("sampler.state")).seed;
+}
+
 bool checkpoint_on_every_rank(const Communicator& comm, const std::string& path, const std::string& resume_name) {
   const bool exists = checkpoint_exists(path);
   if (comm.all_reduce(exists ? 1 : 0, ReduceOp::min) == 1) return true;

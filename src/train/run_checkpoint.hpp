@@ -41,6 +41,10 @@ struct ResumePoint {
 ResumePoint read_run_checkpoint(const std::string& path, std::uint64_t fingerprint, const std::string& mode,
                                 Backend& backend);
 
+/// The seed of the run that wrote the checkpoint at `path` (its sampler state's), for a resume
+/// without --seed. Not collective.
+std::int64_t read_checkpoint_seed(const std::string& path);
+
 /// Collective over comm: whether a checkpoint exists at `path` on every rank. False on every rank
 /// when it exists on none (rank 0 logs "<resume_name>: no checkpoint at PATH; starting fresh");
 /// throws UsageError on every rank when some ranks see it and others do not.

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <memory>
+#include <optional>
 
 #include "core/test_hooks.hpp"
 #include "strider/core/error.hpp"
@@ -16,6 +17,7 @@
 #include "strider/core/option_text.hpp"
 #include "strider/device/backend.hpp"
 #include "strider/pipeline/loader.hpp"
+#include "strider/sampling/class_index.hpp"
 #include "strider/train/fingerprint.hpp"
 #include "strider/train/input_statistics.hpp"
 #include "strider/train/metrics.hpp"
@@ -51,12 +53,19 @@ void check_settings(const TrainerConfig& config) {
   if (!(config.learning_rate > 0) || !std::isfinite(config.learning_rate))
     STRIDER_THROW(UsageError, name("learning_rate") + " must be a positive number");
   if (config.checkpoint_every < 0) STRIDER_THROW(UsageError, name("checkpoint_every") + " must be >= 0");
+  if (config.eval_batch_size < 1 || config.eval_batch_size > kMaxBatchSize)
+    STRIDER_THROW(UsageError, name("eval_batch_size") + " must be in 1.." + std::to_string(kMaxBatchSize) + ", got " +
+                                  std::to_string(config.eval_batch_size));
   if (config.reweight_every < 0) STRIDER_THROW(UsageError, name("reweight_every") + " must be >= 0");
   const std::string& normalize = config.normalize;
   if (normalize != "none" && normalize != "auto" &&
       (normalize.size() < 5 || normalize.compare(normalize.size() - 5, 5, ".json") != 0))
     STRIDER_THROW(UsageError, name("normalize") + " must be none, auto or a FILE.json of strider-inspect stats, got '" +
                                   normalize + "'");
+  if (!config.checkpoint_path.empty()) {
+    const std::string option = name("checkpoint_path");
+    check_output_path(config.checkpoint_path, option.substr(0, option.find(' ')));  // "--checkpoint PATH"
+  }
   if ((config.resume || config.checkpoint_every > 0) && config.checkpoint_path.empty())
     STRIDER_THROW(UsageError, name("resume") + " and " + name("checkpoint_every") + " need " + name("checkpoint_path"));
   if (config.reweight_every > 0 && !detail::sampler_supports_reweighting(config.loader.sampler.mode))
@@ -79,6 +88,11 @@ class TrainingRun {
   void build_model();
   /// The normalization of the inputs (--normalize), or none; warns about large unnormalized inputs.
   std::optional<Normalization> input_normalization();
+  /// Whether the run resumes from a checkpoint (--resume and one exists on every rank; collective,
+  /// asked once).
+  bool checkpoint_to_resume();
+  /// A resume without --seed takes the checkpoint's seed (a seed drawn now would refuse the resume).
+  void take_checkpoint_seed();
   bool try_resume();
   /// at_next_epoch: the epoch just ended and its end-of-epoch work (re-weighting) is done, so the
   /// checkpoint resumes at the next epoch's first step rather than after this epoch's last one.
@@ -105,6 +119,7 @@ class TrainingRun {
   std::int64_t steps_done_ = 0;   // steps finished in the current epoch
   std::int64_t global_step_ = 0;  // steps finished over the run (for checkpoint_every)
   std::int64_t resume_step_ = 0;  // where the resumed epoch starts (0: not resumed)
+  std::optional<bool> checkpoint_to_resume_;
   detail::SampleTrace trace_;
   std::unique_ptr<StepWatchdog> watchdog_;
   double rank_wall_seconds_ = 0.0;
@@ -153,6 +168,12 @@ void TrainingRun::open_loader() {
   });
   comm_.broadcast(&fingerprint_, 1);
   comm_.broadcast(&max_label, 1);
+  comm_.collective_try([&] {
+    if (max_label >= kMaxClasses)
+      STRIDER_THROW(UsageError, "the labels of " + config_.loader.data_path + " run to " + std::to_string(max_label) +
+                                    ", above the most classes the trainer takes (" + std::to_string(kMaxClasses) +
+                                    "): labels must be class numbers 0..K-1");
+  });
   num_classes_ = std::max(2, static_cast<int>(max_label) + 1);
   summary_.seed = loader_->seed();
   class_weights_ = config_.loader.sampler.class_weights;
@@ -220,9 +241,21 @@ std::optional<Normalization> TrainingRun::input_normalization() {
   return stats.normalization();
 }
 
+bool TrainingRun::checkpoint_to_resume() {
+  if (!checkpoint_to_resume_)
+    checkpoint_to_resume_ =
+        config_.resume && !config_.checkpoint_path.empty() &&
+        detail::checkpoint_on_every_rank(comm_, config_.checkpoint_path, config_.setting_name("resume"));
+  return *checkpoint_to_resume_;
+}
+
+void TrainingRun::take_checkpoint_seed() {
+  if (config_.loader.seed || !checkpoint_to_resume()) return;
+  config_.loader.seed = comm_.collective_try([&] { return detail::read_checkpoint_seed(config_.checkpoint_path); });
+}
+
 bool TrainingRun::try_resume() {
-  if (!config_.resume || config_.checkpoint_path.empty()) return false;
-  if (!detail::checkpoint_on_every_rank(comm_, config_.checkpoint_path, config_.setting_name("resume"))) return false;
+  if (!checkpoint_to_resume()) return false;
   comm_.collective_try([&] {
     const detail::ResumePoint saved =
         detail::read_run_checkpoint(config_.checkpoint_path, fingerprint_, config_.loader.sampler.mode, *backend_);
@@ -294,7 +327,7 @@ void TrainingRun::evaluate() {
   LoaderOptions options;
   options.data_path = config_.eval_path.empty() ? config_.loader.data_path : config_.eval_path;
   options.reader = config_.loader.reader;
-  options.sampler.batch_size = std::max<std::int64_t>(config_.eval_batch_size, 1);
+  options.sampler.batch_size = config_.eval_batch_size;
   options.prefetch = 2;
   options.allocator = backend_->host_allocator();
   const ClassCounts counts =
@@ -336,7 +369,9 @@ TrainSummary TrainingRun::run() {
   comm_.collective_try([&] { check_settings(config_); });
   install_stop_signal_handlers();
   build_backend();
+  take_checkpoint_seed();
   open_loader();
+  comm_.collective_try([&] { loader_->require_steps(0); });
   build_model();
   const bool resumed = try_resume();
   comm_.collective_try([&] {
@@ -345,6 +380,13 @@ TrainSummary TrainingRun::run() {
   });
   watchdog_ =
       std::make_unique<StepWatchdog>(config_.step_timeout_seconds, config_.setting_name("step_timeout_seconds"));
+  // A checkpoint saved past this run's last epoch: rewriting it here would move it back to an
+  // earlier position with its later weights (a further resume would train an epoch twice).
+  const bool trained_already = epoch_ >= config_.epochs;
+  if (trained_already && comm_.is_root())
+    log_warn("the checkpoint is at epoch ", epoch_, " (counted from 0), at or past the end of ",
+             config_.setting_name("epochs"), " ", config_.epochs,
+             ": nothing to train; it is evaluated and left as it is");
 
   for (; epoch_ < config_.epochs; ++epoch_) {
     bool stopped = false;
@@ -375,7 +417,7 @@ TrainSummary TrainingRun::run() {
       if (!config_.checkpoint_path.empty() && config_.checkpoint_every == 0) save_checkpoint(/*at_next_epoch=*/true);
     }
   }
-  save_checkpoint();
+  if (!trained_already) save_checkpoint();
   evaluate();
   if (comm_.is_root()) print_on_root(detail::final_recall_line(summary_.per_class_recall));
   finish();

@@ -176,6 +176,50 @@ expect_error "resume with another sampler" "sampler" 30 \
 expect_error "no epochs" "--epochs must be >= 1, got 0" 30 mpirun_n 2 "$train" --data "$work/balanced.h5" --epochs 0
 expect_error "resume without a checkpoint path" "--resume and --checkpoint-every need --checkpoint PATH" 30 \
   mpirun_n 2 "$train" --data "$work/balanced.h5" --resume
+# Settings that would run and learn nothing, or fail hours in, end every rank at start.
+expect_error "batches too large for any step" \
+  "epoch 0 has no step: 4000 samples, 2 ranks, batches of 3000 per rank, --drop-last-batch \(sampler distributed\)" 30 \
+  mpirun_n 2 "$train" --data "$work/balanced.h5" --batch-size 3000 --drop-last-batch
+expect_error "a batch size past any memory" "--batch-size must be at most 1099511627776, got 4611686018427387904" 30 \
+  mpirun_n 2 "$train" --data "$work/balanced.h5" --sampler balanced --batch-size 4611686018427387904
+expect_error "no evaluation batch" "--eval-batch-size must be in 1\.\.1099511627776, got 0" 30 \
+  mpirun_n 2 "$train" --data "$work/balanced.h5" --eval-batch-size 0
+expect_error "a checkpoint in a missing directory" "--checkpoint $work/no/dir/a.ckpt: the directory $work/no/dir does not exist" 30 \
+  mpirun_n 2 "$train" --data "$work/balanced.h5" --checkpoint "$work/no/dir/a.ckpt"
+mkdir -p "$work/a-directory"
+expect_error "a checkpoint that is a directory" "--checkpoint $work/a-directory is a directory" 30 \
+  mpirun_n 2 "$train" --data "$work/balanced.h5" --checkpoint "$work/a-directory"
+expect_error "statistics into a missing directory" "--stats-json $work/no/s.json: the directory $work/no does not exist" 30 \
+  mpirun_n 2 "$train" --data "$work/balanced.h5" --stats-json "$work/no/s.json"
+expect_error "ranks started with different options" \
+  "the command line is '--data $work/balanced.h5 --epochs 2' on rank 1 but '--data $work/balanced.h5 --epochs 1' on rank 0" 30 \
+  "$STRIDER_MPIEXEC" --bind-to none -np 1 "$train" --data "$work/balanced.h5" --epochs 1 : \
+  -np 1 "$train" --data "$work/balanced.h5" --epochs 2
+"${STRIDER_PYTHON:-/usr/bin/python3}" - "$work/huge-label.h5" <<'PY' || fail "h5py could not write the labels"
+import sys, h5py, numpy as np
+with h5py.File(sys.argv[1], "w") as f:
+    f["samples"] = np.zeros((100, 4), dtype=np.float32)
+    f["labels"] = np.where(np.arange(100) == 7, 2**31 - 1, np.arange(100) % 2).astype(np.int32)
+PY
+expect_error "a label far above the others" \
+  "the labels of $work/huge-label.h5 run to 2147483647, above the most classes the trainer takes \(16777216\)" 30 \
+  mpirun_n 2 "$train" --data "$work/huge-label.h5"
+expect_error "a label far above the others, class-aware sampling" \
+  "label 2147483647 of sample 7 is above the most classes class-aware sampling takes \(16777216\)" 30 \
+  mpirun_n 2 "$STRIDER_BIN/strider-bench" --data "$work/huge-label.h5" --sampler balanced
+
+# Resumes: without --seed (the checkpoint's is taken), and from a checkpoint at or past --epochs
+# (evaluated and left as it is: rewriting it would move it back to an earlier position).
+mpirun_n 2 "$train" --data "$work/balanced.h5" --epochs 1 --checkpoint "$work/noseed.ckpt" >/dev/null 2>&1
+STRIDER_LOG_LEVEL=info mpirun_n 2 "$train" --data "$work/balanced.h5" --epochs 2 --checkpoint "$work/noseed.ckpt" \
+  --resume >"$work/noseed.out" 2>&1 && grep -q "^strider: epoch 2/2: loss" "$work/noseed.out" &&
+  pass "a run without --seed resumes (the checkpoint's seed)" || fail "a run without --seed did not resume: $(grep error "$work/noseed.out")"
+cp "$work/noseed.ckpt" "$work/noseed-before.ckpt"
+STRIDER_LOG_LEVEL=info mpirun_n 2 "$train" --data "$work/balanced.h5" --epochs 1 --checkpoint "$work/noseed.ckpt" \
+  --resume >"$work/past.out" 2>&1 || fail "resume past --epochs failed"
+grep -q "at or past the end of --epochs 1: nothing to train" "$work/past.out" &&
+  cmp -s "$work/noseed.ckpt" "$work/noseed-before.ckpt" &&
+  pass "a checkpoint past --epochs is left as it is" || fail "a checkpoint past --epochs was rewritten or not announced"
 
 # Images as h5py writes them: uint8 [2000, 16, 16, 3] (channels last), int64 labels; pixels about
 # 200, each class shifting one channel by 6 (the last all three by -6), noise 3. Without

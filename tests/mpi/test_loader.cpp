@@ -445,7 +445,7 @@ TEST_CASE("loader: bad options and bad calls fail on every rank with the same er
   const Communicator& comm = world();
   const TestFile features(comm, "features", 203);
   const LoaderOptions good = options_for(features.path(), "distributed", 8);
-  const std::vector<std::pair<std::string, std::function<void(LoaderOptions&)>>> bad = {
+  std::vector<std::pair<std::string, std::function<void(LoaderOptions&)>>> bad = {
       {"missing.h5", [](LoaderOptions& o) { o.data_path = "/nonexistent/missing.h5"; }},
       {"--prefetch must be in 0..64 (0: auto), got 65", [](LoaderOptions& o) { o.prefetch = 65; }},
       {"--batch-size must be >= 0, got -1", [](LoaderOptions& o) { o.sampler.batch_size = -1; }},
@@ -456,7 +456,23 @@ TEST_CASE("loader: bad options and bad calls fail on every rank with the same er
       // One rank alone has a bad option: still every rank fails.
       {"--prefetch must be in 0..64 (0: auto), got 99",
        [&comm](LoaderOptions& o) { o.prefetch = comm.rank() == comm.size() - 1 ? 99 : 0; }},
+      {"--batch-size must be at most 1099511627776", [](LoaderOptions& o) { o.sampler.batch_size = 1LL << 41; }},
   };
+  // Options that must match across ranks, given differently on the last rank: every rank fails,
+  // naming the option and both values (the resource options, such as the prefetch depth, may differ).
+  const auto on_last_rank = [&comm](auto here, auto there) { return comm.rank() == comm.size() - 1 ? there : here; };
+  const std::string last = std::to_string(comm.size() - 1);
+  if (comm.size() > 1) {
+    bad.push_back({"--batch-size is '9' on rank " + last + " but '8' on rank 0: every rank must be given the same",
+                   [&](LoaderOptions& o) { o.sampler.batch_size = on_last_rank(8, 9); }});
+    bad.push_back({"--no-shuffle is 'true' on rank " + last + " but 'false' on rank 0",
+                   [&](LoaderOptions& o) { o.sampler.shuffle = on_last_rank(true, false); }});
+    bad.push_back({"--sampler is 'streaming' on rank " + last, [&](LoaderOptions& o) {
+                     o.sampler.mode = on_last_rank(std::string("distributed"), std::string("streaming"));
+                   }});
+    bad.push_back({"LoaderOptions::split is 'exact' on rank " + last,
+                   [&](LoaderOptions& o) { o.split = on_last_rank(LoaderSplit::sampler, LoaderSplit::exact); }});
+  }
   int failures = 0;
   for (const auto& [words, change] : bad) {
     LoaderOptions options = good;
@@ -476,6 +492,20 @@ TEST_CASE("loader: bad options and bad calls fail on every rank with the same er
       ranks_agreeing(
           comm, [&] { loader.epoch(comm.rank()); }, "the ranks asked for different epochs") != comm.size())
     ++failures;
+  // Ranks that resume at different steps (load_state is per rank) would take different step counts.
+  if (comm.size() > 1) {
+    const SamplerState saved = loader.state_after(comm.rank() == 0 ? 1 : 2);
+    loader.resume(saved);
+    if (ranks_agreeing(
+            comm, [&] { loader.epoch(saved.epoch); },
+            "the ranks start epoch " + std::to_string(saved.epoch) + " at different steps (1 to 2)") != comm.size())
+      ++failures;
+  }
+  // A resource option may differ: a deeper ring on one rank reads the same batches.
+  LoaderOptions deeper = good;
+  deeper.prefetch = comm.rank() == 0 ? 2 : 4;
+  Loader mixed(comm, deeper);
+  if (!everywhere(comm, mixed.steps(0) == loader.steps(0))) ++failures;
   REQUIRE(failures == 0);
 }
 

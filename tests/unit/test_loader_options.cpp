@@ -171,6 +171,11 @@ TEST_CASE("option table: a bad value is refused naming the option", "[loader_opt
         "the argument ('3000000000') for option '--prefetch' is invalid");
   CHECK(usage_error_of([&] { set_loader_option(options, "copy-threads", "0"); }) ==
         "--copy-threads must be >= 1, got 0");
+  // Bounds that keep a typo from starting 100,000 threads or overflowing a global batch's arithmetic.
+  CHECK(usage_error_of([&] { set_loader_option(options, "copy-threads", "100000"); }) ==
+        "--copy-threads must be at most 1024, got 100000");
+  CHECK(usage_error_of([&] { set_loader_option(options, "batch-size", "4611686018427387904"); }) ==
+        "--batch-size must be at most 1099511627776, got 4611686018427387904");
   CHECK(usage_error_of([&] { set_loader_option(options, "max-open-files", "0"); }) ==
         "--max-open-files must be >= 1, got 0");
   CHECK(usage_error_of([&] { set_loader_option(options, "store", "disk"); }) ==

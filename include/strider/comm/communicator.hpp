@@ -9,6 +9,7 @@
 #include <exception>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "strider/comm/mpi_check.hpp"
@@ -112,6 +113,14 @@ class Communicator {
     all_gather_bytes(&value, values.data(), static_cast<std::int64_t>(sizeof(T)));
     return values;
   }
+
+  /// Collective: every rank names the same settings in the same order (`named`: name, value as
+  /// text). Throws UsageError on every rank when any rank's value of any setting differs from rank
+  /// 0's, naming the lowest such rank's first one: "<name> is <value> on rank R but <value> on rank
+  /// 0: <advice>". For options that must match across ranks (a batch size that differs would give
+  /// ranks different step counts, and their collectives would hang or mismatch).
+  void require_same_values(const std::vector<std::pair<std::string, std::string>>& named,
+                           const std::string& advice) const;
 
   /// Collective: agrees on failure. Each rank passes its own failure (or nullptr). If no rank
   /// failed, returns. Otherwise every rank throws the same AgreedError carrying the message of the

@@ -40,6 +40,12 @@ std::string format_bytes(std::int64_t bytes);
 /// A shape for messages: "[64]", "[3, 32, 32]" ("[]" for none).
 std::string format_shape(const std::vector<std::int64_t>& dims);
 
+/// Throws UsageError when a file the run will write at its end (or after hours) cannot be written
+/// where `path` says: a directory that does not exist or cannot be written, or a path that is a
+/// directory. `option` names it ("--checkpoint"). Checked at start, so that a typo does not cost the
+/// run.
+void check_output_path(const std::string& path, std::string_view option);
+
 /// Values back to text, comma-separated, each with the digits it needs to parse back exactly.
 std::string format_real_list(const std::vector<double>& values);
 

@@ -89,6 +89,10 @@ struct ReadStats {
   double labels_seconds = 0.0;
 };
 
+/// The most threads one reader may copy or inflate with (ReaderOptions::copy_threads): far more than
+/// any node's cores, so that a typo cannot start a hundred thousand threads.
+inline constexpr int kMaxCopyThreads = 1024;
+
 /// Options for open_reader.
 struct ReaderOptions {
   DatasetKeys keys;
@@ -100,7 +104,7 @@ struct ReaderOptions {
   /// order, else the labels are held anyway (logged).
   bool labels_in_memory = true;
   /// Threads that copy one batch (direct, mmap) or inflate its deflate chunks (hdf5, where it inflates
-  /// them itself); 1: the caller's thread.
+  /// them itself); 1: the caller's thread. At most kMaxCopyThreads.
   int copy_threads = 1;
   /// Shards a reader keeps open at once (hdf5: HDF5 files, direct: descriptors; the least recently
   /// read is closed first). mmap maps the shards it reads and keeps no descriptor open.

@@ -153,6 +153,11 @@ class Loader {
   /// but for LoaderSplit::exact; bucketed epochs differ in length. May plan the epoch (O(N) for some
   /// modes); not collective.
   std::int64_t steps(std::int64_t epoch);
+  /// Throws UsageError when epoch `epoch` has no step at all (batches larger than a rank's share
+  /// with drop_last_batch, say), naming the dataset size, ranks and batch: a job would run, learn
+  /// nothing and end as if it had succeeded. May plan the epoch; not collective (the same on every
+  /// rank: call it inside collective_try).
+  void require_steps(std::int64_t epoch);
 
   /// What open_reader found in the file (stays valid after close()).
   const DatasetInfo& dataset() const noexcept;

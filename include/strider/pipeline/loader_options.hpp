@@ -33,6 +33,9 @@ enum class LoaderSplit {
 
 /// Samples per rank per step unless asked otherwise, in every app and in LoaderOptions{}.
 inline constexpr std::int64_t kDefaultBatchSize = 32;
+/// The largest per-rank batch size taken: far beyond any memory, and small enough that a global batch
+/// (times any world size) and its step arithmetic cannot overflow 64 bits.
+inline constexpr std::int64_t kMaxBatchSize = std::int64_t{1} << 40;
 
 /// Everything a Loader is built from. The defaults are the option table's defaults.
 struct LoaderOptions {

@@ -11,6 +11,10 @@
 
 namespace strider {
 
+/// The most classes (labels 0..kMaxClasses-1) a class-aware sampler or the trainer takes: labels are
+/// class numbers, and one far above the others (an id, a hash) would size per-class arrays by it.
+inline constexpr std::int32_t kMaxClasses = 1 << 24;
+
 /// The samples of each class, built in O(N + K) by a counting sort over the labels (no per-sample
 /// search). Labels are integers 0..K-1, one per sample. Immutable after construction: share one
 /// index between samplers (several ranks, several epochs) through a shared_ptr. Thread-safe to read.

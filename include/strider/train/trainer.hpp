@@ -22,8 +22,8 @@ namespace strider {
 /// Everything one training run needs.
 struct TrainerConfig {
   /// The training data and how it is read and planned: file, dataset keys, engine, sampler and its
-  /// options, seed (none: drawn on rank 0 and logged), prefetch depth. The trainer sets the
-  /// allocator (its backend's), the epoch count and require_labels.
+  /// options, seed (none: drawn on rank 0 and logged; on a resume the checkpoint's), prefetch depth. The trainer sets
+  /// the allocator (its backend's), the epoch count and require_labels.
   LoaderOptions loader;
   std::string eval_path;  ///< evaluation file; empty: evaluate on the training file
   std::int64_t epochs = 1;
