@@ -76,8 +76,13 @@ std::string text_of(const LoaderOption& option, const std::string& keyword, py::
     case OptionType::text:
       break;
   }
-  if (PyUnicode_Check(value.ptr())) return value.cast<std::string>();
-  if (py::hasattr(value, "__fspath__")) return py::str(py::module_::import("os").attr("fspath")(value));
+  // A NUL would end the text where C reads it (a path): refused, as Python's open() does.
+  const auto without_nul = [&keyword](std::string text) {
+    if (text.find('\0') != std::string::npos) STRIDER_THROW(UsageError, keyword + " has an embedded null character");
+    return text;
+  };
+  if (PyUnicode_Check(value.ptr())) return without_nul(value.cast<std::string>());
+  if (py::hasattr(value, "__fspath__")) return without_nul(py::str(py::module_::import("os").attr("fspath")(value)));
   if (PyList_Check(value.ptr()) || PyTuple_Check(value.ptr())) {
     std::string text;
     for (py::handle item : value) text += (text.empty() ? "" : ",") + list_item_text(keyword, item);

@@ -96,6 +96,9 @@ void expand_item(const std::string& item, std::vector<std::string>& out) {
 
 std::vector<std::string> expand_data_paths(const std::string& spec) {
   if (spec.empty()) STRIDER_THROW(UsageError, "no dataset file given (--data)");
+  // A file whose own name has a comma, a glob character or a leading '@' is that file.
+  struct stat status {};
+  if (::stat(spec.c_str(), &status) == 0 && S_ISREG(status.st_mode)) return {spec};
   std::vector<std::string> paths;
   std::size_t begin = 0;
   while (begin <= spec.size()) {

@@ -53,6 +53,16 @@ TEST_CASE("--data: one file, a comma list, a glob and a directory, in byte-wise 
         std::vector<std::string>{folder / "c.hdf5", folder / "sub/e.h5"});
 }
 
+TEST_CASE("--data: a file named with a comma, glob characters or a leading '@' is that file", "[data_paths]") {
+  const Folder folder;
+  for (const char* name : {"a,b.h5", "star[1].h5", "@at.h5", "what?.h5"}) {
+    std::ofstream(folder / name) << "x";
+    CHECK(expand_data_paths(folder / name) == std::vector<std::string>{folder / name});
+  }
+  // Without such a file the forms apply: "a,b.h5" is a list, and its items need not exist yet.
+  CHECK(expand_data_paths(folder / "c,d.h5") == std::vector<std::string>{folder / "c", "d.h5"});
+}
+
 TEST_CASE("--data @list.txt: one path a line, blank lines and comments skipped", "[data_paths]") {
   const Folder folder;
   std::ofstream(folder / "list.txt") << "# shards\n"

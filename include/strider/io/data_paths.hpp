@@ -9,7 +9,8 @@
 
 namespace strider {
 
-/// The shard files `spec` names, in order:
+/// The shard files `spec` names, in order (a regular file named exactly `spec`, commas, glob
+/// characters or a leading `@` in its name, is that one file):
 /// - `a.h5,b.h5`: a comma-separated list; each item may be any of the forms below;
 /// - `'train/*.h5'`: a glob (an item with `*`, `?` or `[`), its matches sorted byte-wise;
 /// - `train/`: a directory, its `*.h5` and `*.hdf5` entries sorted byte-wise (not recursive);
