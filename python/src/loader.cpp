@@ -27,6 +27,13 @@ void check_creating_process(const LoaderCore& core) {
                                 "use num_workers=0 (the Loader reads ahead on threads of its own)");
 }
 
+/// While a batch is awaited with the GIL released: Ctrl-C (any signal whose Python handler raises)
+/// raises at once rather than after the read.
+void raise_pending_signals() {
+  py::gil_scoped_acquire gil;
+  if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+}
+
 /// Runs `body` with the GIL released and the core's mutex held (in that order, so that no thread
 /// waits for the GIL while it holds the mutex). Throws UsageError in a forked child.
 template <typename Body>
@@ -270,7 +277,7 @@ py::object next_batch(PyEpoch& self) {
     batch = locked(core, [&] {
       std::optional<Batch> next;
       try {
-        next = self.epoch->next();
+        next = self.epoch->next(raise_pending_signals);
       } catch (...) {
         self.failed = true;
         throw;

@@ -32,6 +32,7 @@ TestHooks test_hooks() noexcept {
   hooks.fail_load_piece = step_for_this_rank("STRIDER_TEST_FAIL_LOAD");
   hooks.hang_step = step_for_this_rank("STRIDER_TEST_HANG_AT");
   hooks.step_delay_us = number("STRIDER_TEST_STEP_DELAY_US", 0);
+  hooks.read_delay_us = number("STRIDER_TEST_READ_DELAY_US", 0);
   hooks.kill_in_checkpoint = number("STRIDER_TEST_KILL_IN_CHECKPOINT", -1);
   return hooks;
 }

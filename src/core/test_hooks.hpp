@@ -7,6 +7,7 @@
 //                                        into the in-memory store, as a failing disk would
 //   STRIDER_TEST_HANG_AT=RANK:STEP       that rank never finishes training step STEP (the watchdog's test)
 //   STRIDER_TEST_STEP_DELAY_US=US        every training step sleeps US more (a signal can land mid-epoch)
+//   STRIDER_TEST_READ_DELAY_US=US        every batch read sleeps US first (a slow disk: Ctrl-C lands in a wait)
 //   STRIDER_TEST_KILL_IN_CHECKPOINT=N    the process writing its N-th checkpoint (counting from 1) kills
 //                                        itself with SIGKILL halfway through the temporary file
 
@@ -20,6 +21,7 @@ struct TestHooks {
   std::int64_t fail_load_piece = -1;     ///< STRIDER_TEST_FAIL_LOAD, when it names this rank
   std::int64_t hang_step = -1;           ///< STRIDER_TEST_HANG_AT, when it names this rank
   std::int64_t step_delay_us = 0;        ///< STRIDER_TEST_STEP_DELAY_US
+  std::int64_t read_delay_us = 0;        ///< STRIDER_TEST_READ_DELAY_US
   std::int64_t kill_in_checkpoint = -1;  ///< STRIDER_TEST_KILL_IN_CHECKPOINT
 };
 

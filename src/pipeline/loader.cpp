@@ -322,9 +322,9 @@ LoaderEpoch::~LoaderEpoch() {
   if (loader_ != nullptr) loader_->end_epoch(id_);
 }
 
-std::optional<Batch> LoaderEpoch::next() {
+std::optional<Batch> LoaderEpoch::next(const std::function<void()>& between_waits) {
   if (loader_ == nullptr) return std::nullopt;
-  return loader_->next_batch(id_);
+  return loader_->next_batch(id_, between_waits);
 }
 
 // ---- Loader ----------------------------------------------------------------------------------
@@ -480,7 +480,7 @@ LoaderEpoch Loader::epoch(std::int64_t epoch) {
   return LoaderEpoch(this, ++s.epoch_id, epoch, first, s.clip(steps));
 }
 
-std::optional<Batch> Loader::next_batch(std::uint64_t id) {
+std::optional<Batch> Loader::next_batch(std::uint64_t id, const std::function<void()>& between_waits) {
   State& s = *state_;
   s.check_open();
   if (id != s.epoch_id)
@@ -488,7 +488,7 @@ std::optional<Batch> Loader::next_batch(std::uint64_t id) {
   if (!s.running) return std::nullopt;
   std::optional<Batch> batch;
   try {
-    batch = s.prefetcher->next();
+    batch = s.prefetcher->next(between_waits);
   } catch (...) {
     s.running = false;
     throw;

@@ -63,10 +63,12 @@ namespace {
 /// Computes `step`'s batch into `slot`'s indices and returns where its samples, labels and offsets
 /// go; adds the time computing the indices to `plan_seconds`.
 BatchDestination plan_slot(const BatchReader& reader, const DatasetInfo& info, Slot& slot, const Sampler& sampler,
-                           std::int64_t step, std::size_t capacity, std::int64_t fail_at_step, double& plan_seconds) {
+                           std::int64_t step, std::size_t capacity, std::int64_t fail_at_step,
+                           std::int64_t read_delay_us, double& plan_seconds) {
   if (step == fail_at_step)
     STRIDER_THROW(SystemError, "pread failed reading step " + std::to_string(step) +
                                    ": injected I/O error (STRIDER_TEST_FAIL_READ)");
+  if (read_delay_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(read_delay_us));  // a slow disk
   const Clock::time_point plan_start = Clock::now();
   sampler.batch(step, slot.indices);
   plan_seconds += seconds_since(plan_start);
@@ -199,6 +201,7 @@ struct Prefetcher::State {
   pipeline_detail::ThreadUsage io_usage;  // the I/O thread's usage when last counted (touched by the I/O thread only)
 
   std::int64_t fail_at_step = -1;  // test-only fault injection (STRIDER_TEST_FAIL_READ)
+  std::int64_t read_delay_us = 0;  // test-only: every read this much slower (STRIDER_TEST_READ_DELAY_US)
   bool read_rows_one_by_one = false;
   std::int64_t batches_per_read = 1;   // the reader's wish; 1 with lookahead or one row at a time
   std::vector<BatchRead> batch_reads;  // fill_slots's, reused (one thread reads at a time)
@@ -284,7 +287,9 @@ Prefetcher::Prefetcher(std::unique_ptr<BatchReader> reader, PrefetcherOptions op
   state_->allocator = options.allocator ? std::move(options.allocator) : make_page_aligned_allocator();
   state_->slots.resize(static_cast<std::size_t>(depth_));
   for (int slot = 0; slot < depth_; ++slot) state_->free_slots.push_back(slot);
-  state_->fail_at_step = detail::test_hooks().fail_read_step;
+  const detail::TestHooks hooks = detail::test_hooks();
+  state_->fail_at_step = hooks.fail_read_step;
+  state_->read_delay_us = hooks.read_delay_us;
   state_->read_rows_one_by_one = options.read_rows_one_by_one;
   if (options.lookahead_steps > 0)
     state_->lookahead = std::make_unique<pipeline_detail::LookaheadReader>(*state_->reader, options.lookahead_steps);
@@ -396,7 +401,7 @@ void Prefetcher::start_epoch(const Sampler& sampler, std::int64_t first_step, st
   s.io_wake.notify_all();
 }
 
-std::optional<Batch> Prefetcher::next() {
+std::optional<Batch> Prefetcher::next(const std::function<void()>& between_waits) {
   State& s = *state_;
   const Clock::time_point entered = Clock::now();
   std::unique_lock<std::mutex> lock(s.mutex);
@@ -430,8 +435,24 @@ std::optional<Batch> Prefetcher::next() {
     s.consumer_wants = static_cast<std::size_t>(wanted);
     if (s.io_wake_useful()) s.io_wake.notify_all();  // never wait on an I/O thread left asleep (release_slot)
     const Clock::time_point wait_start = Clock::now();
-    s.consumer_wake.wait(
-        lock, [&] { return s.ready.size() >= s.consumer_wants || (!s.ready.empty() && s.ready.back().error); });
+    const auto delivered = [&] {
+      return s.ready.size() >= s.consumer_wants || (!s.ready.empty() && s.ready.back().error);
+    };
+    if (between_waits) {
+      while (!s.consumer_wake.wait_for(lock, kBetweenWaits, delivered)) {
+        lock.unlock();
+        try {
+          between_waits();
+        } catch (...) {
+          lock.lock();
+          s.consumer_wants = 0;
+          throw;
+        }
+        lock.lock();
+      }
+    } else {
+      s.consumer_wake.wait(lock, delivered);
+    }
     s.consumer_wants = 0;
     s.stats.consumer_sleeps += 1;
     waited_seconds += seconds_since(wait_start);
@@ -518,8 +539,8 @@ Prefetcher::ReadFigures Prefetcher::fill_slots(const std::vector<int>& slot_indi
     for (std::size_t k = 0; k < slot_indices.size(); ++k) {
       Slot& slot = s.slots[static_cast<std::size_t>(slot_indices[k])];
       const std::int64_t step = first_step + static_cast<std::int64_t>(k);
-      const BatchDestination destination =
-          plan_slot(*s.reader, info_, slot, sampler, step, capacity, s.fail_at_step, figures.plan_seconds);
+      const BatchDestination destination = plan_slot(*s.reader, info_, slot, sampler, step, capacity, s.fail_at_step,
+                                                     s.read_delay_us, figures.plan_seconds);
       if (s.lookahead) {
         s.lookahead->read(step, slot.indices, destination);
       } else if (s.read_rows_one_by_one) {

@@ -5,6 +5,9 @@ against torch in test_samplers_torch.py)."""
 
 import inspect
 import json
+import os
+import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -300,12 +303,25 @@ def test_keywords_take_values_and_refuse_bad_ones_with_the_apps_words(files):
         (dict(prefetch=65), strider.UsageError, "--prefetch must be in 0..64"),
         (dict(seed=2**64), strider.UsageError, r"seed must be in \[-2\*\*63, 2\*\*64-1\]"),
         (dict(seed=-2**63 - 1), strider.UsageError, "seed must be in"),
+        (dict(label_key="/labels\x00/x"), strider.UsageError, "label_key has an embedded null character"),
+        (dict(batch_size=2**41), strider.UsageError, "--batch-size must be at most 1099511627776"),
     ]
     for keywords, error, words in cases:
         with pytest.raises(error, match=words) as raised:
             strider.Loader(path, **keywords)
         assert raised.value.ranks_agreed == 1 and raised.value.kind == "usage"
         assert isinstance(raised.value, ValueError)  # usage errors are ValueErrors too
+
+
+def test_a_path_is_taken_as_given(files, tmp_path):
+    # A NUL would cut the path short where C reads it: refused, as open() refuses it.
+    with pytest.raises(strider.UsageError, match="embedded null character"):
+        strider.Loader(files["features"] + "\x00junk")
+    # A file whose name has a comma or glob characters is that file, not a list or a pattern.
+    for name in ("a,b.h5", "star[1].h5"):
+        shutil.copy(files["features"], tmp_path / name)
+        with strider.Loader(str(tmp_path / name), batch_size=8) as loader:
+            assert loader.dataset["num_samples"] == 100
 
 
 def test_files_that_cannot_be_read_raise_with_the_readers_message(files, tmp_path):
@@ -337,6 +353,40 @@ def test_stats_dataset_labels_and_the_exact_split(files):
         assert loader.labels().tolist() == [label_of(i) for i in range(100)]
     with strider.Loader(files["features"], batch_size=8, split="exact") as loader:
         assert epoch_indices(loader, 0) == list(range(100))
+
+
+CTRL_C_SCRIPT = """
+import sys, time
+import strider
+loader = strider.Loader(sys.argv[1], batch_size=8, seed=0, io_thread="yes", prefetch=1)
+print("waiting", flush=True)
+start = time.monotonic()
+batches = iter(loader)  # kept: dropping a running epoch waits for its read in progress
+try:
+    next(batches)
+    print("batch", time.monotonic() - start, flush=True)
+except KeyboardInterrupt:
+    print("interrupted", time.monotonic() - start, flush=True)
+    raise
+"""
+
+
+def test_ctrl_c_interrupts_the_wait_for_a_batch(files):
+    # Every read takes 4 s (a slow disk): the signal, 0.3 s into the wait, raises long before it ends.
+    environment = dict(os.environ, STRIDER_TEST_READ_DELAY_US="4000000", STRIDER_LOG_LEVEL="warn")
+    child = subprocess.Popen([sys.executable, "-c", CTRL_C_SCRIPT, files["features"]], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, env=environment)
+    assert child.stdout.readline().strip() == "waiting"
+    time.sleep(0.3)
+    child.send_signal(signal.SIGINT)
+    try:
+        out, err = child.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        raise
+    assert "batch" not in out and out.startswith("interrupted"), out
+    assert float(out.split()[1]) < 2.0, out  # 0.3 s and a wait slice, not the 4 s read
+    assert "KeyboardInterrupt" in err and child.returncode != 0
 
 
 def test_the_gil_is_released_while_waiting_for_a_batch(tmp_path):

@@ -269,6 +269,30 @@ TEST_CASE("a consumer holding every buffer gets an error instead of a hang", "[p
   REQUIRE(c->step() == 2);
 }
 
+TEST_CASE("a wait for a slow read calls between_waits, whose exception leaves next() with no batch taken",
+          "[prefetcher]") {
+  // Each read takes 300 ms: a wait for the first batch spans about two slices of kBetweenWaits.
+  FakeReaderOptions options;
+  options.samples = 40;
+  options.delay = std::chrono::milliseconds(300);
+  DistributedSampler sampler = make_sampler(options.samples, 4);
+  Prefetcher prefetcher(std::make_unique<FakeReader>(options), PrefetcherOptions{2, nullptr});
+  prefetcher.start_epoch(sampler);
+  int calls = 0;
+  REQUIRE_THROWS_WITH(prefetcher.next([&] {
+    if (++calls == 2) throw std::runtime_error("interrupted");
+  }),
+                      "interrupted");
+  REQUIRE(calls == 2);
+  // Nothing was taken: the next call delivers step 0, counting further waits without throwing.
+  int later_calls = 0;
+  std::vector<std::int64_t> steps;
+  while (auto batch = prefetcher.next([&] { ++later_calls; })) steps.push_back(batch->step());
+  REQUIRE(steps.size() == static_cast<std::size_t>(sampler.num_steps()));
+  REQUIRE(steps.front() == 0);
+  REQUIRE(later_calls > 0);
+}
+
 TEST_CASE("bad prefetcher options are usage errors", "[prefetcher]") {
   FakeReaderOptions options;
   REQUIRE_THROWS_AS(Prefetcher(std::make_unique<FakeReader>(options), PrefetcherOptions{0, nullptr}), UsageError);

@@ -25,6 +25,7 @@
 /// epochs, the thread that plans the next one (plan_ahead).
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -82,7 +83,8 @@ class LoaderEpoch {
   /// The next batch in plan order, blocking until it is read; nullopt after the epoch's last step.
   /// Rethrows the reader's error (on this rank only). Throws UsageError when the caller holds
   /// every buffer of the ring, or when a later Loader::epoch() call replaced this epoch.
-  std::optional<Batch> next();
+  /// `between_waits`: see Prefetcher::next (what it throws ends the epoch, as a read error does).
+  std::optional<Batch> next(const std::function<void()>& between_waits = nullptr);
 
   std::int64_t epoch() const noexcept { return epoch_; }
   /// The first step this epoch delivers (non-zero after Loader::resume).
@@ -218,7 +220,7 @@ class Loader {
  private:
   friend class LoaderEpoch;
   struct State;
-  std::optional<Batch> next_batch(std::uint64_t id);
+  std::optional<Batch> next_batch(std::uint64_t id, const std::function<void()>& between_waits);
   void end_epoch(std::uint64_t id) noexcept;
   std::unique_ptr<State> state_;
 };

@@ -19,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -204,8 +205,11 @@ class Prefetcher {
 
   /// The next batch in plan order, blocking until it is read; nullopt at the end of the epoch.
   /// Rethrows an error of the I/O thread (the original exception). Throws UsageError when the
-  /// consumer holds every buffer of the ring (it would wait forever).
-  std::optional<Batch> next();
+  /// consumer holds every buffer of the ring (it would wait forever). `between_waits`, where given,
+  /// is called about every kBetweenWaits while the I/O thread's batch is awaited, with no lock held
+  /// (Python checks for Ctrl-C there); what it throws leaves next() with no batch taken.
+  std::optional<Batch> next(const std::function<void()>& between_waits = nullptr);
+  static constexpr std::chrono::milliseconds kBetweenWaits{100};
 
   /// Ends the running epoch now (mid-epoch is fine): the I/O thread finishes the read in progress
   /// and goes idle; undelivered batches are dropped. Afterwards the sampler may change.
