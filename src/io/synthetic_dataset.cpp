@@ -1,6 +1,8 @@
 // strider-gen's library part: synthetic features, images and sequences written collectively.
 #include "strider/io/synthetic_dataset.hpp"
 
+#include <sys/statvfs.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -10,6 +12,7 @@
 #include "strider/core/float16.hpp"
 #include "strider/core/hash.hpp"
 #include "strider/core/log.hpp"
+#include "strider/core/option_text.hpp"
 
 namespace strider {
 namespace {
@@ -230,6 +233,21 @@ SyntheticSummary write_synthetic_dataset(const Communicator& comm, const std::st
   const Generator generator(options, summary.class_counts);
   summary.samples = generator.rows();
   const std::int64_t rows = summary.samples;
+  // Fixed-size data the file system cannot hold: one line now, rather than a collective write that
+  // fails on some ranks only, leaving the others in another HDF5 call.
+  comm.collective_try([&] {
+    if (sequences || !comm.is_root()) return;
+    const double needed = static_cast<double>(rows) * static_cast<double>(sample_elements * element_size + 4);
+    const std::size_t slash = path.find_last_of('/');
+    const std::string directory = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+    struct statvfs file_system {};
+    if (::statvfs(directory.c_str(), &file_system) != 0) return;  // H5Fcreate says why
+    const double available = static_cast<double>(file_system.f_bavail) * static_cast<double>(file_system.f_frsize);
+    const auto bytes = [](double value) { return format_bytes(static_cast<std::int64_t>(std::min(value, 9e18))); };
+    if (needed > available)
+      STRIDER_THROW(UsageError, path + " needs " + bytes(needed) + " (" + std::to_string(rows) +
+                                    " samples), and its file system has " + bytes(available) + " free");
+  });
 
   H5File file = comm.collective_try([&] {
     H5PropertyList access(STRIDER_H5_CHECK(H5Pcreate(H5P_FILE_ACCESS), "creating a file access property list"));

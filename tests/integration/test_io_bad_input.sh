@@ -36,4 +36,7 @@ expect_error "index out of range" "--indices: 1000 is outside \[0, 1000\)" 20 "$
 expect_error "gen: unknown kind" "--kind must be features, images, sequences or records" 20 "${mpi2[@]}" "$gen" --out "$work/x.h5" --kind pictures
 expect_error "gen: bad class counts" "--class-counts: 'x' is not a number" 20 "${mpi2[@]}" "$gen" --out "$work/x.h5" --class-counts 3,x
 expect_error "gen: unwritable output" "creating $work/no/such/dir.h5" 20 "${mpi2[@]}" "$gen" --out "$work/no/such/dir.h5"
+expect_error "gen: more than the file system holds" \
+  "$work/huge.h5 needs 400.4 PB \(99999999999999 samples\), and its file system has .* free" 20 \
+  "${mpi2[@]}" "$gen" --out "$work/huge.h5" --samples 99999999999999 --dim 1000
 finish
