@@ -242,6 +242,7 @@ SyntheticSummary write_synthetic_dataset(const Communicator& comm, const std::st
     const std::string directory = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
     struct statvfs file_system {};
     if (::statvfs(directory.c_str(), &file_system) != 0) return;  // H5Fcreate says why
+    if (file_system.f_blocks == 0) return;                        // no size to tell (ramfs grows)
     const double available = static_cast<double>(file_system.f_bavail) * static_cast<double>(file_system.f_frsize);
     const auto bytes = [](double value) { return format_bytes(static_cast<std::int64_t>(std::min(value, 9e18))); };
     if (needed > available)
