@@ -9,6 +9,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "io/mapping_faults.hpp"
 #include "io/reader_detail.hpp"
 
 namespace strider::io_detail {
@@ -33,10 +34,12 @@ FileMapping::FileMapping(int descriptor, std::int64_t offset, std::int64_t bytes
     STRIDER_THROW_ERRNO("mmap()", "mapping " + what + " (" + std::to_string(map_bytes_) + " bytes)", errno);
   }
   data_ = static_cast<const std::byte*>(map_) + (offset - aligned);
+  fault_slot_ = register_mapping(map_, map_bytes_, what);
   map_cached_pages();
 }
 
 FileMapping::~FileMapping() {
+  release_mapping(fault_slot_);
   if (map_ != nullptr) ::munmap(map_, map_bytes_);
 }
 

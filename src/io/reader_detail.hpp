@@ -123,7 +123,8 @@ class FileDescriptor {
 /// on its first touch, and the first epoch reads many times slower than the next ones (README, Data
 /// format, has the figures). Pages not cached are left alone (populating them would read the file,
 /// maybe more than memory holds) and fault in on first use. Needs MADV_POPULATE_READ (Linux 5.14),
-/// else maps nothing up front.
+/// else maps nothing up front. A SIGBUS inside the mapping (the file truncated under it) prints one
+/// line naming `what` before the process dies of it (io/mapping_faults.hpp).
 class FileMapping {
  public:
   /// `what` names the bytes for the error ("the 1000 labels /labels of data.h5").
@@ -139,6 +140,7 @@ class FileMapping {
   void* map_ = nullptr;
   std::size_t map_bytes_ = 0;
   const std::byte* data_ = nullptr;
+  int fault_slot_ = -1;  // its entry among the mappings a SIGBUS is reported for
 };
 
 /// pread of exactly `bytes` at `offset` (retries short reads and EINTR). `describe()` names what was

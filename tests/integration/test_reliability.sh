@@ -122,6 +122,26 @@ change_during_training appended append_same_mtime
 change_during_training truncated truncate_same_mtime
 change_during_training rewritten rewrite_same_size
 
+# Truncated under the mmap engine in the middle of an epoch: the next page read past the new end
+# raises SIGBUS; the rank prints one line naming the mapped bytes and dies of the signal (not a bare
+# "Bus error"), and the job ends.
+cp "$work/f.h5" "$work/mapped.h5"
+STRIDER_TEST_READ_DELAY_US=20000 "$STRIDER_MPIEXEC" --bind-to none -np 1 "$bench" --data "$work/mapped.h5" \
+  --engine mmap --batch-size 16 --epochs 20 >/dev/null 2>"$work/mapped.err" &
+launcher=$!
+sleep 1
+truncate -s 4096 "$work/mapped.h5"
+status=0
+timeout 30 tail --pid=$launcher -f /dev/null || status=124
+wait $launcher || status=$?
+first=$(head -n 1 "$work/mapped.err")
+if ((status != 0 && status != 124)) &&
+  [[ $first == "strider: error: "*" of $work/mapped.h5 could not be read through its mapping (SIGBUS): "* ]]; then
+  pass "truncated under mmap (exit $status): $first"
+else
+  fail "truncated under mmap: exit $status, '$first'"
+fi
+
 # A rank killed while it writes a checkpoint (rank 0 writes them): the previous checkpoint stays
 # usable, and resuming from it gives the uninterrupted run's samples. Checkpoints every 50 steps
 # (63 steps per epoch), the second one (epoch 1, step 37) killed halfway through its temporary file.
