@@ -157,7 +157,10 @@ int info_main(Communicator& world, int argc, char** argv) {
       }
       out << "\n";
     } else {
-      out << "labels:   none (" << reader_options.keys.labels << " not found)\n";
+      out << "labels:   none ("
+          << (reader_options.keys.labels == kNoLabelsKey ? std::string("--label-key none")
+                                                         : reader_options.keys.labels + " not found")
+          << ")\n";
     }
     if (info.variable_length) {
       out << "length histogram:";

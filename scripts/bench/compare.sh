@@ -337,7 +337,7 @@ for name in small w1 big; do
   for sampler in streaming distributed; do
     strider "rss-$sampler-$name" 1 --data "$data/$name.h5" --batch-size 256 --sampler "$sampler" --engine direct --steps 200
     strider "rss-$sampler-$name-nolabels" 1 --data "$data/$name.h5" --batch-size 256 --sampler "$sampler" --engine direct \
-      --steps 200 --label-key /none
+      --steps 200 --label-key none
   done
 done
 

@@ -291,6 +291,20 @@ void inspect_layout(OpenedDataset& dataset, ShardLayout& shard, hid_t data, bool
   }
 }
 
+/// A file without the labels dataset `options.keys.labels`: an error where a class-aware mode needs
+/// labels or where the user named one other than the default (a misspelt name must not read the data
+/// as unlabelled); otherwise the data has no labels.
+void check_missing_labels(const OpenedDataset& dataset, const ReaderOptions& options) {
+  const std::string& key = options.keys.labels;
+  if (options.require_labels && key == kNoLabelsKey)
+    STRIDER_DATA_FAIL("--label-key none reads no labels, but " + options.labels_needed_by + " needs them");
+  if (options.require_labels)
+    STRIDER_DATA_FAIL("no labels dataset " + key + ", which " + options.labels_needed_by +
+                      " needs (name it with --label-key)");
+  if (key != kNoLabelsKey && key != kDefaultLabelsKey)
+    STRIDER_DATA_FAIL("no labels dataset " + key + " (named by --label-key; --label-key none reads no labels)");
+}
+
 /// The datasets of one validated file: its data and the labels/offsets datasets it has.
 struct OpenedFile {
   H5Dataset data, labels, offsets;
@@ -363,7 +377,7 @@ OpenedFile open_and_validate(hid_t file, OpenedDataset& dataset, ShardLayout& sh
 
   if (!with_labels) {
     // the labels are someone else's
-  } else if (link_exists(file, keys.labels)) {
+  } else if (keys.labels != kNoLabelsKey && link_exists(file, keys.labels)) {
     DatasetHandles labels = open_dataset(dataset, file, keys.labels);
     if (labels.dims.size() != 1)
       STRIDER_DATA_FAIL(keys.labels + " must be one-dimensional, has shape " + format_shape(labels.dims));
@@ -388,9 +402,8 @@ OpenedFile open_and_validate(hid_t file, OpenedDataset& dataset, ShardLayout& sh
       }
     }
     opened.labels = std::move(labels.dataset);
-  } else if (options.require_labels) {
-    STRIDER_DATA_FAIL("no labels dataset " + options.keys.labels +
-                      ", which a class-aware sampler needs (name it with --label-key)");
+  } else {
+    check_missing_labels(dataset, options);
   }
   shard.path = dataset.path;
   shard.data_key = dataset.data_key;
@@ -652,10 +665,8 @@ void validate_virtual(OpenedDataset& whole, hid_t file, const OpenedDataset& dat
   }
   // The labels, held: read through HDF5 from the virtual file (their own sources checked first).
   const DatasetKeys& keys = options.keys;
-  if (!link_exists(file, keys.labels)) {
-    if (options.require_labels)
-      STRIDER_DATA_FAIL("no labels dataset " + keys.labels +
-                        ", which a class-aware sampler needs (name it with --label-key)");
+  if (keys.labels == kNoLabelsKey || !link_exists(file, keys.labels)) {
+    check_missing_labels(dataset, options);
     return;
   }
   virtual_sources(dataset, file, keys.labels);  // a missing source is an error, not fill values

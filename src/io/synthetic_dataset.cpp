@@ -233,11 +233,14 @@ SyntheticSummary write_synthetic_dataset(const Communicator& comm, const std::st
   const Generator generator(options, summary.class_counts);
   summary.samples = generator.rows();
   const std::int64_t rows = summary.samples;
-  // Fixed-size data the file system cannot hold: one line now, rather than a collective write that
-  // fails on some ranks only, leaving the others in another HDF5 call.
+  // Data the file system cannot hold: one line now, rather than a collective write that fails on
+  // some ranks only, leaving the others in another HDF5 call. Sequences: a lower bound (every one of
+  // --min-len tokens, plus its offset), known without drawing a length per row.
   comm.collective_try([&] {
-    if (sequences || !comm.is_root()) return;
-    const double needed = static_cast<double>(rows) * static_cast<double>(sample_elements * element_size + 4);
+    if (!comm.is_root()) return;
+    const double needed = sequences
+                              ? static_cast<double>(rows) * static_cast<double>(options.min_length * 4 + 8 + 4)
+                              : static_cast<double>(rows) * static_cast<double>(sample_elements * element_size + 4);
     const std::size_t slash = path.find_last_of('/');
     const std::string directory = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
     struct statvfs file_system {};
@@ -246,8 +249,9 @@ SyntheticSummary write_synthetic_dataset(const Communicator& comm, const std::st
     const double available = static_cast<double>(file_system.f_bavail) * static_cast<double>(file_system.f_frsize);
     const auto bytes = [](double value) { return format_bytes(static_cast<std::int64_t>(std::min(value, 9e18))); };
     if (needed > available)
-      STRIDER_THROW(UsageError, path + " needs " + bytes(needed) + " (" + std::to_string(rows) +
-                                    " samples), and its file system has " + bytes(available) + " free");
+      STRIDER_THROW(UsageError, path + " needs " + (sequences ? "at least " : "") + bytes(needed) + " (" +
+                                    std::to_string(rows) + (sequences ? " sequences" : " samples") +
+                                    "), and its file system has " + bytes(available) + " free");
   });
 
   H5File file = comm.collective_try([&] {
@@ -297,10 +301,12 @@ SyntheticSummary write_synthetic_dataset(const Communicator& comm, const std::st
                             : sequences ? H5T_NATIVE_INT32
                             : half      ? io_detail::float16_hdf5_type()
                                         : H5T_NATIVE_FLOAT;
+  const bool with_labels = options.keys.labels != kNoLabelsKey;  // --label-key none: a file without labels
   H5Dataset data, labels, offsets;
   comm.collective_try([&] {
     data = create_dataset(file.get(), data_key, file_type, data_dims, chunk_rows, options.compression);
-    labels = create_dataset(file.get(), options.keys.labels, H5T_STD_I32LE, {static_cast<hsize_t>(rows)}, 0, 0);
+    if (with_labels)
+      labels = create_dataset(file.get(), options.keys.labels, H5T_STD_I32LE, {static_cast<hsize_t>(rows)}, 0, 0);
     if (sequences)
       offsets = create_dataset(file.get(), options.keys.offsets, H5T_STD_I64LE, {static_cast<hsize_t>(rows + 1)}, 0, 0);
   });
@@ -319,54 +325,59 @@ SyntheticSummary write_synthetic_dataset(const Communicator& comm, const std::st
   std::vector<std::int32_t> piece_labels;
   std::vector<std::int64_t> piece_offsets;
   std::int64_t next_token = token_begin;
+  // Each piece is agreed: a rank whose write (or generation) fails stops every rank with its reason,
+  // rather than leaving the others waiting in the next collective write.
   for (std::int64_t piece = 0; piece < pieces; ++piece) {
-    const std::int64_t first = std::min(end, begin + piece * piece_rows), last = std::min(end, first + piece_rows);
-    piece_labels.resize(static_cast<std::size_t>(last - first));
-    for (std::int64_t row = first; row < last; ++row) piece_labels[row - first] = generator.label(row);
-    if (sequences) {
-      piece_offsets.clear();
-      std::int64_t piece_tokens = 0;
-      for (std::int64_t row = first; row < last; ++row) {
-        piece_offsets.push_back(next_token + piece_tokens);
-        piece_tokens += generator.length(row);
-      }
-      if (last == rows && last > first) piece_offsets.push_back(next_token + piece_tokens);  // offsets[N]
-      values.resize(static_cast<std::size_t>(piece_tokens) * 4);
-      auto* out = reinterpret_cast<std::int32_t*>(values.data());
-      for (std::int64_t row = first; row < last; ++row) {
-        generator.tokens(row, out);
-        out += generator.length(row);
-      }
-      write_block(data.get(), memory_type, data_dims, next_token, piece_tokens, values.data(), transfer.get(),
-                  data_key);
-      write_block(offsets.get(), H5T_NATIVE_INT64, {static_cast<hsize_t>(rows + 1)}, first,
-                  static_cast<std::int64_t>(piece_offsets.size()), piece_offsets.data(), transfer.get(),
-                  options.keys.offsets);
-      next_token += piece_tokens;
-    } else {
-      values.resize(static_cast<std::size_t>((last - first) * sample_elements * element_size));
-      for (std::int64_t row = first; row < last; ++row) {
-        std::byte* out = values.data() + (row - first) * sample_elements * element_size;
-        if (options.kind == "features" && half) {
-          generator.features(row, features.data());
-          for (std::int64_t d = 0; d < options.dim; ++d) {
-            const std::uint16_t bits = float32_to_float16(features[d]);
-            std::memcpy(out + d * 2, &bits, 2);
-          }
-        } else if (options.kind == "features") {
-          generator.features(row, reinterpret_cast<float*>(out));
-        } else if (options.kind == "records") {
-          generator.record(row, reinterpret_cast<std::uint8_t*>(out));
-        } else {
-          generator.image(row, reinterpret_cast<std::uint8_t*>(out));
+    comm.collective_try([&] {
+      const std::int64_t first = std::min(end, begin + piece * piece_rows), last = std::min(end, first + piece_rows);
+      piece_labels.resize(static_cast<std::size_t>(last - first));
+      for (std::int64_t row = first; row < last; ++row) piece_labels[row - first] = generator.label(row);
+      if (sequences) {
+        piece_offsets.clear();
+        std::int64_t piece_tokens = 0;
+        for (std::int64_t row = first; row < last; ++row) {
+          piece_offsets.push_back(next_token + piece_tokens);
+          piece_tokens += generator.length(row);
         }
+        if (last == rows && last > first) piece_offsets.push_back(next_token + piece_tokens);  // offsets[N]
+        values.resize(static_cast<std::size_t>(piece_tokens) * 4);
+        auto* out = reinterpret_cast<std::int32_t*>(values.data());
+        for (std::int64_t row = first; row < last; ++row) {
+          generator.tokens(row, out);
+          out += generator.length(row);
+        }
+        write_block(data.get(), memory_type, data_dims, next_token, piece_tokens, values.data(), transfer.get(),
+                    data_key);
+        write_block(offsets.get(), H5T_NATIVE_INT64, {static_cast<hsize_t>(rows + 1)}, first,
+                    static_cast<std::int64_t>(piece_offsets.size()), piece_offsets.data(), transfer.get(),
+                    options.keys.offsets);
+        next_token += piece_tokens;
+      } else {
+        values.resize(static_cast<std::size_t>((last - first) * sample_elements * element_size));
+        for (std::int64_t row = first; row < last; ++row) {
+          std::byte* out = values.data() + (row - first) * sample_elements * element_size;
+          if (options.kind == "features" && half) {
+            generator.features(row, features.data());
+            for (std::int64_t d = 0; d < options.dim; ++d) {
+              const std::uint16_t bits = float32_to_float16(features[d]);
+              std::memcpy(out + d * 2, &bits, 2);
+            }
+          } else if (options.kind == "features") {
+            generator.features(row, reinterpret_cast<float*>(out));
+          } else if (options.kind == "records") {
+            generator.record(row, reinterpret_cast<std::uint8_t*>(out));
+          } else {
+            generator.image(row, reinterpret_cast<std::uint8_t*>(out));
+          }
+        }
+        write_block(data.get(), memory_type, data_dims, first, last - first, values.data(), transfer.get(), data_key);
       }
-      write_block(data.get(), memory_type, data_dims, first, last - first, values.data(), transfer.get(), data_key);
-    }
-    write_block(labels.get(), H5T_NATIVE_INT32, {static_cast<hsize_t>(rows)}, first, last - first, piece_labels.data(),
-                transfer.get(), options.keys.labels);
-    if (show_progress)
-      print_on_root("strider-gen: " + std::to_string((piece + 1) * 100 / pieces) + "% written (" + path + ")");
+      if (with_labels)
+        write_block(labels.get(), H5T_NATIVE_INT32, {static_cast<hsize_t>(rows)}, first, last - first,
+                    piece_labels.data(), transfer.get(), options.keys.labels);
+      if (show_progress)
+        print_on_root("strider-gen: " + std::to_string((piece + 1) * 100 / pieces) + "% written (" + path + ")");
+    });
   }
   return summary;
 }

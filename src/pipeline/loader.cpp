@@ -340,6 +340,10 @@ Loader::Loader(const Communicator& comm, LoaderOptions options) : state_(std::ma
   options.sampler.seed = *options.seed;
 
   ReaderOptions reader_options = options.reader;
+  if (options.split == LoaderSplit::sampler && sampler_needs_labels(options.sampler.mode)) {
+    reader_options.require_labels = true;  // refused at open, naming the sampler, not after it
+    reader_options.labels_needed_by = "the " + options.sampler.mode + " sampler";
+  }
   reader_options.labels_in_memory = options.labels_in_memory.value_or(options.split == LoaderSplit::sampler &&
                                                                       sampler_needs_labels(options.sampler.mode));
   // The store reads the file once, in order: preads rather than page faults where auto may choose.

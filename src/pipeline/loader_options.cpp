@@ -79,7 +79,9 @@ std::vector<LoaderOption> build_table() {
           "data-key", "data", "dataset of fixed-size samples [N, ...]",
           [](auto& o) -> auto& { return o.reader.keys.data; }),
       text_option(
-          "label-key", "data", "dataset of integer labels [N]", [](auto& o) -> auto& { return o.reader.keys.labels; }),
+          "label-key", "data",
+          "dataset of integer labels [N]: /labels is read when present, another name must exist, none reads none",
+          [](auto& o) -> auto& { return o.reader.keys.labels; }),
       text_option(
           "tokens-key", "data", "sequences: dataset of all tokens [T], or h5py vlen sequences [N] (then no offsets)",
           [](auto& o) -> auto& { return o.reader.keys.tokens; }),

@@ -84,7 +84,7 @@ expect_equal "balanced: the planned samples" "$(json_number "$work/b.json" sampl
   "$(planned "$work/f.h5" 2 --sampler balanced --batch-size 64)"
 
 # Streaming with --steps: exactly steps x batch x ranks samples; a file read without labels.
-mpirun_n 2 "$bench" --data "$work/f.h5" --batch-size 32 --sampler streaming --steps 10 --label-key /none \
+mpirun_n 2 "$bench" --data "$work/f.h5" --batch-size 32 --sampler streaming --steps 10 --label-key none \
   --json "$work/st.json" >"$work/st.txt" 2>&1 || fail "streaming run: $(tail -n 3 "$work/st.txt")"
 expect_equal "streaming, 10 steps" "$(json_number "$work/st.json" samples)" 640
 expect_equal "no labels dataset: nothing per batch" "$(grep -o '"labels_per_batch":[a-z]*' "$work/st.json")" \

@@ -23,9 +23,17 @@ expect_error "missing dataset" "no dataset /nope" 20 "${mpi2[@]}" "$inspect" dum
 expect_error "missing on one rank only" "\[rank 1\] cannot open data.h5: No such file" 20 \
   "${mpi2[@]}" bash -c 'cd "$0/r$OMPI_COMM_WORLD_RANK" && exec "$1" info data.h5' "$work" "$inspect"
 expect_error "labels length" "labels /labels_short has 3 entries but there are 4 samples" 20 "${mpi2[@]}" "$inspect" info "$bad" --label-key /labels_short
+expect_error "misspelt label key" "no labels dataset /lables \(named by --label-key; --label-key none reads no labels\)" 20 \
+  "${mpi2[@]}" "$inspect" info "$work/f.h5" --label-key /lables
+expect_error "no labels for a class-aware mode" "--label-key none reads no labels, but a class-aware sampler needs them" 20 \
+  "${mpi2[@]}" "$inspect" plan --data "$work/f.h5" --sampler balanced --label-key none
+# --label-key none: strider-gen writes no labels, and the default name is then optional.
+mpirun_n 1 "$gen" --kind features --samples 10 --dim 2 --label-key none --out "$work/unlabelled.h5" >/dev/null
+expect_equal "gen --label-key none: no labels" "$(mpirun_n 1 "$inspect" info "$work/unlabelled.h5" | grep '^labels:')" \
+  "labels:   none (/labels not found)"
 expect_error "offsets length" "labels /labels has 10 entries but there are 9 samples \(offsets /labels has 10 entries\)" 20 \
   "${mpi2[@]}" "$inspect" info "$work/s.h5" --offsets-key /labels
-expect_error "offsets decreasing" "/tokens is not non-decreasing" 20 "${mpi2[@]}" "$inspect" info "$work/s.h5" --offsets-key /tokens --label-key /none
+expect_error "offsets decreasing" "/tokens is not non-decreasing" 20 "${mpi2[@]}" "$inspect" info "$work/s.h5" --offsets-key /tokens --label-key none
 expect_error "offsets past the end" "is past the end of /labels" 20 "${mpi2[@]}" "$inspect" info "$work/s.h5" --tokens-key /labels
 expect_error "unsupported type (strings)" "/names has an unsupported type \(4-byte string\)" 20 "${mpi2[@]}" "$inspect" info "$bad" --data-key /names
 # float16 is read (the file was written with float16 1..8): not an error any more.
@@ -39,4 +47,7 @@ expect_error "gen: unwritable output" "creating $work/no/such/dir.h5" 20 "${mpi2
 expect_error "gen: more than the file system holds" \
   "$work/huge.h5 needs 400.4 PB \(99999999999999 samples\), and its file system has .* free" 20 \
   "${mpi2[@]}" "$gen" --out "$work/huge.h5" --samples 99999999999999 --dim 1000
+expect_error "gen: more sequences than the file system holds" \
+  "$work/huge.h5 needs at least 16.0 PB \(999999999999999 sequences\), and its file system has .* free" 20 \
+  "${mpi2[@]}" "$gen" --out "$work/huge.h5" --kind sequences --samples 999999999999999 --min-len 1 --max-len 10
 finish

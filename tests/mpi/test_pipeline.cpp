@@ -97,7 +97,7 @@ TEST_CASE("pipeline: the mmap engine's specialised row sizes give the hdf5 engin
     for (const std::string labels : {"held", "per batch", "none"}) {
       ReaderOptions reader_options;
       reader_options.labels_in_memory = labels == "held";
-      if (labels == "none") reader_options.keys.labels = "/no_labels";
+      if (labels == "none") reader_options.keys.labels = std::string(kNoLabelsKey);
       for (const std::int64_t batch : {13, 1100}) {
         DistributedSamplerConfig config;
         config.dataset_size = options.samples;

@@ -1064,6 +1064,21 @@ TEST_CASE("unusable files fail on every rank with a reason", "[mpi][io][errors]"
     options.require_labels = true;
     require_failure(good, "no labels dataset /missing_labels", options);
   }
+  {
+    // A labels name other than the default must exist: a misspelt one is an error, not data without
+    // labels; `none` reads none, which a class-aware mode refuses.
+    ReaderOptions options;
+    options.keys.labels = "/lables";
+    require_failure(good, "no labels dataset /lables (named by --label-key; --label-key none reads no labels)",
+                    options);
+    options.keys.labels = std::string(kNoLabelsKey);
+    options.require_labels = true;
+    require_failure(good, "--label-key none reads no labels, but a class-aware sampler needs them", options);
+    options.require_labels = false;
+    const std::unique_ptr<BatchReader> reader = open_reader(world(), good, options);
+    REQUIRE_ON_ALL_RANKS(!reader->info().has_labels);  // the file's /labels is not read
+    REQUIRE_ON_ALL_RANKS(reader->labels().size() == 0);
+  }
   const std::string short_labels = make_file("short_labels", [](const std::string& p) {
     H5File file = create_file(p);
     const std::vector<float> samples(20, 1.0f);

@@ -331,6 +331,11 @@ def test_files_that_cannot_be_read_raise_with_the_readers_message(files, tmp_pat
     with pytest.raises(strider.DataError, match="labels_short") as raised:
         strider.Loader(files["unusable"], label_key="/labels_short")
     assert raised.value.kind == "data"
+    # A labels name of one's own must exist; "none" reads the file without its labels.
+    with pytest.raises(strider.DataError, match="no labels dataset /lables"):
+        strider.Loader(files["features"], label_key="/lables")
+    with strider.Loader(files["features"], batch_size=8, label_key="none") as loader:
+        assert loader.dataset["has_labels"] is False
 
 
 def test_seeds_are_torch_ints_modulo_two_to_the_64(files):

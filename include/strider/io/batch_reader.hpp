@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "strider/comm/communicator.hpp"
@@ -22,10 +23,17 @@
 
 namespace strider {
 
+/// DatasetKeys::labels of the default name: read when the file has it, else the data has no labels.
+inline constexpr std::string_view kDefaultLabelsKey = "/labels";
+/// DatasetKeys::labels that reads no labels (`--label-key none`; a dataset called none is "/none").
+inline constexpr std::string_view kNoLabelsKey = "none";
+
 /// Dataset names inside the file (the apps' --data-key, --label-key, --tokens-key, --offsets-key).
 struct DatasetKeys {
-  std::string data = "/samples";     ///< fixed-size samples [N, ...]
-  std::string labels = "/labels";    ///< integer labels [N] (optional unless a class-aware mode is used)
+  std::string data = "/samples";  ///< fixed-size samples [N, ...]
+  /// Integer labels [N]. The default is optional unless a class-aware mode needs labels; any other
+  /// name must exist (a misspelt name is an error, not data without labels); kNoLabelsKey: none.
+  std::string labels = std::string(kDefaultLabelsKey);
   std::string tokens = "/tokens";    ///< variable-length sequences: all tokens [T]
   std::string offsets = "/offsets";  ///< int64 [N+1]: row i is tokens[offsets[i]:offsets[i+1]]
 };
@@ -96,8 +104,9 @@ inline constexpr int kMaxCopyThreads = 1024;
 /// Options for open_reader.
 struct ReaderOptions {
   DatasetKeys keys;
-  std::string engine = "auto";  ///< auto | hdf5 | direct | mmap
-  bool require_labels = false;  ///< class-aware modes: a missing labels dataset is an error
+  std::string engine = "auto";                             ///< auto | hdf5 | direct | mmap
+  bool require_labels = false;                             ///< class-aware modes: a missing labels dataset is an error
+  std::string labels_needed_by = "a class-aware sampler";  ///< who needs them, for that error
   /// true: every label is read once at open and held (4 bytes per row; class-aware samplers and the
   /// trainer need them). false: each batch's labels are read with it, so memory does not grow with N
   /// (the streaming and block modes); needs a contiguous, unfiltered labels dataset in native byte
