@@ -1,18 +1,40 @@
 #include "train/evaluation.hpp"
 
+#include <memory>
 #include <vector>
 
 #include "strider/core/error.hpp"
+#include "strider/io/batch_reader.hpp"
 #include "strider/pipeline/loader.hpp"
 #include "strider/train/batch_input.hpp"
 #include "strider/train/model.hpp"
 
 namespace strider::detail {
 
+void check_evaluation_data(const Communicator& comm, const Backend& backend, const LoaderOptions& options,
+                           int num_classes) {
+  ReaderOptions reader_options = options.reader;
+  reader_options.require_labels = true;
+  reader_options.labels_needed_by = "evaluation";
+  reader_options.labels_in_memory = true;  // held only while they are checked
+  const std::unique_ptr<BatchReader> reader = open_reader(comm, options.data_path, reader_options);
+  comm.collective_try([&] {
+    resolve_model_config(backend.config(), reader->info());
+    if (!comm.is_root()) return;
+    const SharedView<std::int32_t> labels = reader->labels();
+    for (std::size_t i = 0; i < labels.size(); ++i)
+      if (labels[i] < 0 || labels[i] >= num_classes)
+        STRIDER_THROW(DataError, "evaluation file " + options.data_path + ": label " + std::to_string(labels[i]) +
+                                     " of sample " + std::to_string(i) + " is outside the training classes 0.." +
+                                     std::to_string(num_classes - 1));
+  });
+}
+
 ClassCounts evaluate_exactly(const Communicator& comm, Backend& backend, LoaderOptions options, int num_classes,
                              bool check_model_fits) {
   options.split = LoaderSplit::exact;
   options.reader.require_labels = true;
+  options.reader.labels_needed_by = "evaluation";
   options.labels_in_memory = false;  // each batch brings its labels
   options.epochs = 1;
   Loader loader(comm, std::move(options));

@@ -9,6 +9,13 @@
 
 namespace strider::detail {
 
+/// Collective over comm: the checks evaluate_exactly makes on an evaluation file other than the
+/// training file, made before training so that a bad --eval-data fails in seconds, not after the last
+/// epoch: the file opens with labels, fits the backend's model, and every label lies in
+/// 0..num_classes-1 (its labels are read once, then dropped). Failures are agreed.
+void check_evaluation_data(const Communicator& comm, const Backend& backend, const LoaderOptions& options,
+                           int num_classes);
+
 /// Collective over comm: every rank must call with the same options. Reads options.data_path with
 /// a Loader (the split forced to exact, labels required and read with each batch; the rest of
 /// `options` as given: keys, engine, batch size, prefetch, allocator) and predicts every sample

@@ -98,6 +98,7 @@ class TrainingRun {
   /// checkpoint resumes at the next epoch's first step rather than after this epoch's last one.
   void save_checkpoint(bool at_next_epoch = false);
   bool train_epoch(LoaderEpoch& epoch);  // false: stopped by a signal
+  LoaderOptions evaluation_options() const;
   void evaluate();
   void reweight_classes();
   void collect_rank_summaries();
@@ -141,7 +142,8 @@ void TrainingRun::build_backend() {
 
 void TrainingRun::open_loader() {
   LoaderOptions options = config_.loader;
-  options.reader.require_labels = true;            // training needs labels whatever the sampling mode
+  options.reader.require_labels = true;  // training needs labels whatever the sampling mode
+  options.reader.labels_needed_by = "training";
   options.allocator = backend_->host_allocator();  // pinned where the backend copies to a GPU
   options.epochs = config_.epochs;                 // nothing planned ahead past the last epoch
   // A backend that overlaps copies gets batch k+1 staged during step k: two batches held, so the
@@ -322,14 +324,19 @@ bool TrainingRun::train_epoch(LoaderEpoch& epoch) {
   return !totals.stopped;
 }
 
-void TrainingRun::evaluate() {
-  const Clock::time_point start = Clock::now();
+LoaderOptions TrainingRun::evaluation_options() const {
   LoaderOptions options;
   options.data_path = config_.eval_path.empty() ? config_.loader.data_path : config_.eval_path;
   options.reader = config_.loader.reader;
   options.sampler.batch_size = config_.eval_batch_size;
   options.prefetch = 2;
   options.allocator = backend_->host_allocator();
+  return options;
+}
+
+void TrainingRun::evaluate() {
+  const Clock::time_point start = Clock::now();
+  const LoaderOptions options = evaluation_options();
   const ClassCounts counts =
       detail::evaluate_exactly(comm_, *backend_, options, num_classes_, !config_.eval_path.empty());
   summary_.per_class_recall = counts.recall();
@@ -373,6 +380,8 @@ TrainSummary TrainingRun::run() {
   open_loader();
   comm_.collective_try([&] { loader_->require_steps(0); });
   build_model();
+  // A separate evaluation file is checked now: after the last epoch is too late to learn it is wrong.
+  if (!config_.eval_path.empty()) detail::check_evaluation_data(comm_, *backend_, evaluation_options(), num_classes_);
   const bool resumed = try_resume();
   comm_.collective_try([&] {
     if (!config_.trace_path.empty())

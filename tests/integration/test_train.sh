@@ -25,6 +25,19 @@ mpirun_n 2 "$gen" --kind features --classes 4 --samples 1001 --dim 16 --seed 2 -
 mpirun_n 3 "$train" --data "$work/balanced.h5" --eval-data "$work/eval.h5" --epochs 1 --batch-size 32 --seed 3 \
   --eval-batch-size 7 --stats-json "$work/eval.json" >/dev/null
 expect_equal "exact evaluation at 3 ranks (1001 samples)" "$(json_number "$work/eval.json" eval_samples)" 1001
+# A bad --eval-data fails before the first epoch (no epoch line), not after the last.
+mpirun_n 1 "$gen" --kind features --classes 4 --samples 100 --dim 8 --out "$work/eval_dim8.h5" --no-progress >/dev/null
+mpirun_n 1 "$gen" --kind features --classes 6 --samples 100 --dim 16 --out "$work/eval_6.h5" --no-progress >/dev/null
+mpirun_n 1 "$gen" --kind features --samples 100 --dim 16 --label-key none --out "$work/eval_unlabelled.h5" \
+  --no-progress >/dev/null
+for bad in "nope.h5|cannot open $work/nope.h5" \
+  "eval_dim8.h5|the model expects 16 features per sample, but samples of $work/eval_dim8.h5 have 8" \
+  "eval_6.h5|evaluation file $work/eval_6.h5: label 4 of sample [0-9]+ is outside the training classes 0\.\.3" \
+  "eval_unlabelled.h5|no labels dataset /labels, which evaluation needs"; do
+  expect_error "--eval-data ${bad%%|*}" "${bad#*|}" 30 \
+    mpirun_n 2 "$train" --data "$work/balanced.h5" --eval-data "$work/${bad%%|*}" --epochs 50 --batch-size 32
+  expect_equal "--eval-data ${bad%%|*}: refused before training" "$(grep -c '^strider: epoch' "$work/out")" 0
+done
 
 # 2. Rare classes: balanced and stratified (uniform target) raise recall over distributed.
 mpirun_n 2 "$gen" --kind features --class-counts 10000,200,50 --dim 16 --noise 3 --seed 1 --out "$work/imbalanced.h5" --no-progress >/dev/null
