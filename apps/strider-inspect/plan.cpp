@@ -138,6 +138,7 @@ void load_data(const Communicator& world, const cli::Parsed& parsed, PlanOptions
   const std::vector<std::string> class_modes = {"balanced", "weighted", "stratified"};
   options.reader.require_labels =
       std::find(class_modes.begin(), class_modes.end(), options.sampler.mode) != class_modes.end();
+  options.reader.labels_needed_by = "the " + options.sampler.mode + " sampler";
   const std::unique_ptr<BatchReader> reader = open_reader(world, options.data_path, options.reader);
   const std::int64_t samples = reader->info().num_samples;
   world.collective_try([&] {
@@ -219,7 +220,7 @@ std::string plan_text(const cli::Parsed& parsed, PlanOptions& options) {
                                     std::to_string(labelled) + " samples of --class-counts");
     options.samples = labelled;
   }
-  if (!parsed.values.count("samples") && !options.sampler.labels)
+  if (!parsed.values.count("samples") && !options.sampler.labels && options.data_path.empty())
     STRIDER_THROW(UsageError, "the option '--samples' is required (or --class-counts or --data)");
   if (options.histogram && !options.sampler.labels)
     STRIDER_THROW(UsageError, "--histogram needs labels: --class-counts or --data with labels");

@@ -68,6 +68,13 @@ for sampler in balanced weighted stratified; do
   expect_equal "$sampler: --data under 2 MPI ranks prints once"     "$(mpirun_n 2 "$inspect" plan --sampler $sampler --data "$work/c.h5" --world 4 --batch-size 8 --json --rank 3)" "$expected"
 done
 expect_error "data: missing file" "cannot open" 20 $inspect plan --sampler balanced --data "$work/none.h5"
+# A file without labels gives N for the modes that need none (no --samples needed).
+"$STRIDER_BIN/strider-gen" --kind features --samples 20 --dim 2 --label-key none --out "$work/u.h5" >/dev/null
+expect_equal "data without labels: distributed plan of its 20 samples" \
+  "$($inspect plan --data "$work/u.h5" --world 2 --batch-size 10 --no-shuffle --rank 1 2>/dev/null)" \
+  "$($inspect plan --samples 20 --world 2 --batch-size 10 --no-shuffle --rank 1)"
+expect_error "data without labels: the balanced sampler" "no labels dataset /labels, which the balanced sampler needs" 20 \
+  $inspect plan --sampler balanced --data "$work/u.h5"
 expect_error "data: samples disagree" "differs from the 1250 samples" 20 $inspect plan --data "$work/c.h5" --samples 5
 expect_error "data: 2 ranks, bad weights" "2 class weights for 3 classes" 30 \
   "$STRIDER_MPIEXEC" --bind-to none -np 2 "$inspect" plan --sampler weighted --data "$work/c.h5" --class-weights 1,2
