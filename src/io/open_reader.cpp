@@ -319,8 +319,15 @@ OpenedFile open_and_validate(hid_t file, OpenedDataset& dataset, ShardLayout& sh
   const DatasetKeys& keys = options.keys;
   DatasetInfo& info = dataset.info;
 
+  // A name given for one layout chooses it: sequences named with --tokens-key/--offsets-key are not
+  // passed over for a /samples the file also has (a silent wrong answer); naming both is refused.
+  const DatasetKeys defaults;
+  const bool sequences_named = keys.tokens != defaults.tokens || keys.offsets != defaults.offsets;
+  if (sequences_named && keys.data != defaults.data)
+    STRIDER_DATA_FAIL("--data-key " + keys.data + " names fixed-size samples and --tokens-key/--offsets-key (" +
+                      keys.tokens + ", " + keys.offsets + ") sequences: name one");
   DatasetHandles data;
-  if (link_exists(file, keys.data)) {
+  if (!sequences_named && link_exists(file, keys.data)) {
     dataset.data_key = keys.data;
     data = open_dataset(dataset, file, keys.data);
     if (data.dims.empty()) STRIDER_DATA_FAIL(keys.data + " is a scalar; expected [N, ...]");
@@ -366,6 +373,8 @@ OpenedFile open_and_validate(hid_t file, OpenedDataset& dataset, ShardLayout& sh
       STRIDER_DATA_FAIL(keys.offsets + " has " + std::to_string(offsets.dims[0]) + " entries: the dataset is empty");
     info.num_samples = offsets.dims[0] - 1;
     opened.offsets = std::move(offsets.dataset);
+  } else if (sequences_named) {
+    STRIDER_DATA_FAIL("no dataset " + keys.tokens + " (the sequences named by --tokens-key/--offsets-key)");
   } else {
     STRIDER_DATA_FAIL("no dataset " + keys.data + " (fixed-size samples) nor " + keys.tokens + " + " + keys.offsets +
                       " (sequences); name yours with --data-key or --tokens-key/--offsets-key");

@@ -25,12 +25,16 @@ expect_error "missing on one rank only" "\[rank 1\] cannot open data.h5: No such
 expect_error "labels length" "labels /labels_short has 3 entries but there are 4 samples" 20 "${mpi2[@]}" "$inspect" info "$bad" --label-key /labels_short
 expect_error "misspelt label key" "no labels dataset /lables \(named by --label-key; --label-key none reads no labels\)" 20 \
   "${mpi2[@]}" "$inspect" info "$work/f.h5" --label-key /lables
-expect_error "no labels for a class-aware mode" "--label-key none reads no labels, but a class-aware sampler needs them" 20 \
+expect_error "no labels for a class-aware mode" "--label-key none reads no labels, but the balanced sampler needs them" 20 \
   "${mpi2[@]}" "$inspect" plan --data "$work/f.h5" --sampler balanced --label-key none
 # --label-key none: strider-gen writes no labels, and the default name is then optional.
 mpirun_n 1 "$gen" --kind features --samples 10 --dim 2 --label-key none --out "$work/unlabelled.h5" >/dev/null
 expect_equal "gen --label-key none: no labels" "$(mpirun_n 1 "$inspect" info "$work/unlabelled.h5" | grep '^labels:')" \
   "labels:   none (/labels not found)"
+expect_error "sequences named, the file has fixed-size samples" \
+  "no dataset /toks \(the sequences named by --tokens-key/--offsets-key\)" 20 "${mpi2[@]}" "$inspect" info "$work/f.h5" --tokens-key /toks
+expect_error "both layouts named" "--data-key /x names fixed-size samples and --tokens-key/--offsets-key \(/tokens, /offs\) sequences: name one" 20 \
+  "${mpi2[@]}" "$inspect" info "$work/f.h5" --data-key /x --offsets-key /offs
 expect_error "offsets length" "labels /labels has 10 entries but there are 9 samples \(offsets /labels has 10 entries\)" 20 \
   "${mpi2[@]}" "$inspect" info "$work/s.h5" --offsets-key /labels
 expect_error "offsets decreasing" "/tokens is not non-decreasing" 20 "${mpi2[@]}" "$inspect" info "$work/s.h5" --offsets-key /tokens --label-key none

@@ -1079,6 +1079,28 @@ TEST_CASE("unusable files fail on every rank with a reason", "[mpi][io][errors]"
     REQUIRE_ON_ALL_RANKS(!reader->info().has_labels);  // the file's /labels is not read
     REQUIRE_ON_ALL_RANKS(reader->labels().size() == 0);
   }
+  {
+    // Sequences named beside a /samples the file also has: the named layout is read, not /samples.
+    const std::string both = make_file("both_layouts", [](const std::string& p) {
+      H5File file = create_file(p);
+      const std::vector<float> samples(20, 1.0f);
+      const std::vector<std::int32_t> tokens(30, 7);
+      std::vector<std::int64_t> offsets(11);
+      for (std::size_t i = 0; i < offsets.size(); ++i) offsets[i] = static_cast<std::int64_t>(i * 3);
+      write_dataset(file.get(), "/samples", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, {10, 2}, samples.data(),
+                    Layout{"contiguous"});
+      write_dataset(file.get(), "/toks", H5T_STD_I32LE, H5T_NATIVE_INT32, {30}, tokens.data(), Layout{"contiguous"});
+      write_dataset(file.get(), "/offs", H5T_STD_I64LE, H5T_NATIVE_INT64, {11}, offsets.data(), Layout{"contiguous"});
+    });
+    ReaderOptions options;
+    options.keys.tokens = "/toks";
+    options.keys.offsets = "/offs";
+    const std::unique_ptr<BatchReader> reader = open_reader(world(), both, options);
+    REQUIRE_ON_ALL_RANKS(reader->info().variable_length);
+    REQUIRE_ON_ALL_RANKS(reader->info().num_tokens == 30);
+    options.keys.data = "/samples2";
+    require_failure(both, "--data-key /samples2 names fixed-size samples and --tokens-key/--offsets-key", options);
+  }
   const std::string short_labels = make_file("short_labels", [](const std::string& p) {
     H5File file = create_file(p);
     const std::vector<float> samples(20, 1.0f);
