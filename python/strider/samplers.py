@@ -88,6 +88,8 @@ class Sampler:
 
     def set_epoch(self, epoch):
         """The epoch the next iteration runs (torch's set_epoch)."""
+        if not isinstance(epoch, numbers.Integral):
+            raise TypeError(f"set_epoch takes an int, got {type(epoch).__name__}")
         if epoch < 0:
             raise _strider.UsageError(f"epoch must be >= 0, got {epoch}")
         self.epoch = int(epoch)

@@ -182,5 +182,7 @@ def test_defaults_and_bad_arguments():
         strider.DistributedSampler(10, 1, 0, prefetch=4)  # not a sampling option
     with pytest.raises(strider.UsageError, match="mode="):
         strider.Sampler(10, 1, 0)
+    with pytest.raises(TypeError, match="set_epoch takes an int, got str"):
+        strider.DistributedSampler(10, 1, 0).set_epoch("1")
     assert list(strider.Sampler(10, 1, 0, mode="distributed", seed=3)) == \
         list(strider.DistributedSampler(10, 1, 0, seed=3))
