@@ -19,6 +19,12 @@ void check_evaluation_data(const Communicator& comm, const Backend& backend, con
   reader_options.labels_in_memory = true;  // held only while they are checked
   const std::unique_ptr<BatchReader> reader = open_reader(comm, options.data_path, reader_options);
   comm.collective_try([&] {
+    const bool model_takes_sequences = backend.config().kind == "bag";
+    const auto kind = [](bool sequences) { return sequences ? "token sequences" : "fixed-size samples"; };
+    if (reader->info().variable_length != model_takes_sequences)
+      STRIDER_THROW(UsageError, "evaluation file " + options.data_path + " holds " +
+                                    kind(reader->info().variable_length) + ", but the model trained here takes " +
+                                    kind(model_takes_sequences));
     resolve_model_config(backend.config(), reader->info());
     if (!comm.is_root()) return;
     const SharedView<std::int32_t> labels = reader->labels();

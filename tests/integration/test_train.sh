@@ -30,10 +30,12 @@ mpirun_n 1 "$gen" --kind features --classes 4 --samples 100 --dim 8 --out "$work
 mpirun_n 1 "$gen" --kind features --classes 6 --samples 100 --dim 16 --out "$work/eval_6.h5" --no-progress >/dev/null
 mpirun_n 1 "$gen" --kind features --samples 100 --dim 16 --label-key none --out "$work/eval_unlabelled.h5" \
   --no-progress >/dev/null
+mpirun_n 1 "$gen" --kind sequences --classes 4 --samples 100 --out "$work/eval_sequences.h5" --no-progress >/dev/null
 for bad in "nope.h5|cannot open $work/nope.h5" \
   "eval_dim8.h5|the model expects 16 features per sample, but samples of $work/eval_dim8.h5 have 8" \
   "eval_6.h5|evaluation file $work/eval_6.h5: label 4 of sample [0-9]+ is outside the training classes 0\.\.3" \
-  "eval_unlabelled.h5|no labels dataset /labels, which evaluation needs"; do
+  "eval_unlabelled.h5|no labels dataset /labels, which evaluation needs" \
+  "eval_sequences.h5|evaluation file $work/eval_sequences.h5 holds token sequences, but the model trained here takes fixed-size samples"; do
   expect_error "--eval-data ${bad%%|*}" "${bad#*|}" 30 \
     mpirun_n 2 "$train" --data "$work/balanced.h5" --eval-data "$work/${bad%%|*}" --epochs 50 --batch-size 32
   expect_equal "--eval-data ${bad%%|*}: refused before training" "$(grep -c '^strider: epoch' "$work/out")" 0
