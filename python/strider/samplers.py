@@ -47,7 +47,7 @@ class Sampler:
 
     set_epoch(e) chooses the epoch (forgetting it repeats epoch 0's order, as with torch);
     state_dict() says how far the current iteration went and load_state_dict() makes the next
-    iteration go on from there. The count is what the iterator handed out: a DataLoader with workers
+    iteration go on from there. Samplers pickle and copy (copy.deepcopy), position included. The count is what the iterator handed out: a DataLoader with workers
     takes indices ahead of the batches it delivered.
     """
 
@@ -79,12 +79,33 @@ class Sampler:
         self.batch_size = batch_size
         self.epoch = 0
         self._yields_batches = batch_size is not None or self.mode == "bucketed"
-        self._plan = _strider._Plan(size, self.num_replicas, self.rank, labels=labels, lengths=lengths,
-                                    sampler=self.mode, batch_size=batch_size or 0, no_shuffle=not shuffle,
-                                    drop_last=drop_last, drop_last_batch=drop_last_batch, seed=seed, **options)
+        # What the plan is made from, kept so that a copy or an unpickled sampler can make it again.
+        self._plan_arguments = dict(size=size, labels=labels, lengths=lengths, drop_last_batch=drop_last_batch,
+                                    options=options)
+        self._plan = self._make_plan()
         self._planned_epoch = None
         self._skip = 0  # items the next iteration skips (load_state_dict)
         self._yielded = 0  # items the current iteration handed out
+
+    def _make_plan(self):
+        a = self._plan_arguments
+        return _strider._Plan(a["size"], self.num_replicas, self.rank, labels=a["labels"], lengths=a["lengths"],
+                              sampler=self.mode, batch_size=self.batch_size or 0, no_shuffle=not self.shuffle,
+                              drop_last=self.drop_last, drop_last_batch=a["drop_last_batch"], seed=self.seed,
+                              **a["options"])
+
+    def __getstate__(self):
+        """Pickling (and copy.deepcopy): the arguments and the position, not the library's plan."""
+        state = dict(self.__dict__)
+        del state["_plan"]
+        return state
+
+    def __setstate__(self, state):
+        # A fresh plan of the same epoch, with the position skipped, gives the batches a resumed one
+        # does (load_state_dict turned the state into this world size's step).
+        self.__dict__.update(state)
+        self._plan = self._make_plan()
+        self._planned_epoch = None
 
     def set_epoch(self, epoch):
         """The epoch the next iteration runs (torch's set_epoch)."""

@@ -1,7 +1,9 @@
 """The torch-style samplers without torch: torch's order from the golden vectors torch 1.13 wrote
 (tests/data/torch_distributed_goldens.txt), resume, elastic resume, every mode, the defaults."""
 
+import copy
 import os
+import pickle
 
 import numpy as np
 import pytest
@@ -186,3 +188,27 @@ def test_defaults_and_bad_arguments():
         strider.DistributedSampler(10, 1, 0).set_epoch("1")
     assert list(strider.Sampler(10, 1, 0, mode="distributed", seed=3)) == \
         list(strider.DistributedSampler(10, 1, 0, seed=3))
+
+
+def test_samplers_pickle_and_copy_with_their_position():
+    labels = [i % 3 for i in range(90)]
+    fresh = strider.BalancedSampler(90, 2, 1, seed=4, labels=labels, batch_size=5)
+    fresh.set_epoch(2)
+    started = strider.DistributedSampler(100, 2, 1, seed=3, batch_size=4)
+    started.set_epoch(1)
+    iterator = iter(started)
+    next(iterator)
+    state = started.state_dict()
+    # Resumed at another world size: the remaining samples are split again, and a copy keeps that.
+    resumed = strider.DistributedSampler(100, 4, 1, seed=3, batch_size=2)
+    resumed.load_state_dict(state)
+    for sampler in (fresh, started, resumed):
+        clone, deep = pickle.loads(pickle.dumps(sampler)), copy.deepcopy(sampler)
+        expected = list(sampler)
+        assert expected and list(clone) == expected and list(deep) == expected
+        assert clone.epoch == sampler.epoch
+    # The unpickled copy is a sampler of its own: it goes on to other epochs like the original.
+    clone = pickle.loads(pickle.dumps(started))
+    clone.set_epoch(5)
+    started.set_epoch(5)
+    assert list(clone) == list(started)
