@@ -102,9 +102,11 @@ std::int64_t Sampler::resume(const SamplerState& saved) {
     STRIDER_THROW(UsageError, "the saved state has seed " + std::to_string(saved.seed) + ", this run uses " +
                                   std::to_string(seed_));
   if (saved.config_hash != config_hash())
-    STRIDER_THROW(UsageError,
-                  "the saved state's sampler configuration differs from this run's (dataset size or "
-                  "sampler options changed)");
+    STRIDER_THROW(UsageError, std::string("the saved state's sampler configuration differs from this run's (dataset "
+                                          "size or sampler options changed") +
+                                  (mode() == "block" ? "; the block plan depends on the world size, so it resumes "
+                                                       "only at the one it was saved at)"
+                                                     : ")"));
   if (saved.global_batch_size != global_batch_size())
     STRIDER_THROW(UsageError, "the saved state has a global batch of " + std::to_string(saved.global_batch_size) +
                                   " samples, this run has " + std::to_string(global_batch_size()) +

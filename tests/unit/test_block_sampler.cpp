@@ -147,4 +147,5 @@ TEST_CASE("block sampler: errors and no elastic resume", "[block][errors]") {
   BlockSampler four(block_config(1000, 4, 16, 2), 4, 0);
   BlockSampler two(block_config(1000, 8, 16, 2), 2, 0);
   REQUIRE_THROWS_AS(two.resume(four.state(3)), UsageError);
+  REQUIRE_THROWS_WITH(two.resume(four.state(3)), Catch::Contains("resumes only at the one it was saved at"));
 }
