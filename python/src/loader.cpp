@@ -233,6 +233,7 @@ std::shared_ptr<LoaderCore> open_loader(const py::object& data, const py::object
   core->copy = copy;
   {
     py::gil_scoped_release release;
+    arrive_together(parent, "the Loader's construction");  // a Loader made on some ranks only: warned
     core->comm = std::make_unique<Communicator>(Communicator::duplicate(parent));
     core->comm->agree(failure);
     core->loader = std::make_unique<Loader>(*core->comm, std::move(options));

@@ -1,7 +1,9 @@
 #include "strider/comm/communicator.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <climits>
+#include <cstdlib>
 
 #include "comm/backoff.hpp"
 #include "strider/core/log.hpp"
@@ -77,6 +79,36 @@ void Communicator::barrier() const {
   MPI_Request request = MPI_REQUEST_NULL;
   STRIDER_MPI_CHECK(MPI_Ibarrier(native(), &request), "in a barrier");
   STRIDER_MPI_CHECK(detail::wait_napping(request), "in a barrier");
+}
+
+bool Communicator::arrive_together(const std::string& what) const {
+  return strider::arrive_together(native(), what);
+}
+
+bool arrive_together(MPI_Comm comm, const std::string& what) {
+  const char* setting = std::getenv("STRIDER_COLLECTIVE_WARN_S");
+  double warn_after_s = 60.0;
+  if (setting != nullptr && *setting != '\0') {
+    char* end = nullptr;
+    const double value = std::strtod(setting, &end);
+    if (end != setting && *end == '\0' && value > 0.0) warn_after_s = value;
+  }
+  MPI_Request request = MPI_REQUEST_NULL;
+  STRIDER_MPI_CHECK(MPI_Ibarrier(comm, &request), what);
+  const auto start = std::chrono::steady_clock::now();
+  detail::Backoff backoff(1000);
+  bool warned = false;
+  for (;;) {
+    int done = 0;
+    STRIDER_MPI_CHECK(MPI_Test(&request, &done, MPI_STATUS_IGNORE), what);
+    if (done) return warned;
+    if (!warned && std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > warn_after_s) {
+      log_warn("waited ", warn_after_s, " s so far for the other ranks at ", what,
+               " (collective: every rank must make this call); still waiting");
+      warned = true;
+    }
+    backoff.pause();
+  }
 }
 
 void Communicator::broadcast(std::string& value, int root) const {

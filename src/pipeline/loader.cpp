@@ -331,6 +331,7 @@ std::optional<Batch> LoaderEpoch::next(const std::function<void()>& between_wait
 
 Loader::Loader(const Communicator& comm, LoaderOptions options) : state_(std::make_unique<State>(comm)) {
   State& s = *state_;
+  comm.arrive_together("the Loader's construction");  // warns when some ranks do not come
   comm.collective_try([&] { check_options(options); });
   comm.require_same_values(options_every_rank_shares(options), kSameOptionsAdvice);
   s.seed_given = options.seed.has_value();
@@ -426,6 +427,7 @@ LoaderEpoch Loader::epoch(std::int64_t epoch) {
   State& s = *state_;
   s.check_open();
   s.stop_running();
+  s.comm.arrive_together("Loader::epoch");  // warns when some ranks do not come
   std::int64_t first = 0;
   s.comm.collective_try([&] {
     if (epoch < 0) STRIDER_THROW(UsageError, "epoch must be >= 0, got " + std::to_string(epoch));

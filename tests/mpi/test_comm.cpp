@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <cstdlib>
 #include <set>
 #include <thread>
 
@@ -114,6 +115,20 @@ TEST_CASE("a rank waiting for a late one in an agreement or a barrier sleeps ins
     CAPTURE(collective, cpu, wall);
     REQUIRE_ON_ALL_RANKS((late || (wall > 0.2 && cpu < 0.3 * wall)));
   }
+}
+
+TEST_CASE("a rank kept waiting at the entry of a collective call warns, then goes on", "[mpi][comm]") {
+  // The last rank arrives 600 ms late with the warning set at 0.2 s: every other rank warns once
+  // and all go on; on time, nobody warns.
+  const Communicator& comm = world();
+  ::setenv("STRIDER_COLLECTIVE_WARN_S", "0.2", 1);
+  const bool on_time = comm.arrive_together("a test call");
+  const bool late = comm.rank() == comm.size() - 1;
+  if (late) std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  const bool warned = comm.arrive_together("a test call");
+  ::unsetenv("STRIDER_COLLECTIVE_WARN_S");
+  CAPTURE(on_time, late, warned);
+  REQUIRE_ON_ALL_RANKS((!on_time && warned == (!late && comm.size() > 1)));
 }
 
 TEST_CASE("seed consensus: rank 0's seed reaches every rank", "[mpi][seed]") {

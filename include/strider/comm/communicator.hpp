@@ -76,6 +76,12 @@ class Communicator {
   /// Collective: every rank must call.
   void barrier() const;
 
+  /// Collective: a barrier at the entry of a collective API call (`what`: "Loader::epoch").
+  /// A rank that has waited longer than STRIDER_COLLECTIVE_WARN_S seconds (default 60) for the
+  /// others logs one warning naming `what`, then waits on: a Loader built, an epoch started or a
+  /// Loader closed on some ranks only would otherwise hang without a word. Returns whether it warned.
+  bool arrive_together(const std::string& what) const;
+
   /// Collective: every rank must call with the same count. Broadcasts count values from root.
   template <typename T>
   void broadcast(T* values, std::int64_t count, int root = 0) const {
@@ -165,5 +171,9 @@ class Communicator {
   int local_rank_ = 0;
   int local_size_ = 1;
 };
+
+/// Communicator::arrive_together on any communicator (one strider has not duplicated yet, e.g. the
+/// caller's before Communicator::duplicate, whose MPI_Comm_dup would wait without a word).
+bool arrive_together(MPI_Comm comm, const std::string& what);
 
 }  // namespace strider
