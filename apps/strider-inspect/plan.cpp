@@ -14,6 +14,7 @@
 #include "strider/core/option_text.hpp"
 #include "strider/io/batch_reader.hpp"
 #include "strider/sampling/class_index.hpp"
+#include "strider/sampling/factory.hpp"
 #include "strider/sampling/plan_stats.hpp"
 #include "strider/sampling/synthetic_lengths.hpp"
 #include "subcommands.hpp"
@@ -135,9 +136,7 @@ void write_stats(std::ostream& out, const PlanOptions& options) {
 // --data: opens the file (collective over world) and takes N, the labels and sequence lengths from it.
 void load_data(const Communicator& world, const cli::Parsed& parsed, PlanOptions& options) {
   if (!options.class_counts.empty()) STRIDER_THROW(UsageError, "--data and --class-counts exclude each other");
-  const std::vector<std::string> class_modes = {"balanced", "weighted", "stratified"};
-  options.reader.require_labels =
-      std::find(class_modes.begin(), class_modes.end(), options.sampler.mode) != class_modes.end();
+  options.reader.require_labels = sampler_needs_labels(options.sampler.mode);
   options.reader.labels_needed_by = "the " + options.sampler.mode + " sampler";
   const std::unique_ptr<BatchReader> reader = open_reader(world, options.data_path, options.reader);
   const std::int64_t samples = reader->info().num_samples;

@@ -341,12 +341,12 @@ Loader::Loader(const Communicator& comm, LoaderOptions options) : state_(std::ma
   options.sampler.seed = *options.seed;
 
   ReaderOptions reader_options = options.reader;
-  if (options.split == LoaderSplit::sampler && sampler_needs_labels(options.sampler.mode)) {
+  const bool plan_needs_labels = options.split == LoaderSplit::sampler && sampler_needs_labels(options.sampler.mode);
+  if (plan_needs_labels) {
     reader_options.require_labels = true;  // refused at open, naming the sampler, not after it
     reader_options.labels_needed_by = "the " + options.sampler.mode + " sampler";
   }
-  reader_options.labels_in_memory = options.labels_in_memory.value_or(options.split == LoaderSplit::sampler &&
-                                                                      sampler_needs_labels(options.sampler.mode));
+  reader_options.labels_in_memory = options.labels_in_memory.value_or(plan_needs_labels);
   // The store reads the file once, in order: preads rather than page faults where auto may choose.
   if (options.store.mode == "memory") reader_options.auto_raw_engine = "direct";
   std::unique_ptr<BatchReader> reader = open_reader(comm, options.data_path, reader_options);

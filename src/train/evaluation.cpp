@@ -1,6 +1,7 @@
 #include "train/evaluation.hpp"
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "strider/core/error.hpp"
@@ -10,6 +11,19 @@
 #include "strider/train/model.hpp"
 
 namespace strider::detail {
+
+namespace {
+
+/// A label of the evaluation file outside the classes the model was trained on: a DataError naming
+/// the file, the label and its sample.
+void check_training_class(std::int32_t label, std::int64_t sample, int num_classes, const std::string& path) {
+  if (label < 0 || label >= num_classes)
+    STRIDER_THROW(DataError, "evaluation file " + path + ": label " + std::to_string(label) + " of sample " +
+                                 std::to_string(sample) + " is outside the training classes 0.." +
+                                 std::to_string(num_classes - 1));
+}
+
+}  // namespace
 
 void check_evaluation_data(const Communicator& comm, const Backend& backend, const LoaderOptions& options,
                            int num_classes) {
@@ -29,10 +43,7 @@ void check_evaluation_data(const Communicator& comm, const Backend& backend, con
     if (!comm.is_root()) return;
     const SharedView<std::int32_t> labels = reader->labels();
     for (std::size_t i = 0; i < labels.size(); ++i)
-      if (labels[i] < 0 || labels[i] >= num_classes)
-        STRIDER_THROW(DataError, "evaluation file " + options.data_path + ": label " + std::to_string(labels[i]) +
-                                     " of sample " + std::to_string(i) + " is outside the training classes 0.." +
-                                     std::to_string(num_classes - 1));
+      check_training_class(labels[i], static_cast<std::int64_t>(i), num_classes, options.data_path);
   });
 }
 
@@ -57,10 +68,8 @@ ClassCounts evaluate_exactly(const Communicator& comm, Backend& backend, LoaderO
         predictions.resize(static_cast<std::size_t>(batch->size()));
         backend.predict(batch_input(*batch, loader.dataset()), predictions.data());
         for (std::int64_t i = 0; i < batch->size(); ++i)
-          if (batch->labels()[i] < 0 || batch->labels()[i] >= num_classes)
-            STRIDER_THROW(DataError, "evaluation label " + std::to_string(batch->labels()[i]) + " of sample " +
-                                         std::to_string(batch->indices()[static_cast<std::size_t>(i)]) +
-                                         " is outside the training classes 0.." + std::to_string(num_classes - 1));
+          check_training_class(batch->labels()[i], batch->indices()[static_cast<std::size_t>(i)], num_classes,
+                               loader.dataset().path);
         counts.add(batch->labels(), predictions.data(), batch->size());
       }
     });
