@@ -47,8 +47,9 @@ class Sampler:
 
     set_epoch(e) chooses the epoch (forgetting it repeats epoch 0's order, as with torch);
     state_dict() says how far the current iteration went and load_state_dict() makes the next
-    iteration go on from there. Samplers pickle and copy (copy.deepcopy), position included. The count is what the iterator handed out: a DataLoader with workers
-    takes indices ahead of the batches it delivered.
+    iteration go on from there. The count is what the iterator handed out: a DataLoader with workers
+    takes indices ahead of the batches it delivered. Samplers pickle and copy (copy.deepcopy),
+    position included.
     """
 
     mode = None

@@ -78,8 +78,8 @@ class Communicator {
 
   /// Collective: a barrier at the entry of a collective API call (`what`: "Loader::epoch").
   /// A rank that has waited longer than STRIDER_COLLECTIVE_WARN_S seconds (default 60) for the
-  /// others logs one warning naming `what`, then waits on: a Loader built, an epoch started or a
-  /// Loader closed on some ranks only would otherwise hang without a word. Returns whether it warned.
+  /// others logs one warning naming `what`, then waits on: a Loader built or an epoch started on
+  /// some ranks only would otherwise hang without a word. Returns whether it warned.
   bool arrive_together(const std::string& what) const;
 
   /// Collective: every rank must call with the same count. Broadcasts count values from root.
