@@ -1,18 +1,31 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages strider's build and tests need, skipping those already present.
 # Idempotent; safe to run again. Needs root (or sudo) only when something is missing.
+#   scripts/setup.sh          everything: the build, the Python module, the tests and their tools
+#   scripts/setup.sh --core   only what scripts/quickstart.sh needs: the library, the apps, the plot
 set -euo pipefail
 
-packages=(
+set_name=all
+case ${1:-} in
+  "") ;;
+  --core) set_name=core ;;
+  *) echo "usage: scripts/setup.sh [--core]" >&2; exit 2 ;;
+esac
+
+core=(
   g++ cmake ninja-build pkg-config       # toolchain
   libopenmpi-dev openmpi-bin             # MPI
   libhdf5-openmpi-dev                    # parallel HDF5 1.10
   libdeflate-dev                         # inflates HDF5's deflate chunks (zlib without it)
   libboost-program-options-dev           # the apps' options
+  python3 python3-matplotlib             # scripts/plot-stats.py draws a run's --stats-json
+)
+packages=("${core[@]}")
+[[ $set_name == core ]] || packages+=(
   catch2                                 # tests (Catch2 2.13)
   procps                                 # tests: pgrep/ps find a rank to kill
   time                                   # tests: /usr/bin/time measures a run's peak RSS
-  fio python3                            # tests: scripts/bench/storage.sh (fio's limit, the summary)
+  fio                                    # tests: scripts/bench/storage.sh (fio's limit, the summary)
   clang-format-14                        # scripts/check-format.sh: the one pinned formatter
   python3-h5py                           # tests: files written as users write them (h5py)
   munge slurmctld slurmd slurm-client    # tests: a real one-node Slurm cluster (test_slurm.sh)
@@ -23,7 +36,7 @@ packages=(
 # python3-torch is the largest: about 80 MB to download and 1 GB installed with its dependencies
 # (libtorch-dev, the LibTorch example's headers, is a few MB more), about 1.5 minutes to install here.
 # Extra packages for optional parts, named in the environment (e.g. STRIDER_EXTRA_PACKAGES="clang").
-# The benchmarks' peers (h5py, matplotlib) come this way: scripts/bench/setup-bench.sh.
+# The benchmarks' peers (torch, h5py-mpi) come this way: scripts/bench/setup-bench.sh.
 read -r -a extra <<<"${STRIDER_EXTRA_PACKAGES:-}"
 packages+=("${extra[@]}")
 
