@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU check, for a machine with an NVIDIA GPU (e.g. a session lent a GPU machine): builds strider
+# The GPU check, for a machine with an NVIDIA GPU: builds strider
 # with the CUDA backend (Release, sm_90 only to save time), runs the gpu-labelled tests (the CUDA
 # backend against the CPU backend, copy/compute overlap, the gradient all-reduce at 2 ranks, and
 # strider-train --backend cuda against --backend cpu end to end) and a short training benchmark, in a
