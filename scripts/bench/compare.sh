@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # strider side by side with the PyTorch data stack and with the machine's limits, on the same files,
-# in one run (issue 9, DESIGN.md section 5). Prints a table with the ratios and writes
+# in one run (DESIGN.md section 5). Prints a table with the ratios and writes
 # $BENCH_OUT/results.json and $BENCH_OUT/compare.png.
 #
 #   scripts/bench/setup-bench.sh        # once: torch, h5py-mpi, mpi4py, matplotlib (Debian packages)

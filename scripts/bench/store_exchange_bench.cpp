@@ -1,5 +1,5 @@
 // store_exchange_bench: rows of another node, one-sided MPI_Get against the store's request and
-// reply, measured side by side (issue 17: "measure both and say which you chose").
+// reply, measured side by side.
 //
 // R ranks run as nodes of --node-size consecutive ranks (as STRIDER_NODE_SIZE does for the store).
 // Every rank holds --rows rows of --row-bytes bytes; every rank then fetches batches of --batch

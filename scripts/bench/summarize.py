@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Reads compare.sh's JSON files in OUT, prints the tables with the ratios (throughput against the peer
 and the limits, CPU efficiency against the bare gather, strider's per-batch CPU account), checks the
-goals (issue 9: the pipeline; issue 19: strider from Python; issue 22: CPU efficiency) and writes
+goals (the pipeline against the peer and the limits, strider from Python, CPU efficiency) and writes
 OUT/results.json and OUT/compare.png (matplotlib, when installed)."""
 
 import glob
@@ -277,7 +277,7 @@ def main(out):
             samplers.append(dict(name=b["name"], real_time=b["real_time"], time_unit=b["time_unit"], rate=rate, unit=unit))
             print(f"  {b['name']:28s} {b['real_time']:12.1f} {b['time_unit']:2s}" + (f"  {rate / 1e6:12.1f} M {unit}" if rate else ""))
 
-    # ---- goals (issue 9) ----
+    # ---- goals: the pipeline ----
     def goal(name, met, detail):
         goals.append(dict(goal=name, met=met, detail=detail))
 
@@ -328,7 +328,7 @@ def main(out):
             goal(f"streaming RSS flat in N (100k -> {'10M' if large_name == 'big' else '1M'}"
                  f"{', no labels' if suffix else ', labels read per batch'})",
                  growth < 1.0, f"{small / 1048576:.1f} -> {large / 1048576:.1f} MiB (+{growth:.1f} MiB)")
-    print("\ngoals (issue 9; 'from Python': issue 19; CPU and the two-process gather: issue 22):")
+    print("\ngoals (the pipeline; strider from Python; CPU and the two-process gather):")
     for g in goals:
         print(f"  [{'met' if g['met'] else 'MISSED'}] {g['goal']}: {g['detail']}")
 
