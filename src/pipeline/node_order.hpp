@@ -1,5 +1,5 @@
 #pragma once
-// Each epoch's shuffled order once per node : the distributed sampler of every rank
+// Each epoch's shuffled order once per node: the distributed sampler of every rank
 // shuffles all N entries (a pass of random accesses over 8N bytes) to keep N/R of them. With this,
 // one rank of the node shuffles into POSIX shared memory its ranks map, and the others copy their
 // positions out: the node plans once instead of once per rank, and holds the order once. The
