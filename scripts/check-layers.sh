@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fails when an include points where its layer may not look (README, Layout). For every file in
+# Fails when an include points where its layer may not look (docs/design/architecture.md). For every file in
 # include/strider/<area>/ and src/<area>/, the strider headers it includes (public "strider/x/..."
 # or private "x/..." under src/) must belong to an area it may use:
 #   core      core only (nothing else of strider)

@@ -52,7 +52,7 @@ def main(directory):
             "load_seconds": store["store_load_seconds"],
             # Epoch 0 apart from the load, and the mean of the later ones: on a virtual machine with
             # shadow page tables epoch 0 also pays each rank's first access to every page of the
-            # node segment (README, In-memory store).
+            # node segment (docs/performance.md, In-memory store).
             "epoch0_seconds": store["epochs"][0]["seconds"],
             "later_epoch_seconds": (sum(e["seconds"] for e in store["epochs"][1:]) / (len(store["epochs"]) - 1)
                                     if len(store["epochs"]) > 1 else 0),

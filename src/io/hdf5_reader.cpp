@@ -21,7 +21,7 @@
 namespace strider::io_detail {
 namespace {
 
-/// Blocks per hyperslab union (one H5Dread each): 8-32 read fastest on HDF5 1.10.8 (README, Data format).
+/// Blocks per hyperslab union (one H5Dread each): 8-32 read fastest on HDF5 1.10.8 (docs/guide/your-data.md).
 constexpr std::int64_t kMaxBlocksPerRead = 16;
 
 /// One open shard: its file, its data dataset and that dataset's file space.
