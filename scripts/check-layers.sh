@@ -87,7 +87,7 @@ violations=$(grep -HnE '^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"]' "${fi
 
 if [[ -n $violations ]]; then
   echo "$violations" >&2
-  echo "check-layers: $(wc -l <<<"$violations") include(s) point where their layer may not look (README, Layout)" >&2
+  echo "check-layers: $(wc -l <<<"$violations") include(s) point where their layer may not look (docs/design/architecture.md)" >&2
   exit 1
 fi
 echo "check-layers: ${#files[@]} files, every include within its layer"

@@ -120,8 +120,8 @@ class FileDescriptor {
 
 /// A read-only mapping of bytes [offset, offset + bytes) of an open file (nothing for 0 bytes). The
 /// pages of it already in the page cache are mapped up front: otherwise each page costs a minor fault
-/// on its first touch, and the first epoch reads many times slower than the next ones (README, Data
-/// format, has the figures). Pages not cached are left alone (populating them would read the file,
+/// on its first touch, and the first epoch reads many times slower than the next ones.
+/// Pages not cached are left alone (populating them would read the file,
 /// maybe more than memory holds) and fault in on first use. Needs MADV_POPULATE_READ (Linux 5.14),
 /// else maps nothing up front. A SIGBUS inside the mapping (the file truncated under it) prints one
 /// line naming `what` before the process dies of it (io/mapping_faults.hpp).
