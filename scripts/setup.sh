@@ -14,6 +14,7 @@ esac
 
 core=(
   g++ cmake ninja-build pkg-config       # toolchain
+  ccache                                 # compiler cache: a rebuild in any clone reuses earlier compiles
   libopenmpi-dev openmpi-bin             # MPI
   libhdf5-openmpi-dev                    # parallel HDF5 1.10
   libdeflate-dev                         # inflates HDF5's deflate chunks (zlib without it)
