@@ -21,6 +21,14 @@ namespace strider::testing {
 /// The duplicate of MPI_COMM_WORLD made by the test main.
 const Communicator& world();
 
+/// True in a sanitizer build (tests/CMakeLists.txt defines STRIDER_TEST_SANITIZED): bounds on time
+/// are not checked there, the work they time still runs.
+#ifdef STRIDER_TEST_SANITIZED
+inline constexpr bool kSanitized = true;
+#else
+inline constexpr bool kSanitized = false;
+#endif
+
 /// One rank's result of a check: whether it held, and the condition with its values (as Catch2
 /// prints an expansion, e.g. `3 == 4`).
 struct CheckOutcome {

@@ -91,7 +91,7 @@ TEST_CASE("loader: steps(e) follows the epoch's plan and state() counts the batc
     steps_ok = steps_ok && loader.steps(epoch) == expected;
     lengths.insert(expected);
   }
-  REQUIRE(lengths.size() > 1);  // the check above could tell epochs apart
+  REQUIRE_ON_ALL_RANKS(lengths.size() > 1);  // the check above could tell epochs apart
   REQUIRE(everywhere(comm, steps_ok));
 
   // The state after k batches is the sampler's after k steps (built here by hand).

@@ -1045,12 +1045,12 @@ TEST_CASE("unusable files fail on every rank with a reason", "[mpi][io][errors]"
   // Missing on one rank only (rank 1 runs in a folder without it): nobody hangs.
   {
     char here[4096];
-    REQUIRE(getcwd(here, sizeof here) != nullptr);
+    REQUIRE_ON_ALL_RANKS(getcwd(here, sizeof here) != nullptr);
     const std::string elsewhere = folder + "/elsewhere" + std::to_string(world().rank());
-    REQUIRE(mkdir(elsewhere.c_str(), 0700) == 0);
-    REQUIRE(chdir(world().rank() == 1 ? elsewhere.c_str() : folder.c_str()) == 0);
+    REQUIRE_ON_ALL_RANKS(mkdir(elsewhere.c_str(), 0700) == 0);
+    REQUIRE_ON_ALL_RANKS(chdir(world().rank() == 1 ? elsewhere.c_str() : folder.c_str()) == 0);
     require_failure("good.h5", world().size() > 1 ? "cannot open good.h5: No such file" : "(no error)");
-    REQUIRE(chdir(here) == 0);
+    REQUIRE_ON_ALL_RANKS(chdir(here) == 0);
   }
   // Ranks given different files: refused, not guessed.
   require_failure(world().rank() == 1 ? folder + "/elsewhere.h5" : good,

@@ -130,7 +130,7 @@ TEST_CASE("store: batches are bit-identical to the file's for every sampler, lay
       }
     }
   }
-  REQUIRE(cases > 0);
+  REQUIRE_ON_ALL_RANKS(cases > 0);
   REQUIRE(comm.all_reduce(mismatches, ReduceOp::sum) == 0);
   // Nothing came from the file after the load; rows came from other nodes only when there were
   // several nodes and the layout was partition.
@@ -201,7 +201,7 @@ TEST_CASE("store: after the load the file can change underneath: batches come fr
   comm.barrier();
   const bool same = loader_hashes(loader, 1) == expected && loader_hashes(loader, 1) == expected;
   REQUIRE(everywhere(comm, same && loader.stats().bytes_read == 0));
-  REQUIRE(loaded > 0);
+  REQUIRE_ON_ALL_RANKS(loaded > 0);
 }
 
 TEST_CASE("store: the budget is checked on every node before anything is read", "[mpi][store][errors][pipeline]") {
