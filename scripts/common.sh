@@ -23,3 +23,26 @@ configure_and_build() {
   cmake -S "$repo_root" -B "$dir" "${generator[@]}" "$@"
   cmake --build "$dir" --parallel "$jobs" "${targets[@]}"
 }
+
+# run_stage NAME COMMAND [ARGS...]: runs COMMAND (a program or a function), prints how long it took,
+# and appends "NAME SECONDS EXIT" to $STRIDER_STAGE_LOG when that is set (.ci/run's table). Returns
+# COMMAND's exit status.
+run_stage() {
+  local name=$1 start=$SECONDS status=0
+  shift
+  "$@" || status=$?
+  echo "stage $name: $((SECONDS - start)) s$( ((status == 0)) || echo ", exit $status")"
+  [[ -n ${STRIDER_STAGE_LOG:-} ]] && echo "$name $((SECONDS - start)) $status" >>"$STRIDER_STAGE_LOG"
+  return $status
+}
+
+# strider_ctest BUILD_DIR JUNIT_NAME [ctest args...]: ctest over BUILD_DIR in parallel, failing when no
+# test matches (--no-tests=error), with a JUnit report at BUILD_DIR/JUNIT_NAME.xml that
+# .ci/check-skips.py reads (which tests skipped, and why). ctest's slots are half a core each: every
+# entry's PROCESSORS is the cores it keeps busy in such slots (tests/test-times.txt).
+strider_ctest() {
+  local dir=$1 junit=$2
+  shift 2
+  ctest --test-dir "$dir" --output-on-failure --no-tests=error --parallel "$((2 * jobs))" \
+    --output-junit "$dir/$junit.xml" "$@"
+}

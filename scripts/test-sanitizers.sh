@@ -30,31 +30,32 @@ asan_ctest() {
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=0:fast_unwind_on_malloc=0 \
   LSAN_OPTIONS=suppressions=$supp/lsan.supp:print_suppressions=0:fast_unwind_on_malloc=0 \
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    ctest --test-dir "$1" --output-on-failure --parallel "$jobs" --timeout 900 "${@:2}"
+    strider_ctest "$1" ctest-asan "${@:2}"
 }
 
 if [[ $which == all || $which == asan ]]; then
   dir=${build_dir}-asan
-  configure_and_build "$dir" "${fast_debug[@]}" -DSTRIDER_ENABLE_CUDA=OFF -DSTRIDER_SANITIZE=address,undefined
+  run_stage asan-build configure_and_build "$dir" "${fast_debug[@]}" -DSTRIDER_ENABLE_CUDA=OFF \
+    -DSTRIDER_SANITIZE=address,undefined
   echo "test-sanitizers: AddressSanitizer + UndefinedBehaviorSanitizer, whole suite"
-  asan_ctest "$dir" --label-exclude "^(slow|plain-only)$"
+  run_stage asan-tests asan_ctest "$dir" --label-exclude "^(slow|plain-only)$"
 fi
 
 if [[ $which == ci ]]; then
   dir=${build_dir}-asan-lib
-  STRIDER_BUILD_TARGETS="strider_unit_tests strider_mpi_tests strider_fuzz_tests" configure_and_build "$dir" \
-    "${fast_debug[@]}" -DSTRIDER_ENABLE_CUDA=OFF -DSTRIDER_SANITIZE=address,undefined
+  STRIDER_BUILD_TARGETS="strider_unit_tests strider_mpi_tests strider_fuzz_tests" run_stage asan-build \
+    configure_and_build "$dir" "${fast_debug[@]}" -DSTRIDER_ENABLE_CUDA=OFF -DSTRIDER_SANITIZE=address,undefined
   echo "test-sanitizers: AddressSanitizer + UndefinedBehaviorSanitizer, the library's test binaries"
   # The MPI and fuzz suites at 2 ranks, which take the collective and remote (STRIDER_NODE_SIZE=1)
   # paths: each more rank count is a minute or more here (mpi_np4 81 s); the asan pass runs them all.
-  asan_ctest "$dir" --tests-regex "^(unit|mpi_np2|fuzz_np2)$"
+  run_stage asan-tests asan_ctest "$dir" --tests-regex "^(unit|mpi_np2|fuzz_np2)$"
 fi
 
 if [[ $which == all || $which == tsan || $which == ci ]]; then
   dir=${build_dir}-tsan
-  STRIDER_BUILD_TARGETS="strider_unit_tests strider_mpi_tests" configure_and_build "$dir" "${fast_debug[@]}" \
-    -DSTRIDER_ENABLE_CUDA=OFF -DSTRIDER_SANITIZE=thread -DSTRIDER_BUILD_APPS=OFF
-  echo "test-sanitizers: ThreadSanitizer, prefetcher and pipeline tests"
+  STRIDER_BUILD_TARGETS="strider_unit_tests strider_mpi_tests" run_stage tsan-build configure_and_build "$dir" \
+    "${fast_debug[@]}" -DSTRIDER_ENABLE_CUDA=OFF -DSTRIDER_SANITIZE=thread -DSTRIDER_BUILD_APPS=OFF
+  echo "test-sanitizers: ThreadSanitizer, the threaded parts (prefetcher, Loader, store, communicator)"
   TSAN_OPTIONS="suppressions=$supp/tsan.supp:halt_on_error=1:second_deadlock_stack=1" \
-    ctest --test-dir "$dir" --output-on-failure --timeout 900 -L tsan
+    run_stage tsan-tests strider_ctest "$dir" ctest-tsan -L tsan
 fi

@@ -3,7 +3,6 @@
 # the tested shell and Python blocks (the README's quick starts among them) run as written in a fresh
 # directory on small files, and docs/reference/ matches what scripts/docs/gen-reference.py generates
 # from the apps and the sources.
-# ctest-processors: 2
 source "$(dirname "$0")/common.sh"
 python=${STRIDER_PYTHON:-/usr/bin/python3}
 [[ -x $python ]] || { echo "skipped: no python3 to run the docs' blocks"; exit 77; }

@@ -4,7 +4,6 @@
 # because a file system may refuse O_DIRECT). Its files live under /tmp; where /tmp refuses O_DIRECT
 # this reports skipped (exit 77), never passed.
 source "$(dirname "$0")/common.sh"
-# ctest-processors: 3
 tests=$STRIDER_BUILD_DIR/tests/strider_mpi_tests
 [[ -x $tests ]] || { echo "FAIL: $tests is missing"; exit 1; }
 

@@ -5,7 +5,6 @@
 # line that says it was skipped), and the summary. No figure is asserted (they live in the script's
 # output); the results' structure and their arithmetic are.
 source "$(dirname "$0")/common.sh"
-# ctest-processors: 2
 python=/usr/bin/python3
 command -v fio >/dev/null || { echo "skipped: fio is not installed (scripts/setup.sh installs it)"; exit 77; }
 [[ -x $python ]] || { echo "skipped: $python is not installed (scripts/setup.sh installs it)"; exit 77; }
