@@ -41,6 +41,9 @@ constexpr std::int64_t kLoadPieceBytes = std::int64_t{32} << 20;
 /// Nodes copy their rows to each other (replicate layout, labels) in broadcasts of at most this.
 constexpr std::int64_t kCopyPieceBytes = std::int64_t{64} << 20;
 constexpr std::int64_t kPageBytes = 4096;
+/// What an MPI implementation adds to a shared window for itself (Open MPI's osc/sm: a few KiB of
+/// control data): room left in /dev/shm beyond the segment.
+constexpr std::int64_t kWindowOverheadBytes = 1 << 20;
 /// Batches per request to other nodes (BatchReader::batches_per_read) when the rows are partitioned
 /// over nodes. A request and its reply cost tens to hundreds of microseconds of latency and two
 /// wake-ups whatever they carry; at batches of 256 rows of 256 B one batch's remote rows take a few
@@ -331,9 +334,20 @@ NodeStore::NodeStore(const Communicator& comm, std::unique_ptr<BatchReader> file
 
   // Checked on every node before anything is read: a node that cannot hold its share says so.
   comm_.collective_try([&] {
-    if (groups_.local_rank() != 0 || needed <= budget) return;
+    if (groups_.local_rank() != 0) return;
     const std::string what =
         replicated_ ? "every row" : "rows " + std::to_string(first_row_) + ".." + std::to_string(end_row_ - 1);
+    // The shared window of a node of several ranks lives in /dev/shm, whatever --store-budget says.
+    // Open MPI refuses a window /dev/shm cannot hold on the rank that makes it while the node's
+    // other ranks wait inside MPI_Win_allocate_shared for ever: refused here, on every rank.
+    const std::int64_t window_bytes = needed + kPageBytes + kWindowOverheadBytes;
+    if (groups_.local_size() > 1 && memory.shm_free >= 0 && window_bytes > memory.shm_free)
+      STRIDER_THROW(SystemError, "--store memory: node " + std::to_string(groups_.node()) + " needs " +
+                                     format_bytes(needed) + " (" + what + (labels_bytes > 0 ? " and every label" : "") +
+                                     ") of shared memory but /dev/shm has " + format_bytes(memory.shm_free) +
+                                     " free; free or enlarge /dev/shm, spread the rows over more nodes "
+                                     "(--store-layout partition), or read from the file with --store none");
+    if (needed <= budget) return;
     std::string helps = replicated_ && groups_.nodes() > 1 ? "use --store-layout partition (each node holds 1/" +
                                                                  std::to_string(groups_.nodes()) + " of the rows), "
                                                            : "spread the rows over more nodes, ";
@@ -651,8 +665,13 @@ NodeStore::~NodeStore() {
     window_.leak();
     return;
   }
-  // Collective: once every rank is here, no rank can ask for rows any more.
-  if (MPI_Barrier(comm_.native()) != MPI_SUCCESS) log_warn("store: the closing barrier failed");
+  // Collective: once every rank is here, no rank can ask for rows any more. A rank whose Loader is
+  // never destroyed would leave the others here: they say so (STRIDER_COLLECTIVE_WARN_S) and wait on.
+  try {
+    comm_.arrive_together("the in-memory store's teardown (destroying a Loader with --store memory)");
+  } catch (const std::exception& error) {
+    log_warn("store: the closing barrier failed: ", error.what());
+  }
   if (server_) server_->stop();
 }
 
