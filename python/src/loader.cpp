@@ -242,11 +242,13 @@ std::shared_ptr<LoaderCore> open_loader(const py::object& data, const py::object
   return core;
 }
 
-/// Collective. In a forked child: nothing (the Loader is its creator's to close).
+/// Not collective. A Loader with the in-memory store stays tracked: its store's teardown is
+/// collective, so it is destroyed at exit, which every rank reaches, never by the garbage collector.
+/// In a forked child: nothing (the Loader is its creator's to close).
 void close_loader(LoaderCore& core) {
   if (core.in_forked_child()) return;
   locked(core, [&] { core.loader->close(); });
-  forget_loader(&core);
+  if (core.loader->store() == nullptr) forget_loader(&core);
 }
 
 /// In a forked child: nothing.
@@ -370,8 +372,8 @@ const std::string& loader_doc() {
       "strider's pipeline for one dataset file: the reader, the sampler and the prefetcher.\n"
       "Collective over comm (an mpi4py communicator; None: MPI_COMM_WORLD): every rank builds it with\n"
       "the same options, and a bad option or file on any rank raises the same strider.Error on every\n"
-      "rank. Close it collectively: close(), or `with strider.Loader(...) as loader:`; a loader left\n"
-      "open is closed at exit.\n\n"
+      "rank. Close it with close() (this rank's files: not collective) or `with strider.Loader(...) as\n"
+      "loader:`; a loader left open is closed at exit, and the in-memory store is freed there.\n\n"
       "    for batch in loader.epoch(e):        # or: loader.set_epoch(e); for batch in loader\n"
       "        x = torch.from_numpy(batch.samples)   # a read-only view of the ring, no copy\n\n"
       "A batch and its arrays hold one buffer of the ring (prefetch buffers per rank): keeping more\n"
@@ -532,7 +534,8 @@ void bind_loader(py::module_& module) {
           "closed", [](PyLoader& self) { return self.core->loader->closed(); }, "whether close() ran")
       .def(
           "close", [](PyLoader& self) { close_loader(*self.core); },
-          "Collective: closes the file. Batches still held stay valid. Again, or in a forked child: nothing.")
+          "Not collective: closes this rank's files (the in-memory store is freed at exit, collectively). Batches "
+          "still held stay valid. Again, or in a forked child: nothing.")
       .def("__enter__", [](py::object self) { return self; })
       .def(
           "__exit__",
@@ -548,8 +551,8 @@ void bind_loader(py::module_& module) {
               abandon_loader(*self.core);
             return false;
           },
-          "Closes the loader (collective); with an exception raised on this rank only, leaves it without "
-          "a collective.")
+          "Closes the loader; with an exception raised on this rank only, leaves its store without a "
+          "collective.")
       .def("__repr__", [](PyLoader& self) {
         const LoaderOptions& options = self.core->loader->options();
         return "<strider.Loader " + options.data_path + " " + options.sampler.mode +

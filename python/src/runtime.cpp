@@ -39,7 +39,8 @@ bool in_forked_child() {
   return mpi_pid != 0 && mpi_pid != getpid();
 }
 
-/// Closes the loaders still open and finalises MPI if this module started it (Python's atexit,
+/// Closes the loaders still open (and destroys those kept for their store's collective teardown)
+/// and finalises MPI if this module started it (Python's atexit,
 /// which runs before mpi4py finalises its MPI). In a forked child: neither (they are the parent's).
 void at_exit() {
   RuntimeState& state = runtime();
@@ -51,7 +52,7 @@ void at_exit() {
       if (core->in_forked_child()) continue;
       std::lock_guard<std::mutex> lock(core->mutex);
       try {
-        if (core->comm->is_root())
+        if (core->comm->is_root() && !core->loader->closed())
           log_warn("a Loader of ", core->loader->options().data_path,
                    " was not closed: closing it at exit (collective: every rank must exit normally)");
         core->loader->close();

@@ -147,6 +147,11 @@ struct Loader::State {
   std::optional<StoreInfo> store_info;
   LayoutMeasurement final_layout;
 
+  // The store after close() on this rank: its teardown is collective (no rank may still ask this one
+  // for rows, and the node's ranks free its window together), so it waits for the Loader's
+  // destruction, which every rank reaches, while close() stays local.
+  std::unique_ptr<BatchReader> closed_store;
+
   // Declared before the samplers, destroyed after them: they borrow its reader's labels and lengths.
   std::unique_ptr<Prefetcher> prefetcher;
   // The plan read now, and the one planned ahead (null without plan_ahead). Each is planned for the
@@ -269,6 +274,14 @@ struct Loader::State {
 
   void check_open() const {
     if (closed) STRIDER_THROW(UsageError, "the loader is closed");
+  }
+
+  /// Gives the store kept since close() up without its collective teardown (MemoryStore::abandon):
+  /// it is left to the end of the process. For a rank that may be alone here (an error unwinding).
+  void abandon_closed_store() noexcept {
+    if (!closed_store) return;
+    if (auto* kept = dynamic_cast<MemoryStore*>(closed_store.get())) kept->abandon();
+    keep_open_until_exit(std::move(closed_store));
   }
 
   /// Ends the epoch and the planning, marks the Loader closed and hands the reader out of the
@@ -410,8 +423,15 @@ Loader::Loader(const Communicator& comm, LoaderOptions options) : state_(std::ma
 }
 
 Loader::~Loader() {
-  if (!state_ || state_->closed) return;  // the State frees the ring
-  if (std::uncaught_exceptions() > state_->uncaught_at_construction) {
+  if (!state_) return;
+  const bool unwinding = std::uncaught_exceptions() > state_->uncaught_at_construction;
+  if (state_->closed) {
+    // The State frees the ring, and the store kept since close() (collective), unless this rank
+    // unwinds alone.
+    if (unwinding) state_->abandon_closed_store();
+    return;
+  }
+  if (unwinding) {
     abandon();
     return;
   }
@@ -640,13 +660,19 @@ void Loader::set_class_weights(std::vector<double> weights) {
 void Loader::close() {
   State& s = *state_;
   if (s.closed) return;
+  const bool had_store = s.store != nullptr;
   std::unique_ptr<BatchReader> reader = s.close_except_ring();
-  reader.reset();  // the in-memory store's close is collective
+  // The files close here, on this rank alone (every engine opens them with a local driver). The
+  // store goes on answering the ranks still reading; its collective teardown waits for ~Loader.
+  if (had_store) s.closed_store = std::move(reader);
 }
 
 void Loader::abandon() noexcept {
   State& s = *state_;
-  if (s.closed) return;
+  if (s.closed) {
+    s.abandon_closed_store();
+    return;
+  }
   // A store's remote fetch waits for other ranks, which may not come: give up at once. Its
   // destructor is then local, but its node memory is left to the process's end with the file.
   const bool had_store = s.store != nullptr;

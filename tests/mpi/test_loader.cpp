@@ -8,14 +8,17 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <set>
+#include <thread>
 
 #include "loader_test_support.hpp"
 #include "pipeline/thread_layout.hpp"
+#include "strider/comm/mpi_check.hpp"
 
 using namespace strider;
 using namespace strider::testing;
@@ -355,11 +358,11 @@ TEST_CASE("loader: labels are held only when the plan needs them, and read betwe
   REQUIRE(everywhere(comm, ok));
 }
 
-TEST_CASE("loader: close() is collective and final; unwinding never closes collectively", "[mpi][loader]") {
+TEST_CASE("loader: close() is final; unwinding never closes collectively", "[mpi][loader]") {
   const Communicator& comm = world();
   const TestFile features(comm, "features", 203, "_close");
   LoaderOptions options = options_for(features.path(), "distributed", 8);
-  options.reader.engine = "hdf5";  // its close is a collective MPI-IO close
+  options.reader.engine = "hdf5";  // HDF5 is left to close its files at MPI_Finalize while unwinding
   bool ok = true;
   {
     Loader loader(comm, options);
@@ -439,6 +442,67 @@ TEST_CASE("loader: batches held across close() or abandon() keep their bytes", "
     }
   }
   REQUIRE(everywhere(comm, ok));
+}
+
+/// A barrier whose wait is bounded: start() posts an MPI_Ibarrier, arrived_by() polls it until a
+/// deadline, finish() waits for it without a bound (after a rank that gave up has let the others go
+/// on). For tests that must fail, not hang, when a rank is stuck in a call.
+class BoundedBarrier {
+ public:
+  explicit BoundedBarrier(const Communicator& comm) {
+    STRIDER_MPI_CHECK(MPI_Ibarrier(comm.native(), &request_), "a bounded barrier");
+  }
+  /// Whether every rank has arrived by `deadline` (always, after a wait, in a sanitizer build).
+  bool arrived_by(std::chrono::steady_clock::time_point deadline) {
+    for (;;) {
+      int done = 0;
+      STRIDER_MPI_CHECK(MPI_Test(&request_, &done, MPI_STATUS_IGNORE), "a bounded barrier");
+      if (done) return true;
+      if (!kSanitized && std::chrono::steady_clock::now() > deadline) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+  void finish() { STRIDER_MPI_CHECK(MPI_Wait(&request_, MPI_STATUS_IGNORE), "a bounded barrier"); }
+
+ private:
+  MPI_Request request_ = MPI_REQUEST_NULL;
+};
+
+TEST_CASE("loader: close() on one rank alone is local; the other ranks read on and every rank finishes",
+          "[mpi][loader][store]") {
+  const Communicator& comm = world();
+  const TestFile features(comm, "features", 203, "_close_alone");
+  const NodeSize node_size(1);  // the store: every rank a node, so most rows are another rank's
+  for (const bool store : {false, true}) {
+    LoaderOptions options = options_for(features.path(), "distributed", 8);
+    options.reader.engine = "hdf5";
+    if (store) options.store.mode = "memory";
+    const std::vector<std::uint64_t> expected = expected_hashes(comm, options, 0);
+    // Bounded: a close() that waits for the other ranks fails this case after 20 s, then returns
+    // once the others destroy their Loaders.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    bool ok = true, in_time = true;
+    std::optional<BoundedBarrier> after;
+    {
+      Loader loader(comm, options);
+      LoaderEpoch epoch = loader.epoch(0);
+      if (comm.is_root()) {
+        loader.close();  // rank 0 alone, in the middle of the epoch
+        ok = loader.closed() && refuses([&] { epoch.next(); }) && loader.dataset().num_samples == 203;
+      } else {
+        // The others read the whole epoch on (with the store, from rank 0's node too).
+        std::vector<std::uint64_t> hashes;
+        while (std::optional<Batch> batch = epoch.next()) hashes.push_back(batch_hash(*batch));
+        ok = hashes == expected;
+      }
+      after.emplace(comm);
+      in_time = after->arrived_by(deadline);
+    }  // every rank destroys its Loader (the store's collective teardown)
+    after->finish();
+    CAPTURE(store);
+    REQUIRE_ON_ALL_RANKS(ok);
+    REQUIRE_ON_ALL_RANKS(in_time);
+  }
 }
 
 TEST_CASE("loader: bad options and bad calls fail on every rank with the same error", "[mpi][loader][errors]") {

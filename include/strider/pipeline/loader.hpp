@@ -6,18 +6,18 @@
 ///   Loader loader(comm, options);                          // collective
 ///   for (std::int64_t e = 0; e < epochs; ++e)
 ///     for (Batch batch : loader.epoch(e)) step(batch);      // epoch e's plan; no set_epoch to forget
-///   loader.close();                                        // collective
+///   loader.close();                                        // this rank's files; not collective
 ///
 /// A trainer builds its backend first and passes the backend's host allocator, then builds its
 /// model from loader.dataset().
 ///
-/// Errors on one rank only. Construction, epoch(), close() are collective and agree on their
+/// Errors on one rank only. Construction and epoch() are collective and agree on their
 /// errors (every rank throws the same AgreedError). Reading a batch is not collective: an I/O
 /// error reaches only the rank that read it, as the original exception out of the loop or next().
 /// If the ranks run collectives per step (a gradient all-reduce), take each batch with
 /// LoaderEpoch::next() inside the step's comm.collective_try, so that the failure reaches every
-/// rank as an AgreedError instead of leaving the others in the all-reduce. Do not call epoch() or
-/// close() inside a collective_try whose body can fail on some ranks only (they run collectives).
+/// rank as an AgreedError instead of leaving the others in the all-reduce. Do not call epoch()
+/// inside a collective_try whose body can fail on some ranks only (it runs collectives).
 ///
 /// Threads: one consumer thread uses a Loader and its epochs; Batches may be released from any
 /// thread. The Loader's own threads: the prefetcher's I/O thread (unless io_thread is false; with
@@ -115,9 +115,10 @@ class Loader {
   Loader(const Communicator& comm, LoaderOptions options);
 
   /// Ends the running epoch and the planning thread and frees everything; never throws. Every
-  /// batch must have been dropped. Without close(): at a normal scope exit it closes what it
-  /// opened, which with the in-memory store is collective (its shared window: every rank must
-  /// destroy its Loader; each engine opens its files on its own rank, so their close is local);
+  /// batch must have been dropped. At a normal scope exit it closes what it opened (or what close()
+  /// left), which with the in-memory store is collective (its shared window: every rank must
+  /// destroy its Loader; a rank that waited STRIDER_COLLECTIVE_WARN_S seconds for the others says
+  /// so; each engine opens its files on its own rank, so their close is local);
   /// while an exception unwinds the stack, it leaves the store (and an hdf5-engine file, which
   /// HDF5 closes at MPI_Finalize) open instead (abandon()), so that a failure on one rank can never
   /// block in a collective close while the other ranks wait elsewhere.
@@ -203,17 +204,18 @@ class Loader {
   /// UsageError for other modes or invalid weights (the same on every rank).
   void set_class_weights(std::vector<double> weights);
 
-  /// Collective over comm: every rank must call. Ends the running epoch and closes the files (a
-  /// local close per rank) and the in-memory store (collective: its shared window). Batches still held stay valid until
-  /// they are dropped; the ring's memory is freed when the Loader is destroyed. Afterwards only dataset(), engine(),
-  /// seed(), options() and stats() may be used; calling close() again does nothing.
+  /// Not collective: a rank may close alone (the others read on). Ends the running epoch and closes
+  /// this rank's files (every engine opens them with a local driver). The in-memory store goes on
+  /// answering the other ranks; its teardown is collective and waits for the Loader's destruction
+  /// (every rank must destroy its Loader, as without close()). Batches still held stay valid until
+  /// they are dropped; the ring's memory is freed when the Loader is destroyed. Afterwards only
+  /// dataset(), engine(), seed(), options() and stats() may be used; calling close() again does nothing.
   void close();
-  /// Not collective: ends the running epoch and leaves the store and an hdf5-engine file to the end
-  /// of the process, as the destructor does while an exception unwinds (HDF5 closes its files at
-  /// MPI_Finalize or the job's abort), so that an error path on one rank never waits in a
-  /// collective close; the other engines close their files now. For callers whose error
-  /// path is not C++ unwinding (a binding). Batches still held stay valid as after close().
-  /// Afterwards the Loader counts as closed. Never throws.
+  /// Not collective: ends the running epoch and leaves the store (also one kept since close()) and
+  /// an hdf5-engine file to the end of the process, as the destructor does while an exception unwinds (HDF5 closes its
+  /// files at MPI_Finalize or the job's abort), so that an error path on one rank never waits in a collective close;
+  /// the other engines close their files now. For callers whose error path is not C++ unwinding (a binding). Batches
+  /// still held stay valid as after close(). Afterwards the Loader counts as closed. Never throws.
   void abandon() noexcept;
   bool closed() const noexcept;
 

@@ -81,13 +81,14 @@ class MemoryStore : public BatchReader {
   /// Collective over comm: every rank must call with the same options and a reader of the same
   /// dataset. Groups the ranks by node (NodeGroups, STRIDER_NODE_SIZE), checks the per-node budget
   /// on every node before anything is read (one line: what is needed, what is available, what
-  /// helps), loads, and closes `file` (a collective close for the hdf5 engine). Every failure is
+  /// helps), loads, and closes `file` (a local close: each engine opens its files on its own rank). Every failure is
   /// agreed: every rank throws the same AgreedError. `comm` need not outlive the store.
   static std::unique_ptr<MemoryStore> load(const Communicator& comm, std::unique_ptr<BatchReader> file,
                                            const StoreOptions& options);
 
   /// Collective over the communicator it was loaded on, unless abandon() was called: waits until
-  /// no rank can ask this one for rows any more, then frees the node segment. Never throws.
+  /// no rank can ask this one for rows any more (warning after STRIDER_COLLECTIVE_WARN_S seconds,
+  /// as Communicator::arrive_together), then frees the node segment. Never throws.
   ~MemoryStore() override;
 
   const StoreInfo& store_info() const noexcept { return store_info_; }
