@@ -1761,6 +1761,7 @@ namespace {
 struct Mapping {
   std::string file, dataset;
   hsize_t first_row, rows;
+  hsize_t source_first = 0;  ///< the source's first mapped row (its rows: source_first + rows)
 };
 void write_virtual(hid_t file, const std::string& key, hid_t type, std::vector<hsize_t> dims,
                    const std::vector<Mapping>& mappings) {
@@ -1773,7 +1774,16 @@ void write_virtual(hid_t file, const std::string& key, hid_t type, std::vector<h
     H5Dataspace target(STRIDER_H5_CHECK(H5Scopy(space.get()), key));
     STRIDER_H5_CHECK(H5Sselect_hyperslab(target.get(), H5S_SELECT_SET, start.data(), nullptr, count.data(), nullptr),
                      key);
-    H5Dataspace source(STRIDER_H5_CHECK(H5Screate_simple(static_cast<int>(count.size()), count.data(), nullptr), key));
+    std::vector<hsize_t> source_dims = count;
+    source_dims[0] += mapping.source_first;
+    H5Dataspace source(
+        STRIDER_H5_CHECK(H5Screate_simple(static_cast<int>(source_dims.size()), source_dims.data(), nullptr), key));
+    if (mapping.source_first != 0) {
+      std::vector<hsize_t> source_start(dims.size(), 0);
+      source_start[0] = mapping.source_first;
+      STRIDER_H5_CHECK(
+          H5Sselect_hyperslab(source.get(), H5S_SELECT_SET, source_start.data(), nullptr, count.data(), nullptr), key);
+    }
     STRIDER_H5_CHECK(
         H5Pset_virtual(create.get(), target.get(), mapping.file.c_str(), mapping.dataset.c_str(), source.get()), key);
   }
@@ -1827,5 +1837,41 @@ TEST_CASE("a virtual dataset of whole sources reads as its sources, with every e
   missing_labels[0].file = "vds_gone.h5";
   require_failure(make_file("vds_missing_labels", virtual_file(samples, missing_labels)),
                   "the source file vds_gone.h5 of virtual /labels rows 101..249 is missing");
+  // A row mapped twice, a part of a source, and printf-style source names: one line each too.
+  std::vector<Mapping> twice = samples;
+  twice.push_back({"vds_source-1.h5", "/samples", 120, 1});  // row 120 is vds_source-2's already
+  require_failure(make_file("vds_twice", virtual_file(twice, {})), "virtual /samples maps two sources to row 120");
+  std::vector<Mapping> partial = samples;
+  partial[1].rows = 50;  // rows 50..99 of vds_source-0's 100 rows, at rows 0..49
+  partial[1].source_first = 50;
+  require_failure(make_file("vds_partial", virtual_file(partial, {})),
+                  "virtual /samples maps part of vds_source-0.h5 /samples or part of a row; strider reads virtual "
+                  "datasets made of whole sources stacked along rows");
+  // Its first rows: HDF5 keeps no source extent for a mapping of a source's first rows, so it is the
+  // source itself that holds more rows than mapped.
+  std::vector<Mapping> first_rows = samples;
+  first_rows[1].rows = 50;
+  first_rows.push_back({"vds_source-3.h5", "/samples", 50, 50});  // rows 50..99 mapped from elsewhere
+  first_rows.back().source_first = 0;
+  require_failure(make_file("vds_first_rows", virtual_file(first_rows, {})),
+                  "of virtual /samples does not hold the 50 rows its mapping says");
+  // HDF5 takes printf-style names only in an unlimited mapping: blocks of 100 rows, vds_source-0.h5,
+  // vds_source-1.h5, ...
+  const auto printf_style = [](const std::string& p) {
+    H5File file = create_file(p);
+    const std::string key = "/samples";
+    const hsize_t dims[2] = {100, 5}, most[2] = {H5S_UNLIMITED, 5};
+    const hsize_t start[2] = {0, 0}, stride[2] = {100, 1}, count[2] = {H5S_UNLIMITED, 1}, block[2] = {100, 5};
+    H5Dataspace space(STRIDER_H5_CHECK(H5Screate_simple(2, dims, most), key));
+    STRIDER_H5_CHECK(H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, start, stride, count, block), key);
+    H5Dataspace source(STRIDER_H5_CHECK(H5Screate_simple(2, dims, nullptr), key));
+    H5PropertyList create(STRIDER_H5_CHECK(H5Pcreate(H5P_DATASET_CREATE), key));
+    STRIDER_H5_CHECK(H5Pset_virtual(create.get(), space.get(), "vds_source-%b.h5", "/samples", source.get()), key);
+    H5Dataset dataset(STRIDER_H5_CHECK(
+        H5Dcreate2(file.get(), key.c_str(), H5T_IEEE_F32LE, space.get(), H5P_DEFAULT, create.get(), H5P_DEFAULT), key));
+  };
+  require_failure(make_file("vds_printf", printf_style),
+                  "virtual /samples names its sources printf-style (vds_source-%b.h5 /samples); list the source "
+                  "files as shards instead");
   require_failure(whole + "," + sources[0], "/samples is a virtual dataset: open it on its own");
 }
