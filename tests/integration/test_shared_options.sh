@@ -54,6 +54,19 @@ expect_error "strider-bench: --io-thread maybe" "--io-thread must be auto, yes o
 expect_error "read-speed: --copy-threads 0" "--copy-threads must be >= 1, got 0" 30 \
   mpirun_n 2 "$inspect" read-speed "$work/f.h5" --copy-threads 0
 
+# Ranks given different command lines (an MPMD launch): refused by strider-bench and strider-gen as by
+# strider-train (test_train.sh), one line naming the first rank that differs from rank 0 and both
+# command lines, before anything is read or written.
+expect_error "strider-bench: ranks given different options" \
+  "the command line is '--data $work/f.h5 --batch-size 16' on rank 2 but '--data $work/f.h5 --batch-size 8' on rank 0: every rank must be given the same options" \
+  30 "$STRIDER_MPIEXEC" --bind-to none -np 2 "$bench" --data "$work/f.h5" --batch-size 8 : \
+  -np 1 "$bench" --data "$work/f.h5" --batch-size 16
+expect_error "strider-gen: ranks given different options" \
+  "the command line is '--kind features --samples 200 --out $work/g.h5' on rank 1 but '--kind features --samples 100 --out $work/g.h5' on rank 0" \
+  30 "$STRIDER_MPIEXEC" --bind-to none -np 1 "$STRIDER_BIN/strider-gen" --kind features --samples 100 --out "$work/g.h5" : \
+  -np 1 "$STRIDER_BIN/strider-gen" --kind features --samples 200 --out "$work/g.h5"
+[[ -e $work/g.h5 ]] && fail "strider-gen refused but wrote $work/g.h5" || pass "strider-gen refused before writing"
+
 # --batch-size: 32 unless given; the whole epoch as one batch only when asked for by name.
 mpirun_n 1 "$train" --data "$work/f.h5" --seed 1 --stats-json "$work/default.json" >/dev/null 2>&1
 expect_equal "train without --batch-size: batches of 32 (600 rows: 19 steps)" "$(json_number "$work/default.json" steps)" 19
