@@ -2,6 +2,9 @@
 uncaught exception that ends the job, loaders closed at exit. Each case runs
 tests/python/scripts/mpi_cases.py with a timeout: a hang fails the test instead of the suite."""
 
+import os
+import re
+
 import pytest
 import strider
 from conftest import mpirun, rank_output, read_results, script
@@ -95,3 +98,17 @@ def test_loaders_left_open_are_closed_at_exit(files, tmp_path):
     assert "was not closed" not in rank_output(tmp_path, 1)  # said once, by rank 0
     for rank in (0, 1):  # closed before MPI and HDF5 ended: HDF5 did not find its files gone
         assert "HDF5" not in rank_output(tmp_path, rank)
+
+
+def test_a_rank_kept_waiting_at_the_loaders_construction_logs_the_line_the_docs_show(files, tmp_path):
+    # docs/design/reliability.md shows the line for the default of 60 s; the case sets 0.5 s.
+    docs = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs", "design", "reliability.md")
+    with open(docs) as page:
+        shown = re.search(r"`(waited 60 s so far for the other ranks at .*?still waiting)`", page.read(), re.S)
+    assert shown, "reliability.md shows no collective-wait line"
+    expected = "strider[rank 0] warn: " + " ".join(shown.group(1).split()).replace("waited 60 s", "waited 0.5 s")
+    run = mpirun(2, [script("mpi_cases.py"), "late", files["features"]], TIMEOUT, results=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert [r["rank"] for r in read_results(tmp_path)] == [0, 1]
+    assert expected in rank_output(tmp_path, 0).splitlines()
+    assert "still waiting" not in rank_output(tmp_path, 1)  # the late rank waited for nobody

@@ -106,5 +106,24 @@ def case_left_open(path):
     result(rank=first.rank, held=len(batch))
 
 
+def case_late(path):
+    """Rank 1 builds its Loader only once rank 0, waiting for it at the Loader's construction, has
+    warned (STRIDER_COLLECTIVE_WARN_S=0.5): it reads rank 0's stderr as mpirun --output-filename
+    writes it, for at most 60 s. Both then go on."""
+    import glob
+    import time
+    os.environ["STRIDER_COLLECTIVE_WARN_S"] = "0.5"
+    rank = int(strider.world()[1])
+    if rank == 1:
+        pattern = os.path.join(os.environ["STRIDER_TEST_RESULTS"], "output", "*", "rank.0", "stderr")
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if any("still waiting" in open(name).read() for name in glob.glob(pattern)):
+                break
+            time.sleep(0.05)
+    with strider.Loader(path, batch_size=8, seed=3) as loader:
+        result(rank=loader.rank, steps=len(loader))
+
+
 if __name__ == "__main__":
     globals()["case_" + sys.argv[1]](*sys.argv[2:])
