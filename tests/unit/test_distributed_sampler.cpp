@@ -298,6 +298,39 @@ TEST_CASE("bad distributed sampler configurations are usage errors", "[distribut
   REQUIRE_THROWS_AS(SamplerState::parse("mode=distributed seed=x"), DataError);
 }
 
+TEST_CASE("torch 1.13 randperm goldens above torch 2.6's switch at N = 214,748,364", "[distributed][torch][slow]") {
+  // Lines "N seed hash HEX : first 16 entries", HEX = sum over i of mix64(mix64(i) ^ order[i]) mod
+  // 2^64 (strider::mix64) (scripts/gen_torch_goldens.py --large). About 2 GB for the order.
+  std::ifstream file(STRIDER_TEST_DATA_DIR "/torch_randperm_large_goldens.txt");
+  REQUIRE(file.good());
+  std::vector<std::int64_t> order;
+  int lines = 0;
+  for (std::string line; std::getline(file, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    CAPTURE(line);
+    std::istringstream fields(line.substr(0, line.find(" :")));
+    std::istringstream prefix_text(line.substr(line.find(" :") + 2));
+    std::int64_t n = 0;
+    std::uint64_t seed = 0;
+    std::string hash_word, hex;
+    fields >> n >> seed >> hash_word >> hex;
+    REQUIRE(hash_word == "hash");
+    REQUIRE(n > 214748364);
+    std::vector<std::int64_t> prefix;
+    for (std::int64_t value; prefix_text >> value;) prefix.push_back(value);
+    REQUIRE(prefix.size() == 16);
+    torch_randperm(n, seed, order);
+    REQUIRE(std::vector<std::int64_t>(order.begin(), order.begin() + 16) == prefix);
+    std::uint64_t hash = 0;
+    for (std::int64_t i = 0; i < n; ++i)
+      hash +=
+          mix64(mix64(static_cast<std::uint64_t>(i)) ^ static_cast<std::uint64_t>(order[static_cast<std::size_t>(i)]));
+    REQUIRE(hash == std::stoull(hex, nullptr, 16));
+    ++lines;
+  }
+  REQUIRE(lines == 3);
+}
+
 TEST_CASE("invariants over a sweep of sizes, world sizes and batch sizes", "[distributed][slow]") {
   for (std::int64_t n : {1, 2, 3, 5, 8, 13, 31, 64, 100, 257}) {
     for (int world : {1, 2, 3, 4, 5, 7, 13}) {
