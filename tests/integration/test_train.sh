@@ -142,6 +142,17 @@ expect_equal "SIGTERM to every rank: exit status 75" "$preempted_status" 75
 grep -q "stopped by a signal; checkpoint written" "$work/term.out" && pass "SIGTERM: checkpoint written" ||
   fail "SIGTERM: no checkpoint line"
 expect_resume_equal "SIGTERM" full term "${args[@]}"
+# Preempted twice within epoch 0: a checkpoint taken by a resumed run, resumed again; the three runs'
+# traces together are the uninterrupted one.
+preempted_run twice USR1 launcher 20 2 "${args[@]}"
+first_stop=$stopped_at first_status=$preempted_status
+preempted_run twice USR1 launcher $((first_stop + 20)) 2 "${args[@]}" --resume
+expect_equal "preempted twice: both runs stopped with exit status 75" "$first_status $preempted_status" "75 75"
+epoch0_steps=$(awk '$1 == 0' "$work/full.rank0" | wc -l)
+((first_stop < stopped_at && stopped_at < epoch0_steps)) &&
+  pass "preempted twice within epoch 0 (after $first_stop and $stopped_at of its $epoch0_steps steps)" ||
+  fail "preempted twice: stops after $first_stop and $stopped_at steps, not both within epoch 0 ($epoch0_steps steps)"
+expect_resume_equal "preempted twice in one epoch" full twice "${args[@]}"
 
 # 4. Resume at another world size with the same global batch (2 x 16 = 4 x 8), for a sampler that
 #    holds the epoch's order (balanced) and for streaming (a keyed bijection, O(1) memory).

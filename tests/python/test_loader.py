@@ -215,7 +215,7 @@ def test_epochs_follow_the_distributed_order_and_move_on_by_themselves(files):
     assert first != second
 
 
-@pytest.mark.parametrize("mode, kind, options", [
+EVERY_MODE = [
     ("distributed", "features", dict(batch_size=7)),
     ("streaming", "features", dict(batch_size=7)),
     ("block", "features", dict(batch_size=7, block_size=5)),
@@ -223,7 +223,10 @@ def test_epochs_follow_the_distributed_order_and_move_on_by_themselves(files):
     ("weighted", "features", dict(batch_size=6)),
     ("stratified", "features", dict(batch_size=6)),
     ("bucketed", "sequences", dict(max_tokens=100, megabatch=1)),
-])
+]
+
+
+@pytest.mark.parametrize("mode, kind, options", EVERY_MODE)
 @pytest.mark.parametrize("seed", [3, None])
 def test_state_dict_resume_equals_the_uninterrupted_epochs(files, mode, kind, options, seed):
     path = files[kind]
@@ -253,6 +256,31 @@ def test_state_dict_resume_equals_the_uninterrupted_epochs(files, mode, kind, op
         else:
             assert taken + rest == whole[0]
             assert following == whole[1]
+
+
+@pytest.mark.parametrize("mode, kind, options", EVERY_MODE)
+def test_a_state_taken_after_a_resume_resumes_again_to_the_uninterrupted_epochs(files, mode, kind, options):
+    # Preempted twice within epoch 0: after 2 batches, then 3 more batches after the resume.
+    path = files[kind]
+    with strider.Loader(path, sampler=mode, seed=3, **options) as loader:
+        whole = [epoch_indices(loader, 0), epoch_indices(loader, 1)]
+    taken, state = [], None
+    for stop in (2, 3):
+        with strider.Loader(path, sampler=mode, seed=3, **options) as loader:
+            if state is not None:
+                loader.load_state_dict(state)
+            for step, batch in enumerate(loader):
+                taken.extend(int(i) for i in batch.indices)
+                if step + 1 == stop:
+                    break
+            state = json.loads(json.dumps(loader.state_dict()))
+    assert state["epoch"] == 0 and 0 < len(taken) < len(whole[0])  # both stops within epoch 0
+    with strider.Loader(path, sampler=mode, seed=3, **options) as resumed:
+        resumed.load_state_dict(state)
+        rest = [int(i) for batch in resumed for i in batch.indices]
+        following = [int(i) for batch in resumed for i in batch.indices]
+    assert taken + rest == whole[0]
+    assert following == whole[1]
 
 
 def test_a_state_of_another_configuration_is_refused(files):
