@@ -31,6 +31,9 @@ for engine in direct mmap auto; do
   expect_equal "dump --engine $engine" "$(mpirun_n 2 "$inspect" dump "$work/f.h5" --indices 5,3,999,3,0 --engine $engine)" "$reference"
 done
 expect_equal "dump order and labels" "$(cut -d' ' -f1,2 <<<"$reference" | tr '\n' ' ')" "5 0 3 0 999 3 3 0 0 0 "
+# A row one past the last is refused, not read past the end of the data.
+expect_error "dump --indices past the last row" "--indices: 1000 is outside \\[0, 1000\\) of " 20 \
+  mpirun_n 1 "$inspect" dump "$work/f.h5" --indices 999,1000
 expect_equal "dump of a sequence row prints its tokens" \
   "$(mpirun_n 1 "$gen" --kind sequences --samples 10 --min-len 3 --max-len 3 --out "$work/s.h5" >/dev/null; mpirun_n 1 "$inspect" dump "$work/s.h5" --indices 4 | wc -w)" "5"
 
