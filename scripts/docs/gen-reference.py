@@ -45,6 +45,8 @@ ENVIRONMENT = {
                             "and the probe tells a hidden GPU from a missing one.",
     "STRIDER_TEST_FAIL_READ": "tests only: `RANK:STEP` fails that rank's read of that step.",
     "STRIDER_TEST_FAIL_LOAD": "tests only: `RANK:PIECE` fails that rank's in-memory store load at that piece.",
+    "STRIDER_TEST_FAIL_WRITE": "tests only: `RANK:PIECE` fails that rank's collective HDF5 write of that "
+                               "piece in strider-gen.",
     "STRIDER_TEST_HANG_AT": "tests only: `RANK:STEP` hangs that rank's step (the watchdog's test).",
     "STRIDER_TEST_STEP_DELAY_US": "tests only: slows every training step, so a signal lands mid-epoch.",
     "STRIDER_TEST_READ_DELAY_US": "tests only: slows every batch read.",
@@ -58,6 +60,8 @@ KEY_NOTES = {
     "epochs[].stall_fraction": "time the consumer waited for a batch / wall time (the worst rank)",
     "epochs[].padding_efficiency": "real / padded tokens (sequences; 1 for fixed-size samples)",
     "epochs[].class_weights": "weights in force in the epoch (weighted sampler)",
+    "epochs[].per_class_recall": "training recall of each class in the epoch over all ranks (predictions before "
+                                 "each update; null for a class without samples in the epoch)",
     "per_class_recall": "recall of each class in the last exact evaluation",
     "eval_accuracy": "accuracy of the last exact evaluation (every sample once, no padding)",
     "eval_samples": "samples evaluated (every sample counted once)",

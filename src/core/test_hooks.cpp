@@ -30,6 +30,7 @@ TestHooks test_hooks() noexcept {
   TestHooks hooks;
   hooks.fail_read_step = step_for_this_rank("STRIDER_TEST_FAIL_READ");
   hooks.fail_load_piece = step_for_this_rank("STRIDER_TEST_FAIL_LOAD");
+  hooks.fail_write_piece = step_for_this_rank("STRIDER_TEST_FAIL_WRITE");
   hooks.hang_step = step_for_this_rank("STRIDER_TEST_HANG_AT");
   hooks.step_delay_us = number("STRIDER_TEST_STEP_DELAY_US", 0);
   hooks.read_delay_us = number("STRIDER_TEST_READ_DELAY_US", 0);

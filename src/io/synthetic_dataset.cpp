@@ -4,11 +4,15 @@
 #include <sys/statvfs.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <numeric>
+#include <thread>
 
+#include "core/test_hooks.hpp"
 #include "io/reader_detail.hpp"
+#include "strider/comm/mpi_runtime.hpp"
 #include "strider/core/float16.hpp"
 #include "strider/core/hash.hpp"
 #include "strider/core/log.hpp"
@@ -41,18 +45,34 @@ class RowRandom {
 
 enum Purpose : std::uint64_t { kRow = 1, kCentre = 2, kLength = 3, kPattern = 4 };
 
-/// One collective H5Dwrite: this rank's block [first, first + count) along dimension 0 (count may
-/// be 0: the rank takes part with an empty selection).
-void write_block(hid_t dataset, hid_t memory_type, const std::vector<hsize_t>& dims, std::int64_t first,
-                 std::int64_t count, const void* values, hid_t transfer, const std::string& key) {
-  H5Dataspace file_space(STRIDER_H5_CHECK(H5Dget_space(dataset), "getting the dataspace of " + key));
+/// This rank's part of one collective H5Dwrite: the block [first, first + count) along dimension 0
+/// (count may be 0: the rank takes part with an empty selection), selected and checked before any
+/// rank writes, so that what can fail on one rank alone fails where the ranks can still agree.
+struct BlockWrite {
+  hid_t dataset = H5I_INVALID_HID;
+  hid_t memory_type = H5I_INVALID_HID;
+  const void* values = nullptr;
+  std::string what;  // "/samples rows 0..128"
+  H5Dataspace file_space, memory_space;
+};
+
+BlockWrite prepare_block(hid_t dataset, hid_t memory_type, const std::vector<hsize_t>& dims, std::int64_t first,
+                         std::int64_t count, const void* values, const std::string& key) {
+  BlockWrite block;
+  block.dataset = dataset;
+  block.memory_type = memory_type;
+  block.values = values;
+  block.what = key + " rows " + std::to_string(first) + ".." + std::to_string(first + count);
+  block.file_space.reset(STRIDER_H5_CHECK(H5Dget_space(dataset), "getting the dataspace of " + key));
+  H5Dataspace& file_space = block.file_space;
   std::vector<hsize_t> start(dims.size(), 0), extent = dims;
   start[0] = static_cast<hsize_t>(first);
   extent[0] = static_cast<hsize_t>(count);
   hsize_t elements = 1;
   for (hsize_t e : extent) elements *= e;
   const hsize_t memory_elements = std::max<hsize_t>(elements, 1);
-  H5Dataspace memory_space(STRIDER_H5_CHECK(H5Screate_simple(1, &memory_elements, nullptr), "creating a memory space"));
+  block.memory_space.reset(STRIDER_H5_CHECK(H5Screate_simple(1, &memory_elements, nullptr), "creating a memory space"));
+  H5Dataspace& memory_space = block.memory_space;
   if (elements == 0) {
     STRIDER_H5_CHECK(H5Sselect_none(file_space.get()), "selecting nothing");
     STRIDER_H5_CHECK(H5Sselect_none(memory_space.get()), "selecting nothing");
@@ -61,8 +81,41 @@ void write_block(hid_t dataset, hid_t memory_type, const std::vector<hsize_t>& d
         H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start.data(), nullptr, extent.data(), nullptr),
         "selecting " + key + " rows");
   }
-  STRIDER_H5_CHECK(H5Dwrite(dataset, memory_type, memory_space.get(), file_space.get(), transfer, values),
-                   "writing " + key + " rows " + std::to_string(first) + ".." + std::to_string(first + count));
+  const hssize_t in_file = STRIDER_H5_CHECK(H5Sget_select_npoints(file_space.get()), "counting " + block.what);
+  const hssize_t in_memory = STRIDER_H5_CHECK(H5Sget_select_npoints(memory_space.get()), "counting " + block.what);
+  if (in_file != in_memory || in_file != static_cast<hssize_t>(elements))
+    STRIDER_THROW(Error, "writing " + block.what + ": " + std::to_string(in_memory) + " values in memory for " +
+                             std::to_string(in_file) + " selected in the file (" + std::to_string(elements) +
+                             " expected)");
+  return block;
+}
+
+/// One collective H5Dwrite of a prepared block; throws Hdf5Error. `injected_failure`
+/// (STRIDER_TEST_FAIL_WRITE): HDF5 is given an invalid memory space, which it refuses on this rank
+/// alone while the other ranks go into the write's MPI-IO collective.
+void write_block(const BlockWrite& block, hid_t transfer, bool injected_failure) {
+  const hid_t memory_space = injected_failure ? H5I_INVALID_HID : block.memory_space.get();
+  STRIDER_H5_CHECK(
+      H5Dwrite(block.dataset, block.memory_type, memory_space, block.file_space.get(), transfer, block.values),
+      "writing " + block.what + (injected_failure ? " (injected: STRIDER_TEST_FAIL_WRITE)" : ""));
+}
+
+/// Runs `body`, collective HDF5 calls that the ranks cannot agree around: a call that fails on one
+/// rank may leave the others inside it, waiting in MPI-IO for this rank, where no agreement reaches
+/// them. So a failure with several ranks prints this rank's error as one line and ends the job
+/// (MPI_Abort); with one rank it is thrown as it is.
+template <typename Body>
+void run_or_abort_job(const Communicator& comm, Body&& body) {
+  try {
+    body();
+  } catch (const std::exception& error) {
+    if (comm.size() == 1) throw;
+    print_error_line(error_message(error) +
+                     "; the other ranks may be waiting inside this collective write: " + "aborting the job");
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the launcher forwards the line first
+    MPI_Abort(comm.native(), 1);
+    throw;  // not reached: MPI_Abort does not return
+  }
 }
 
 H5Dataset create_dataset(hid_t file, const std::string& key, hid_t file_type, const std::vector<hsize_t>& dims,
@@ -325,9 +378,13 @@ SyntheticSummary write_synthetic_dataset(const Communicator& comm, const std::st
   std::vector<std::int32_t> piece_labels;
   std::vector<std::int64_t> piece_offsets;
   std::int64_t next_token = token_begin;
-  // Each piece is agreed: a rank whose write (or generation) fails stops every rank with its reason,
-  // rather than leaving the others waiting in the next collective write.
+  const std::int64_t fail_write_piece = detail::test_hooks().fail_write_piece;
+  std::vector<BlockWrite> writes;  // a piece's collective writes, in the same order on every rank
+  // Each piece is prepared and agreed first: a rank whose generation or selection fails stops every
+  // rank with its reason, before any rank goes into the piece's collective writes. A write that then
+  // fails on one rank ends the job (run_or_abort_job), the others being inside the collective.
   for (std::int64_t piece = 0; piece < pieces; ++piece) {
+    writes.clear();
     comm.collective_try([&] {
       const std::int64_t first = std::min(end, begin + piece * piece_rows), last = std::min(end, first + piece_rows);
       piece_labels.resize(static_cast<std::size_t>(last - first));
@@ -346,11 +403,11 @@ SyntheticSummary write_synthetic_dataset(const Communicator& comm, const std::st
           generator.tokens(row, out);
           out += generator.length(row);
         }
-        write_block(data.get(), memory_type, data_dims, next_token, piece_tokens, values.data(), transfer.get(),
-                    data_key);
-        write_block(offsets.get(), H5T_NATIVE_INT64, {static_cast<hsize_t>(rows + 1)}, first,
-                    static_cast<std::int64_t>(piece_offsets.size()), piece_offsets.data(), transfer.get(),
-                    options.keys.offsets);
+        writes.push_back(
+            prepare_block(data.get(), memory_type, data_dims, next_token, piece_tokens, values.data(), data_key));
+        writes.push_back(prepare_block(offsets.get(), H5T_NATIVE_INT64, {static_cast<hsize_t>(rows + 1)}, first,
+                                       static_cast<std::int64_t>(piece_offsets.size()), piece_offsets.data(),
+                                       options.keys.offsets));
         next_token += piece_tokens;
       } else {
         values.resize(static_cast<std::size_t>((last - first) * sample_elements * element_size));
@@ -370,14 +427,19 @@ SyntheticSummary write_synthetic_dataset(const Communicator& comm, const std::st
             generator.image(row, reinterpret_cast<std::uint8_t*>(out));
           }
         }
-        write_block(data.get(), memory_type, data_dims, first, last - first, values.data(), transfer.get(), data_key);
+        writes.push_back(
+            prepare_block(data.get(), memory_type, data_dims, first, last - first, values.data(), data_key));
       }
       if (with_labels)
-        write_block(labels.get(), H5T_NATIVE_INT32, {static_cast<hsize_t>(rows)}, first, last - first,
-                    piece_labels.data(), transfer.get(), options.keys.labels);
-      if (show_progress)
-        print_on_root("strider-gen: " + std::to_string((piece + 1) * 100 / pieces) + "% written (" + path + ")");
+        writes.push_back(prepare_block(labels.get(), H5T_NATIVE_INT32, {static_cast<hsize_t>(rows)}, first,
+                                       last - first, piece_labels.data(), options.keys.labels));
     });
+    run_or_abort_job(comm, [&] {
+      for (const BlockWrite& write : writes)
+        write_block(write, transfer.get(), piece == fail_write_piece && &write == &writes.front());
+    });
+    if (show_progress)
+      print_on_root("strider-gen: " + std::to_string((piece + 1) * 100 / pieces) + "% written (" + path + ")");
   }
   return summary;
 }

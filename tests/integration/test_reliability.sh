@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Reliability of strider-train and strider-bench: a bad-input matrix, one failing rank, a killed rank,
 # a hung step (watchdog), a file changed during training (appended, truncated, rewritten), a rank
-# killed while writing a checkpoint, corrupted and truncated checkpoints.
+# killed while writing a checkpoint, corrupted and truncated checkpoints; strider-gen's collective
+# write failing on one rank.
 # Every case: non-zero exit on every rank, the first stderr line 'strider: error: ...' once, in seconds.
 source "$(dirname "$0")/common.sh"
 gen=$STRIDER_BIN/strider-gen
@@ -54,6 +55,17 @@ expect_error "train: I/O error on rank 1 only" "\[rank 1\] pread failed reading 
   env STRIDER_TEST_FAIL_READ=1:5 "${mpi2[@]}" "$train" --data "$work/f.h5" --batch-size 16 --seed 1
 expect_error "bench: I/O error on rank 0 only" "\[rank 0\] pread failed reading step 3: injected" 30 \
   env STRIDER_TEST_FAIL_READ=0:3 "${mpi2[@]}" "$bench" --data "$work/f.h5" --batch-size 16
+
+# One rank's collective HDF5 write fails in strider-gen (the others are inside that write, where no
+# agreement reaches them): the job ends within seconds with that rank's reason.
+expect_error "gen: HDF5 write error on rank 1 only" \
+  "\[rank 1\] H5Dwrite failed writing /samples rows 1000\.\.2000 \(injected: STRIDER_TEST_FAIL_WRITE\).*aborting the job" \
+  30 env STRIDER_TEST_FAIL_WRITE=1:0 "${mpi2[@]}" "$gen" --kind features --classes 3 --samples 2000 --dim 8 --seed 1 \
+  --out "$work/failed.h5" --no-progress
+expect_error "gen: HDF5 write error on rank 0 only (sequences)" \
+  "\[rank 0\] H5Dwrite failed writing /tokens rows 0\.\.[0-9]+ \(injected: STRIDER_TEST_FAIL_WRITE\)" 30 \
+  env STRIDER_TEST_FAIL_WRITE=0:0 "${mpi2[@]}" "$gen" --kind sequences --classes 2 --samples 300 --min-len 8 \
+  --max-len 400 --median-len 50 --seed 1 --out "$work/failed.h5" --no-progress
 
 # A hung step: the watchdog ends the job, naming the rank and the step.
 expect_error "watchdog" "\[rank [01]\] step [0-9]+ of epoch 0 did not finish within 2 s \(--step-timeout-s\)" 40 \
