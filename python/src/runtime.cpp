@@ -7,6 +7,7 @@
 #include <thread>
 #include <vector>
 
+#include "strider/comm/launch_check.hpp"
 #include "strider/comm/mpi_runtime.hpp"
 #include "strider/core/error.hpp"
 #include "strider/core/log.hpp"
@@ -97,6 +98,9 @@ void ensure_mpi() {
     STRIDER_THROW(MpiError, "MPI runs with thread level " + std::to_string(provided) +
                                 " but strider needs MPI_THREAD_MULTIPLE (the I/O thread reads while the caller runs "
                                 "collectives); with mpi4py keep mpi4py.rc.thread_level = 'multiple' (its default)");
+  int world_size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+  require_launch_matches_mpi(world_size);
 }
 
 MPI_Comm communicator_from_python(py::handle comm) {

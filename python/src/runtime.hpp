@@ -16,7 +16,9 @@
 namespace strider::python {
 
 /// Starts MPI unless it runs. Throws Error when it was finalised already, or when it runs with less
-/// than MPI_THREAD_MULTIPLE (the I/O thread reads while the caller runs collectives).
+/// than MPI_THREAD_MULTIPLE (the I/O thread reads while the caller runs collectives); throws
+/// UsageError when the process's launcher (torchrun, srun without --mpi) started more processes than
+/// MPI's world holds (require_launch_matches_mpi).
 void ensure_mpi();
 
 /// The communicator a Python `comm` argument names: MPI_COMM_WORLD for None, else an mpi4py

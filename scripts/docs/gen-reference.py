@@ -38,6 +38,10 @@ ENVIRONMENT = {
                                 "the ranks and the UUID); such ranks all-reduce through MPI.",
     "STRIDER_NCCL_TIMEOUT_S": "seconds a NCCL init or all-reduce may make no progress before the rank tells "
                               "the others and aborts (default 600; 0: never).",
+    "STRIDER_IGNORE_LAUNCHER": "`1`: skip the launch check, which refuses (exit 2, `strider.UsageError`) a process "
+                               "whose launcher says it started several (`WORLD_SIZE`, `SLURM_STEP_NUM_TASKS` of an "
+                               "srun step, `OMPI_COMM_WORLD_SIZE`, `PMI_SIZE`, `PMIX_RANK` > 0) while MPI's world "
+                               "has one; for a launcher that sets those variables for other reasons.",
     "OMPI_MCA_io": "Open MPI's MPI-IO component. The apps and the Python module set `^ompio` (ROMIO) before "
                    "`MPI_Init` unless it is set already (Open MPI 4's ompio is not thread-safe); a program "
                    "that starts MPI itself should export it.",

@@ -7,6 +7,7 @@
 #include <memory>
 #include <thread>
 
+#include "strider/comm/launch_check.hpp"
 #include "strider/core/log.hpp"
 
 namespace strider {
@@ -44,6 +45,9 @@ MpiRuntime::MpiRuntime(int& argc, char**& argv) {
   }
   try {
     require_thread_multiple(provided_);
+    int world_size = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+    require_launch_matches_mpi(world_size);
   } catch (...) {
     if (owns_mpi_) MPI_Finalize();
     owns_mpi_ = false;
@@ -88,7 +92,7 @@ int run_mpi_app(int argc, char** argv, const std::function<int(Communicator& wor
     runtime = std::make_unique<MpiRuntime>(argc, argv);
   } catch (const std::exception& error) {
     print_error_line(error_message(error));
-    return 1;
+    return exit_code_for(error);
   }
   std::unique_ptr<Communicator> world;
   try {

@@ -54,4 +54,38 @@ expect_error "gen: more than the file system holds" \
 expect_error "gen: more sequences than the file system holds" \
   "$work/huge.h5 needs at least 16.0 PB \(999999999999999 sequences\), and its file system has .* free" 20 \
   "${mpi2[@]}" "$gen" --out "$work/huge.h5" --kind sequences --samples 999999999999999 --min-len 1 --max-len 10
+# A launcher that is not MPI's: torchrun's two processes, started at once without mpirun, are two MPI
+# worlds of one. Both must refuse within seconds (exit 2) with one line naming WORLD_SIZE and how to
+# launch. These run as Open MPI singletons, whose exit crashes LeakSanitizer's tracer: leak checks off.
+singleton=(env "ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0")
+torchrun_process() {  # torchrun_process RANK: strider-inspect info as torchrun's process RANK of 2
+  "${singleton[@]}" RANK="$1" WORLD_SIZE=2 LOCAL_RANK="$1" timeout -k 5 20 "$inspect" info "$work/f.h5" \
+    >/dev/null 2>"$work/torchrun$1.err"
+  echo $? >"$work/torchrun$1.status"
+}
+started=$SECONDS
+torchrun_process 0 &
+torchrun_process 1 &
+wait
+for rank in 0 1; do
+  first=$(head -n 1 "$work/torchrun$rank.err")
+  expect_equal "torchrun's process $rank: exit" "$(cat "$work/torchrun$rank.status")" 2
+  if grep -qE "^strider: error: torchrun \(WORLD_SIZE=2, RANK=$rank, LOCAL_RANK=$rank\) started this process as one of 2 but MPI's world has 1 process: .*\`mpirun -np 2 \.\.\.\`.*initialise torch.distributed from MPI's rank and size" <<<"$first" &&
+    (($(grep -c '^strider: error:' "$work/torchrun$rank.err") == 1)); then
+    pass "torchrun's process $rank: $first"
+  else
+    fail "torchrun's process $rank: stderr '$(cat "$work/torchrun$rank.err")'"
+  fi
+done
+expect_at_most "torchrun's processes: refused within seconds" $((SECONDS - started)) 10
+expect_error "srun step of 2 without --mpi" \
+  "srun \(SLURM_STEP_NUM_TASKS=2, SLURM_STEP_ID=0, SLURM_PROCID=1\) started this process as one of 2 .*srun --mpi=pmix -n 2" 20 \
+  "${singleton[@]}" SLURM_JOB_ID=1 SLURM_NTASKS=2 SLURM_STEP_ID=0 SLURM_STEP_NUM_TASKS=2 SLURM_PROCID=1 \
+  "$STRIDER_BIN/strider-train" --data "$work/f.h5" --epochs 1
+# One process in an sbatch allocation of 2 tasks (the batch script: no step variables), and a
+# launcher silenced by STRIDER_IGNORE_LAUNCHER=1, are accepted.
+expect_equal "one process in an allocation of 2 tasks" \
+  "$("${singleton[@]}" SLURM_NTASKS=2 SLURM_JOB_ID=1 "$inspect" info "$work/f.h5" 2>&1 | grep -c '^file:')" 1
+expect_equal "STRIDER_IGNORE_LAUNCHER=1" \
+  "$("${singleton[@]}" STRIDER_IGNORE_LAUNCHER=1 WORLD_SIZE=2 RANK=1 "$inspect" info "$work/f.h5" 2>&1 | grep -c '^file:')" 1
 finish

@@ -4,6 +4,9 @@ tests/python/scripts/mpi_cases.py with a timeout: a hang fails the test instead 
 
 import os
 import re
+import subprocess
+import sys
+import time
 
 import pytest
 import strider
@@ -112,3 +115,33 @@ def test_a_rank_kept_waiting_at_the_loaders_construction_logs_the_line_the_docs_
     assert [r["rank"] for r in read_results(tmp_path)] == [0, 1]
     assert expected in rank_output(tmp_path, 0).splitlines()
     assert "still waiting" not in rank_output(tmp_path, 1)  # the late rank waited for nobody
+
+
+def loader_process(path, **variables):
+    """`python3 -c "import strider; strider.Loader(path)"` started without mpirun (a singleton MPI world)
+    with these environment variables added, STRIDER_IGNORE_LAUNCHER removed."""
+    environment = {k: v for k, v in os.environ.items() if k != "STRIDER_IGNORE_LAUNCHER"}
+    environment.update(variables)
+    code = f"import strider; strider.Loader({path!r}, batch_size=8).close(); print('opened')"
+    return subprocess.Popen([sys.executable, "-c", code], env=environment, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def test_torchruns_two_processes_without_mpirun_both_refuse_within_seconds(files):
+    started = time.monotonic()
+    processes = [loader_process(files["features"], RANK=str(rank), WORLD_SIZE="2", LOCAL_RANK=str(rank))
+                 for rank in (0, 1)]
+    outputs = [process.communicate(timeout=60) for process in processes]
+    assert time.monotonic() - started < 20
+    for rank, (process, (stdout, stderr)) in enumerate(zip(processes, outputs)):
+        assert process.returncode == 1 and "opened" not in stdout, stderr
+        last = stderr.strip().splitlines()[-1]
+        assert last.startswith(f"strider.UsageError: torchrun (WORLD_SIZE=2, RANK={rank}, LOCAL_RANK={rank}) started "
+                               "this process as one of 2 but MPI's world has 1 process"), stderr
+        assert "`mpirun -np 2 ...`" in last and "initialise torch.distributed from MPI's rank and size" in last
+
+
+def test_one_process_in_an_allocation_of_two_tasks_is_accepted(files):
+    process = loader_process(files["features"], SLURM_JOB_ID="1", SLURM_NTASKS="2", SLURM_NPROCS="2")
+    stdout, stderr = process.communicate(timeout=60)
+    assert process.returncode == 0 and stdout.strip() == "opened", stderr

@@ -11,7 +11,8 @@ namespace strider {
 
 /// Initialises MPI with MPI_THREAD_MULTIPLE (the I/O thread calls MPI-IO while the main thread
 /// runs collectives) unless the caller already did, and finalises it in the destructor only if it
-/// initialised it. Throws Error if MPI cannot provide MPI_THREAD_MULTIPLE.
+/// initialised it. Throws Error if MPI cannot provide MPI_THREAD_MULTIPLE, and UsageError when the
+/// process's launcher started more processes than MPI's world holds (require_launch_matches_mpi).
 class MpiRuntime {
  public:
   MpiRuntime(int& argc, char**& argv);
