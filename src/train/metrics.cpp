@@ -1,4 +1,4 @@
-// Confusion counts for exact evaluation.
+// Confusion counts for exact evaluation and per-class recall.
 #include "strider/train/metrics.hpp"
 
 #include <algorithm>
@@ -8,6 +8,19 @@
 #include "strider/core/error.hpp"
 
 namespace strider {
+
+std::vector<double> per_class_recall(const std::vector<std::int64_t>& correct,
+                                     const std::vector<std::int64_t>& samples) {
+  STRIDER_REQUIRE(correct.size() == samples.size(), "per_class_recall: " + std::to_string(correct.size()) +
+                                                        " correct counts for " + std::to_string(samples.size()) +
+                                                        " classes");
+  std::vector<double> recalls(samples.size());
+  for (std::size_t label = 0; label < samples.size(); ++label) {
+    recalls[label] = samples[label] == 0 ? std::numeric_limits<double>::quiet_NaN()
+                                         : static_cast<double>(correct[label]) / static_cast<double>(samples[label]);
+  }
+  return recalls;
+}
 
 ClassCounts::ClassCounts(int num_classes) : num_classes_(num_classes) {
   STRIDER_REQUIRE(num_classes >= 1, "ClassCounts needs at least one class, got " + std::to_string(num_classes));
@@ -57,14 +70,13 @@ std::int64_t ClassCounts::support(int label) const {
 }
 
 std::vector<double> ClassCounts::recall() const {
-  std::vector<double> recalls(static_cast<std::size_t>(num_classes_));
+  std::vector<std::int64_t> correct(static_cast<std::size_t>(num_classes_));
+  std::vector<std::int64_t> samples(static_cast<std::size_t>(num_classes_));
   for (int label = 0; label < num_classes_; ++label) {
-    const std::int64_t samples = support(label);
-    recalls[static_cast<std::size_t>(label)] =
-        samples == 0 ? std::numeric_limits<double>::quiet_NaN()
-                     : static_cast<double>(count(label, label)) / static_cast<double>(samples);
+    correct[static_cast<std::size_t>(label)] = count(label, label);
+    samples[static_cast<std::size_t>(label)] = support(label);
   }
-  return recalls;
+  return per_class_recall(correct, samples);
 }
 
 double ClassCounts::accuracy() const {

@@ -1,4 +1,5 @@
-// ClassCounts: confusion counts, per-class recall, accuracy, refusal of out-of-range classes.
+// ClassCounts: confusion counts, per-class recall, accuracy, refusal of out-of-range classes; recall
+// from per-class counts.
 #include <catch2/catch.hpp>
 #include <cmath>
 
@@ -42,4 +43,14 @@ TEST_CASE("class counts give per-class recall and accuracy", "[train][metrics]")
   counts.clear();
   REQUIRE(counts.total() == 0);
   REQUIRE_THROWS_AS(ClassCounts(0), UsageError);
+}
+
+TEST_CASE("per-class recall from per-class counts: NaN without samples", "[train][metrics]") {
+  const std::vector<double> recall = per_class_recall({3, 0, 0}, {4, 2, 0});
+  REQUIRE(recall.size() == 3);
+  REQUIRE(recall[0] == 0.75);
+  REQUIRE(recall[1] == 0.0);
+  REQUIRE(std::isnan(recall[2]));
+  REQUIRE(per_class_recall({}, {}).empty());
+  REQUIRE_THROWS_AS(per_class_recall({1}, {1, 2}), UsageError);
 }

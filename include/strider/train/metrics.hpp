@@ -1,6 +1,7 @@
 #pragma once
 /// \file
-/// Exact evaluation metrics: confusion counts per (label, prediction), summed across ranks.
+/// Classifier metrics: confusion counts per (label, prediction) for exact evaluation, summed across
+/// ranks, and per-class recall from per-class counts (also the training epochs').
 
 #include <cstdint>
 #include <vector>
@@ -8,6 +9,11 @@
 #include "strider/comm/communicator.hpp"
 
 namespace strider {
+
+/// Per class: correct[k] / samples[k]; NaN for a class without samples (JSON writes it as null).
+/// Throws UsageError unless the two have the same length. Not collective.
+std::vector<double> per_class_recall(const std::vector<std::int64_t>& correct,
+                                     const std::vector<std::int64_t>& samples);
 
 /// Confusion counts of a classifier over num_classes classes. Counts are integers, so sums across
 /// ranks are exact. Not thread-safe.
