@@ -1,5 +1,5 @@
 // The CUDA backend against the CPU backend (the reference math) on the same batches: losses,
-// correct counts, gradients, parameters and momentum after SGD steps, predictions, for softmax, mlp
+// correct counts (per class too), gradients, parameters and momentum after SGD steps, predictions, for softmax, mlp
 // and bag with several element types, batches small and large (a narrow layer's gradients then run
 // in chunks), and every grid-stride loop run more than once; NaN reaches the loss on both; bad
 // batches are refused before the gradients change; a staged copy is never used once its memory may
@@ -115,6 +115,16 @@ void compare_on(Case& c) {
     CHECK(on_gpu.count == on_cpu.count);
     CHECK(on_gpu.loss_sum == Approx(on_cpu.loss_sum).epsilon(1e-5).margin(1e-4));
     CHECK(std::llabs(on_gpu.correct - on_cpu.correct) <= 1);  // a near-tie may round either way
+    // Per class: the same samples, right predictions within the same near-tie, summing to `correct`.
+    CHECK(on_gpu.samples_per_class == on_cpu.samples_per_class);
+    CHECK(on_gpu.correct_per_class.size() == static_cast<std::size_t>(c.config.num_classes));
+    std::int64_t gpu_right = 0, differing = 0;
+    for (std::size_t k = 0; k < on_gpu.correct_per_class.size() && k < on_cpu.correct_per_class.size(); ++k) {
+      gpu_right += on_gpu.correct_per_class[k];
+      differing += std::llabs(on_gpu.correct_per_class[k] - on_cpu.correct_per_class[k]);
+    }
+    CHECK(gpu_right == on_gpu.correct);
+    CHECK(differing <= 1);
     check_close(cuda->gradients(), cpu.gradients(), input.count, "summed gradients");
     cuda->scale_gradients(input.count);
     cpu.scale_gradients(input.count);
@@ -260,6 +270,7 @@ TEST_CASE("the CUDA backend refuses bad batches before the gradients change", "[
   const StepResult nothing = cuda->forward_backward(empty);
   CHECK(nothing.count == 0);
   CHECK(nothing.loss_sum == 0.0);
+  CHECK(nothing.samples_per_class.empty());
   CHECK(cuda->gradients() == before);
 
   ModelConfig bag;

@@ -1,6 +1,7 @@
 // The training models on the CPU backend: finite-difference gradient checks for softmax, mlp and bag;
-// each model learns a small separable problem; the bag model's padding never counts; configs,
-// deterministic initialisation, element types, SGD with momentum.
+// each model learns a small separable problem; the bag model's padding never counts; a step's
+// per-class counts are its predictions'; configs, deterministic initialisation, element types, SGD
+// with momentum.
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -261,6 +262,56 @@ TEST_CASE("bag of embeddings: padding never counts, each row sees only its own t
   const StepResult with_empty = backend.forward_backward(data.input(0, 1));
   REQUIRE(std::isfinite(with_empty.loss_sum));
   REQUIRE(with_empty.loss_sum == Approx(std::log(2.0)));  // zero-initialised bias: uniform over 2 classes
+}
+
+TEST_CASE("a step counts its samples and right predictions per class, as predict() sees them", "[train][model]") {
+  // The counts of predict()'s argmax against the labels, from the parameters before the step.
+  auto check_step = [](Backend& backend, const BatchInput& input, int classes) {
+    std::vector<std::int32_t> predictions(static_cast<std::size_t>(input.count));
+    backend.predict(input, predictions.data());
+    std::vector<std::int64_t> samples(static_cast<std::size_t>(classes), 0), correct(samples);
+    for (std::int64_t i = 0; i < input.count; ++i) {
+      const auto label = static_cast<std::size_t>(input.labels[i]);
+      ++samples[label];
+      correct[label] += predictions[static_cast<std::size_t>(i)] == input.labels[i] ? 1 : 0;
+    }
+    const StepResult result = backend.forward_backward(input);
+    REQUIRE(result.samples_per_class == samples);
+    REQUIRE(result.correct_per_class == correct);
+    std::int64_t right = 0;
+    for (const std::int64_t count : correct) right += count;
+    REQUIRE(right == result.correct);
+    backend.apply_sgd(0.05f, 0.0f);  // the next check sees other parameters
+  };
+  const FeatureData features = make_features(60, 5, 4, 21);
+  for (const std::string kind : {"softmax", "mlp"}) {
+    CAPTURE(kind);
+    CpuBackend backend;
+    backend.initialize(feature_config(kind, 5, 4));
+    for (int step = 0; step < 3; ++step) check_step(backend, features.all(), 4);
+  }
+  // By hand: 3 rows of class 0 and one of class 2; classes 1 and 3 have no samples, so nothing right.
+  FeatureData small = make_features(4, 5, 4, 1);
+  small.labels = {0, 2, 0, 0};
+  CpuBackend softmax;
+  softmax.initialize(feature_config("softmax", 5, 4));
+  const StepResult counted = softmax.forward_backward(small.all());
+  REQUIRE(counted.samples_per_class == std::vector<std::int64_t>{3, 0, 1, 0});
+  REQUIRE(counted.correct_per_class.size() == 4u);
+  REQUIRE(counted.correct_per_class[1] == 0);
+  REQUIRE(counted.correct_per_class[3] == 0);
+  REQUIRE(counted.correct_per_class[0] + counted.correct_per_class[2] == counted.correct);
+  softmax.zero_gradients();
+  check_step(softmax, small.all(), 4);
+
+  const SequenceData sequences = make_sequences(40, 64, 12, 4);
+  CpuBackend bag;
+  bag.initialize(bag_config(64));
+  for (int step = 0; step < 3; ++step) check_step(bag, sequences.all(), 2);
+  // An empty batch counts nothing, per class either.
+  const StepResult empty = bag.forward_backward(sequences.input(0, 0));
+  REQUIRE(empty.samples_per_class.empty());
+  REQUIRE(empty.correct_per_class.empty());
 }
 
 TEST_CASE("token ids outside the vocabulary are hashed into range", "[train][model]") {

@@ -44,6 +44,10 @@ struct StepResult {
   double loss_sum = 0.0;     ///< sum over the batch of the cross-entropy (natural log)
   std::int64_t correct = 0;  ///< samples whose argmax prediction (before the update) equals the label
   std::int64_t count = 0;    ///< samples in the batch
+  /// Per class (index = label, num_classes entries; empty for an empty batch): samples in the batch.
+  std::vector<std::int64_t> samples_per_class;
+  /// Per class: of those samples, the ones counted in `correct` (the entries sum to it).
+  std::vector<std::int64_t> correct_per_class;
 };
 
 /// One named block of the flat parameter vector.

@@ -102,11 +102,17 @@ class RowModel : public CpuModel {
     check_input(input);
     check_labels(input, classes_);
     StepResult result;
+    if (input.count == 0) return result;
+    result.samples_per_class.assign(static_cast<std::size_t>(classes_), 0);
+    result.correct_per_class.assign(static_cast<std::size_t>(classes_), 0);
     for (std::int64_t i = 0; i < input.count; ++i) {
       forward(parameters, input, i);
       bool correct = false;
+      const auto label = static_cast<std::size_t>(input.labels[i]);
       result.loss_sum += cross_entropy(logits_.data(), classes_, input.labels[i], logit_gradients_.data(), &correct);
       result.correct += correct ? 1 : 0;
+      ++result.samples_per_class[label];
+      result.correct_per_class[label] += correct ? 1 : 0;
       backward(parameters, gradients, input, i);
     }
     result.count = input.count;

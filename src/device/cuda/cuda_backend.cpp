@@ -715,10 +715,16 @@ StepResult CudaBackend::forward_backward(const BatchInput& input) {
         "copying the correct flags to the host");
     wait_compute("running a training step on the device");
 
-    // Sums in row order, like the CPU backend.
+    // Sums in row order, like the CPU backend; the per-class counts from the host's labels.
+    const auto classes = static_cast<std::size_t>(config_.num_classes);
+    result.samples_per_class.assign(classes, 0);
+    result.correct_per_class.assign(classes, 0);
     for (std::int64_t i = 0; i < count; ++i) {
       result.loss_sum += host_losses[i];
       result.correct += host_correct[i];
+      const auto label = static_cast<std::size_t>(input.labels[i]);
+      ++result.samples_per_class[label];
+      result.correct_per_class[label] += host_correct[i];
     }
     result.count = count;
 
