@@ -33,6 +33,10 @@ void write_train_stats_json(const std::string& path, const TrainSummary& summary
       json.key("class_weights");
       json.array(epoch.class_weights);
     }
+    if (!epoch.per_class_recall.empty()) {
+      json.key("per_class_recall");
+      json.array(epoch.per_class_recall);
+    }
     json.end_object();
   }
   json.end_array();

@@ -8,6 +8,7 @@
 #include "strider/core/error.hpp"
 #include "strider/device/step_batches.hpp"
 #include "strider/train/batch_input.hpp"
+#include "strider/train/metrics.hpp"
 #include "strider/train/stop_signal.hpp"
 
 namespace strider::detail {
@@ -26,6 +27,9 @@ StepResult TrainingLoop::compute(const Batch& batch, EpochTotals& totals) {
 EpochTotals TrainingLoop::run(LoaderEpoch& epoch, const AfterStep& after_step) {
   EpochTotals totals;
   totals.steps_done = epoch.first_step();
+  const auto classes = static_cast<std::size_t>(backend_.config().num_classes);
+  totals.samples_per_class.assign(classes, 0);
+  totals.correct_per_class.assign(classes, 0);
   // The current batch and, with staging, the next one, whose copy overlaps the step; a staged batch
   // is unstaged before it goes back to the ring, however the loop ends.
   StepBatches<Batch> batches(backend_, settings_.stage_next);
@@ -51,6 +55,10 @@ EpochTotals TrainingLoop::run(LoaderEpoch& epoch, const AfterStep& after_step) {
     totals.loss_sum += local.loss_sum;
     totals.correct += local.correct;
     totals.count += local.count;
+    for (std::size_t k = 0; k < local.samples_per_class.size() && k < classes; ++k) {
+      totals.samples_per_class[k] += local.samples_per_class[k];
+      totals.correct_per_class[k] += local.correct_per_class[k];
+    }
     totals.steps_done = step + 1;
     totals.stopped = shared[1] > 0;  // a stop signal reached some rank: every rank stops after this same step
     after_step(totals.steps_done, totals.stopped);
@@ -89,6 +97,14 @@ EpochSummary summarize_epoch(const Communicator& comm, std::int64_t epoch, std::
   summary.stall_fraction = comm.all_reduce(stall, ReduceOp::max);
   summary.class_weights = class_weights;
   summary.padding_efficiency = sums[3] > 0 ? sums[2] / sums[3] : 1.0;
+  if (!totals.samples_per_class.empty()) {
+    // Samples, then correct, per class: one all-reduce of integers, so the recall is exact.
+    std::vector<std::int64_t> per_class = totals.samples_per_class;
+    per_class.insert(per_class.end(), totals.correct_per_class.begin(), totals.correct_per_class.end());
+    comm.all_reduce(per_class.data(), static_cast<std::int64_t>(per_class.size()), ReduceOp::sum);
+    const auto middle = per_class.begin() + static_cast<std::ptrdiff_t>(totals.samples_per_class.size());
+    summary.per_class_recall = per_class_recall({middle, per_class.end()}, {per_class.begin(), middle});
+  }
   return summary;
 }
 

@@ -29,6 +29,9 @@ struct EpochTotals {
   double padded_tokens = 0.0;   ///< sequences: sum over batches of count x longest row
   std::int64_t steps_done = 0;  ///< the epoch's steps finished, counted from its step 0
   bool stopped = false;         ///< a stop signal ended the epoch early (on every rank alike)
+  /// Per class (the model's num_classes entries): samples trained, and of those predicted right.
+  std::vector<std::int64_t> samples_per_class;
+  std::vector<std::int64_t> correct_per_class;
 };
 
 /// The optimizer's settings and whether to stage the next batch during a step.
@@ -84,7 +87,8 @@ class TrainingLoop {
 };
 
 /// Collective over comm: the epoch's figures over all ranks from each rank's totals, its wall time
-/// in seconds and the time it waited for batches (stall). class_weights: those in force.
+/// in seconds and the time it waited for batches (stall). class_weights: those in force. Every rank's
+/// totals must hold per-class counts of the same length (none: no per_class_recall).
 EpochSummary summarize_epoch(const Communicator& comm, std::int64_t epoch, std::int64_t first_step,
                              const EpochTotals& totals, double seconds, double stall_seconds,
                              const std::vector<double>& class_weights);

@@ -2,11 +2,12 @@
 // trained are exactly the sampler's plan (each rank's sample trace against a sampler built by hand),
 // evaluation counts every sample once, and a run resumed from a checkpoint (an epoch's end, or the
 // step where a stop signal ended it) continues with the same samples and the same loss, R ranks train as one
-// rank with their global batch, and a checkpoint of other data is refused. Every check is agreed across
-// ranks before it is asserted.
+// rank with their global batch, an epoch's per-class recall counts every rank's samples, and a checkpoint of
+// other data is refused. Every check is agreed across ranks before it is asserted.
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <fstream>
@@ -17,6 +18,7 @@
 #include "strider/sampling/factory.hpp"
 #include "strider/train/stop_signal.hpp"
 #include "strider/train/trainer.hpp"
+#include "train/training_loop.hpp"
 
 using namespace strider;
 using strider::testing::world;
@@ -208,6 +210,7 @@ TEST_CASE("trainer: R ranks of batch b train as one rank of batch R*b; a resume 
   data.seed = 7;
   data.progress = false;
   write_synthetic_dataset(comm, base + ".h5", data);
+  const std::vector<std::int64_t> class_samples = synthetic_class_counts(data);
   data.samples = 126;  // another dataset: the fingerprint covers the labels, the shape and the count
   write_synthetic_dataset(comm, base + ".other.h5", data);
 
@@ -264,6 +267,41 @@ TEST_CASE("trainer: R ranks of batch b train as one rank of batch R*b; a resume 
     // Float sums in another order: equal to about 1e-6; a gradient or a loss divided by one
     // rank's samples instead of the step's would differ by far more.
     REQUIRE_ON_ALL_RANKS(spread.epochs[e].loss == Approx(solo_loss[e]).epsilon(1e-4));
+    // Every sample once per epoch: class k's recall x its samples is its right predictions over all
+    // ranks, and they add up to the epoch's accuracy x samples (one rank's counts alone would not).
+    const std::vector<double>& recall = spread.epochs[e].per_class_recall;
+    REQUIRE_ON_ALL_RANKS(recall.size() == class_samples.size());
+    double correct = 0.0;
+    for (std::size_t k = 0; k < recall.size() && k < class_samples.size(); ++k) {
+      REQUIRE_ON_ALL_RANKS((recall[k] >= 0.0 && recall[k] <= 1.0));
+      const double right = recall[k] * static_cast<double>(class_samples[k]);
+      REQUIRE_ON_ALL_RANKS(std::abs(right - std::round(right)) < 1e-9);
+      correct += right;
+    }
+    REQUIRE_ON_ALL_RANKS(std::llround(correct) == std::llround(spread.epochs[e].accuracy * 120.0));
   }
   REQUIRE_ON_ALL_RANKS(refused.find("was written for another dataset") != std::string::npos);
+}
+
+TEST_CASE("trainer: an epoch's per-class recall is over the per-class counts of every rank", "[mpi][trainer]") {
+  const Communicator& comm = world();
+  const auto ranks = static_cast<std::int64_t>(comm.size());
+  // Rank r trained 4 samples of class 0 (3 right), 1 + r of class 1 (r right) and none of class 2.
+  detail::EpochTotals totals;
+  totals.samples_per_class = {4, 1 + comm.rank(), 0};
+  totals.correct_per_class = {3, comm.rank(), 0};
+  totals.count = 5 + comm.rank();
+  totals.correct = 3 + comm.rank();
+  const EpochSummary summary = detail::summarize_epoch(comm, 0, 0, totals, 1.0, 0.0, {});
+  // Summed by hand over R ranks: class 0 3R / 4R; class 1 R(R-1)/2 / (R + R(R-1)/2); class 2 none.
+  const double class1_right = static_cast<double>(ranks * (ranks - 1) / 2);
+  REQUIRE(summary.per_class_recall.size() == 3u);
+  REQUIRE(summary.per_class_recall[0] == 0.75);
+  REQUIRE(summary.per_class_recall[1] == class1_right / (static_cast<double>(ranks) + class1_right));
+  REQUIRE(std::isnan(summary.per_class_recall[2]));
+  REQUIRE(summary.accuracy == static_cast<double>(3 * ranks + ranks * (ranks - 1) / 2) /
+                                  static_cast<double>(5 * ranks + ranks * (ranks - 1) / 2));
+  // Without per-class counts (no classes) there is no per-class recall.
+  const EpochSummary no_classes = detail::summarize_epoch(comm, 0, 0, detail::EpochTotals{}, 1.0, 0.0, {});
+  REQUIRE(no_classes.per_class_recall.empty());
 }

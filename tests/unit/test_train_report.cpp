@@ -1,8 +1,14 @@
 // The lines strider-train prints (train/report.hpp): their words and number formats are what users
 // and scripts read (tests/integration/test_train.sh greps "epoch 3/3: loss"), so they are pinned here
-// character by character, with the expected text written out by hand.
+// character by character, with the expected text written out by hand. The stats JSON's per-epoch
+// per-class recall is checked in its written form.
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
 
 #include "strider/train/summary.hpp"
 #include "train/report.hpp"
@@ -45,4 +51,24 @@ TEST_CASE("report: evaluation, recall and class weight lines", "[train][report]"
   // Weights with every digit needed to read them back (they are the next epoch's sampling weights).
   REQUIRE(detail::class_weights_line({0.5, 1.0 / 3.0, 2}) == "class weights now 0.5,0.33333333333333331,2");
   REQUIRE(detail::stopped_line() == "stopped by a signal; checkpoint written, exiting with status 75 to be requeued");
+}
+
+TEST_CASE("report: the stats JSON holds each epoch's per-class recall, null for a class without samples",
+          "[train][report]") {
+  TrainSummary summary;
+  summary.epochs = {some_epoch(), some_epoch()};
+  summary.epochs[0].per_class_recall = {0.5, std::nan(""), 1.0};
+  summary.per_class_recall = {0.25, 0.75};
+  const std::string path = "/tmp/strider_report_" + std::to_string(getpid()) + ".json";
+  write_train_stats_json(path, summary);
+  std::ifstream file(path);
+  std::stringstream text;
+  text << file.rdbuf();
+  std::remove(path.c_str());
+  const std::string json = text.str();
+  // The epoch's keys stay as they were; the recall comes after them, within the epoch.
+  REQUIRE(json.find("\"padding_efficiency\":0.87654,\"per_class_recall\":[0.5,null,1]}") != std::string::npos);
+  // An epoch without classes has no key; the evaluation's recall stays at the top level.
+  REQUIRE(json.find("\"padding_efficiency\":0.87654}") != std::string::npos);
+  REQUIRE(json.find("\"per_class_recall\":[0.25,0.75],\"eval_accuracy\"") != std::string::npos);
 }

@@ -21,6 +21,10 @@ struct EpochSummary {
   double seconds = 0.0;
   std::vector<double> class_weights;  ///< weights in force (class-aware modes that have them)
   double padding_efficiency = 1.0;    ///< sequences: real tokens / (count * longest row) summed over batches
+  /// Training recall per class: the epoch's samples of the class predicted right (before their
+  /// update, as `accuracy` counts them) / its samples trained in the epoch; NaN for a class without
+  /// samples in the epoch. Empty when the data has no classes.
+  std::vector<double> per_class_recall;
 };
 
 /// One rank's totals.
@@ -46,8 +50,9 @@ struct TrainSummary {
 };
 
 /// Writes the summary as JSON: {"epochs": [{"epoch", "loss", "accuracy", "samples_per_s",
-/// "stall_fraction", ...}], "per_class_recall": [...], "ranks": [{"rank", "stall_seconds",
-/// "io_seconds", ...}], ...}. Throws SystemError when the file cannot be written. Not collective
+/// "stall_fraction", ..., "per_class_recall": [...]}], "per_class_recall": [...], "ranks": [{"rank",
+/// "stall_seconds", "io_seconds", ...}], ...}; an epoch's "per_class_recall" only when it has one,
+/// NaN as null. Throws SystemError when the file cannot be written. Not collective
 /// (rank 0 writes).
 void write_train_stats_json(const std::string& path, const TrainSummary& summary);
 
