@@ -5,11 +5,13 @@
 
 One run gives one column; two runs are drawn side by side with shared axes, so that a sampler can be
 set against another on the same data (the quickstart draws `balanced` beside `distributed`). The top
-row is the training loss and accuracy per epoch, the bottom row the recall of each class as the
-run's last evaluation measured it (every sample counted once); a class whose recall falls below half
-of the best class's is marked. Where an epoch holds its own "per_class_recall" (a list), the bottom
-row draws it per epoch instead. Needs matplotlib (Debian: python3-matplotlib); draws with the Agg
-backend, so no display is needed. Prints the path of the PNG it wrote.
+row is the training loss and accuracy per epoch. The bottom row is the training recall of each class
+per epoch (each epoch's "per_class_recall": predictions before each update, over all ranks; a class
+the epoch did not train leaves a gap), with the last evaluation's recall (every sample counted once)
+in the legend. A file whose epochs lack "per_class_recall" gets the last evaluation's recall as bars
+instead, a class under half of the best class's recall marked. Needs matplotlib (Debian:
+python3-matplotlib); draws with the Agg backend, so no display is needed. Prints the path of the PNG
+it wrote.
 """
 import argparse
 import json
@@ -48,15 +50,26 @@ def draw_curves(axis, stats):
     return twin
 
 
+def as_number(value):
+    """A recall as a float; JSON's null (a class without samples) becomes NaN, a gap in the line."""
+    return float("nan") if value is None else value
+
+
 def draw_recall(axis, stats):
     per_epoch = [entry.get("per_class_recall") for entry in stats["epochs"]]
     if per_epoch and all(isinstance(recall, list) for recall in per_epoch):
-        epochs = list(range(1, len(per_epoch) + 1))
-        for klass in range(len(per_epoch[0])):
-            axis.plot(epochs, [recall[klass] for recall in per_epoch], marker="o", label=f"class {klass}")
+        epochs = [entry.get("epoch", index) + 1 for index, entry in enumerate(stats["epochs"])]
+        evaluated = stats.get("per_class_recall") or []
+        for klass in range(max(len(recall) for recall in per_epoch)):
+            values = [as_number(recall[klass]) if klass < len(recall) else float("nan") for recall in per_epoch]
+            label = f"class {klass}"
+            if klass < len(evaluated) and isinstance(evaluated[klass], (int, float)):
+                label += f" (evaluation {evaluated[klass]:.2f})"
+            axis.plot(epochs, values, marker="o", label=label)
         axis.set_xlabel("epoch")
         axis.set_xticks(epochs)
-        axis.legend(loc="lower right", fontsize="small")
+        axis.legend(loc="center right", fontsize="small")
+        axis.set_ylabel("training recall per class")
     else:
         recall = stats.get("per_class_recall") or []
         best = max(recall) if recall else 0
@@ -66,8 +79,8 @@ def draw_recall(axis, stats):
             axis.annotate(f"{value:.2f}", (bar.get_x() + bar.get_width() / 2, value), ha="center", va="bottom",
                           fontsize="small")
         axis.set_xlabel("class (orange: under half the best class's recall)")
+        axis.set_ylabel("recall (last evaluation)")
     axis.set_ylim(0, 1.1)
-    axis.set_ylabel("recall (last evaluation)")
 
 
 def main():
