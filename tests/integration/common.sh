@@ -69,3 +69,16 @@ expect_at_least() {
 expect_at_most() {
   if awk -v v="$2" -v m="$3" 'BEGIN { exit !(v != "" && v + 0 <= m + 0) }'; then pass "$1: $2 <= $3"; else fail "$1: $2 > $3"; fi
 }
+
+# wait_until SECONDS COMMAND...: polls COMMAND every 50 ms until it succeeds (returns 0) or SECONDS
+# pass (returns 1): a wait on a condition (a file, a log line, a process's state), never a sleep
+# that guesses how long something takes.
+wait_until() {
+  local deadline=$((SECONDS + $1))
+  shift
+  until "$@"; do
+    ((SECONDS < deadline)) || return 1
+    sleep 0.05
+  done
+}
+

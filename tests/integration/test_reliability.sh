@@ -73,16 +73,18 @@ expect_error "watchdog" "\[rank [01]\] step [0-9]+ of epoch 0 did not finish wit
 
 # A rank killed with SIGKILL: the job ends instead of hanging.
 STRIDER_TEST_STEP_DELAY_US=20000 "${mpi2[@]}" "$train" --data "$work/f.h5" --batch-size 16 --seed 1 --epochs 50 \
-  >/dev/null 2>"$work/kill.err" &
+  --trace-samples "$work/kill" >/dev/null 2>"$work/kill.err" &
 launcher=$!
 victim=""
-for _ in $(seq 1 100); do
+find_victim() {
   victim=$(pgrep -f "strider-train --data $work/f.h5" | while read -r pid; do
     [[ $(ps -o comm= -p "$pid") == strider-train ]] && echo "$pid"; done | tail -n 1)
-  [[ -n $victim ]] && break
-  sleep 0.1
-done
-sleep 1
+  [[ -n $victim ]]
+}
+traced_steps() { [[ -f $1 ]] && (($(wc -l <"$1") >= $2)); }
+# Killed once both ranks train: rank 1 has traced a few steps.
+wait_until 30 find_victim || fail "SIGKILL of one rank: no strider-train process appeared within 30 s"
+wait_until 30 traced_steps "$work/kill.rank1" 5 || fail "SIGKILL of one rank: no step was traced within 30 s"
 start=$SECONDS
 kill -9 "$victim"
 ( sleep 30; kill -9 $launcher 2>/dev/null ) &
@@ -141,7 +143,10 @@ cp "$work/f.h5" "$work/mapped.h5"
 STRIDER_TEST_READ_DELAY_US=20000 "$STRIDER_MPIEXEC" --bind-to none -np 1 "$bench" --data "$work/mapped.h5" \
   --engine mmap --batch-size 16 --epochs 20 >/dev/null 2>"$work/mapped.err" &
 launcher=$!
-sleep 1
+# Truncated once the rank has mapped the file and is reading through the mapping.
+mapped() { pgrep -f "strider-bench --data $work/mapped.h5" | while read -r pid; do
+  grep -q "$work/mapped.h5" "/proc/$pid/maps" 2>/dev/null && echo "$pid"; done | grep -q .; }
+wait_until 30 mapped || fail "truncated under mmap: the file was not mapped within 30 s"
 truncate -s 4096 "$work/mapped.h5"
 status=0
 timeout 30 tail --pid=$launcher -f /dev/null || status=124
