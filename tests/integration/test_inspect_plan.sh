@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# strider-inspect plan: the contract other issues and scripts rely on.
+# strider-inspect plan: the contract other tools and scripts rely on.
 source "$(dirname "$0")/common.sh"
 inspect=$STRIDER_BIN/strider-inspect
 

@@ -4,7 +4,7 @@ source "$(dirname "$0")/common.sh"
 inspect=$STRIDER_BIN/strider-inspect
 lognormal=lognormal:median=128,min=8,max=2048
 
-# Bucketed: the issue's targets on the fixed seed (deterministic numbers, not timings).
+# Bucketed: the documented figures on the fixed seed (deterministic numbers, not timings).
 stats=$($inspect plan --sampler bucketed --max-tokens 16384 --megabatch 64 --world 4 --samples 100000 \
   --lengths "$lognormal" --stats)
 expect_equal "stats keys" "$(grep -o '"padding_efficiency":[0-9.]*,"step_imbalance":[0-9.]*' <<<"$stats" | wc -l)" "1"

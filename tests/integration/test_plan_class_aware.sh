@@ -8,7 +8,7 @@ spread() { awk -v c="$1" '{v = $(c + 3); if (NR == 1 || v < lo) lo = v; if (NR =
 # least COLUMN: the smallest count of a class over the ranks.
 least() { awk -v c="$1" '{v = $(c + 3); if (NR == 1 || v < lo) lo = v} END {print lo}'; }
 
-# Balanced, the issue's case: 10000/200/50 on 8 ranks; every rank within one of every class.
+# Balanced, the quickstart's classes: 10000/200/50 on 8 ranks; every rank within one of every class.
 hist=$($inspect plan --sampler balanced --class-counts 10000,200,50 --world 8 --batch-size 32 --seed 7 --histogram)
 expect_equal "balanced: 8 ranks" "$(wc -l <<<"$hist")" "8"
 for class in 0 1 2; do
