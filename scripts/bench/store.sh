@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The in-memory store and --lookahead measured against their goals in one run (compare.sh runs it as
-# its store section; it also runs alone):
+# The in-memory store and --lookahead measured in one run against the file read without them
+# (compare.sh runs it as its store section; it also runs alone):
 #   scripts/bench/store.sh      # about 2 minutes on 2 cores with the files present (+1 min to make them)
 #
 # Files (kept in $BENCH_DIR): wc, 1,000,000 x 64 float32 rows, deflate level 4 in 1024-row chunks
