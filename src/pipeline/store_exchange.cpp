@@ -10,6 +10,7 @@
 
 #include "strider/comm/mpi_check.hpp"
 #include "strider/core/error.hpp"
+#include "strider/core/hash.hpp"
 #include "strider/core/log.hpp"
 
 namespace strider::pipeline_detail {
@@ -34,11 +35,11 @@ constexpr bool kCheckReplies = false;
 constexpr bool kCheckReplies = true;
 #endif
 
-/// FNV-1a over the bytes: the fingerprint of a reply buffer.
+/// The fingerprint of a reply buffer: FNV-1a over its bytes.
 std::uint64_t fingerprint(const std::vector<std::byte>& bytes) noexcept {
-  std::uint64_t hash = 14695981039346656037ull;
-  for (const std::byte value : bytes) hash = (hash ^ static_cast<std::uint64_t>(value)) * 1099511628211ull;
-  return hash;
+  Fnv1a64 hash;
+  hash.add_bytes(bytes.data(), bytes.size());
+  return hash.value();
 }
 
 }  // namespace
