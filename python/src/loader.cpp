@@ -1,7 +1,10 @@
-// strider.Loader, its epochs and its batches. A batch's arrays are read-only numpy views of the
-// ring's memory whose base is the Batch object, which holds the ring slot and the Loader: a view
-// never outlives its memory, and the slot returns to the ring when the Batch and every view of it
-// are gone. Calls that wait (construction, epoch starts, the next batch, close) release the GIL.
+// strider.Loader, its epochs and its batches. A batch's arrays are numpy views of the ring's memory
+// whose base is the Batch object, which holds the ring slot and the Loader: a view never outlives
+// its memory, and the slot returns to the ring when the Batch and every view of it are gone. The
+// views are writable: the slot is this process's own and this batch's alone until it returns, so
+// torch.from_numpy takes them without a warning and numpy's __dlpack__ exports them (to
+// torch.from_dlpack, JAX) without a copy. Calls that wait (construction, epoch starts, the next
+// batch, close) release the GIL.
 #include <pybind11/numpy.h>
 
 #include <cstring>
@@ -13,6 +16,8 @@
 #include "loader_core.hpp"
 #include "runtime.hpp"
 #include "strider/core/error.hpp"
+#include "strider/device/gpu_probe.hpp"
+#include "strider/device/pinned_allocator.hpp"
 
 namespace strider::python {
 
@@ -72,11 +77,10 @@ py::dtype dtype_of(ElementType type) {
   return py::dtype::of<double>();
 }
 
-/// A read-only array over `data` (C order) that keeps `base` alive.
-py::array read_only_view(const py::dtype& dtype, std::vector<py::ssize_t> shape, const void* data, py::handle base) {
-  py::array array(dtype, std::move(shape), std::vector<py::ssize_t>{}, data, base);
-  py::detail::array_proxy(array.ptr())->flags &= ~py::detail::npy_api::NPY_ARRAY_WRITEABLE_;
-  return array;
+/// A writable array over `data` (C order, memory of a ring slot that only this batch uses) that
+/// keeps `base` alive.
+py::array slot_view(const py::dtype& dtype, std::vector<py::ssize_t> shape, const void* data, py::handle base) {
+  return py::array(dtype, std::move(shape), std::vector<py::ssize_t>{}, data, base);
 }
 
 /// A new array holding a copy of `data`.
@@ -182,7 +186,7 @@ py::object batch_part(const py::object& self, Part part) {
   }
   std::optional<PartLayout> layout = layout_of(*batch.info, batch.batch, part);
   if (!layout) return py::none();
-  return read_only_view(layout->dtype, std::move(layout->shape), layout->data, self);
+  return slot_view(layout->dtype, std::move(layout->shape), layout->data, self);
 }
 
 /// One epoch being read: an iterator of Batch objects.
@@ -205,6 +209,23 @@ struct PyLoader {
   std::shared_ptr<LoaderCore> core;
 };
 
+/// drop_last is torch's DistributedSampler's (drop the dataset's tail so that every rank gets as
+/// many samples); a DataLoader user may mean the DataLoader's (drop the last partial batch), which
+/// is drop_last_batch. Said once per process, on rank 0 of the Loader's communicator.
+void warn_drop_last_once(MPI_Comm parent) {
+  static bool warned = false;
+  int rank = 0;
+  MPI_Comm_rank(parent, &rank);
+  if (warned || rank != 0) return;
+  warned = true;
+  if (PyErr_WarnEx(PyExc_UserWarning,
+                   "drop_last=True drops the dataset's tail so that every rank gets as many samples "
+                   "(DistributedSampler's drop_last); to drop a last partial batch (DataLoader's drop_last) "
+                   "pass drop_last_batch=True",
+                   1) != 0)
+    throw py::error_already_set();
+}
+
 LoaderSplit split_of(const std::string& split) {
   if (split == "sampler") return LoaderSplit::sampler;
   if (split == "exact") return LoaderSplit::exact;
@@ -214,7 +235,7 @@ LoaderSplit split_of(const std::string& split) {
 /// Collective: the communicator, the options (agreed: a bad keyword on one rank fails every rank),
 /// then the Loader.
 std::shared_ptr<LoaderCore> open_loader(const py::object& data, const py::object& comm, bool copy,
-                                        const std::string& split, const py::kwargs& keywords) {
+                                        const std::string& split, bool pin_memory, const py::kwargs& keywords) {
   ensure_mpi();
   const MPI_Comm parent = communicator_from_python(comm);
   LoaderOptions options;
@@ -224,6 +245,14 @@ std::shared_ptr<LoaderCore> open_loader(const py::object& data, const py::object
     all["data"] = data;
     set_options_from_keywords(options, all);
     options.split = split_of(split);
+    if (pin_memory) {
+      const GpuProbe gpus = probe_gpus();
+      if (gpus.device_count == 0)
+        STRIDER_THROW(UsageError, "pin_memory=True page-locks the ring through CUDA, and there is no usable GPU (" +
+                                      gpus.reason + "): leave pin_memory off");
+      options.allocator = make_pinned_allocator();
+    }
+    if (options.sampler.drop_last) warn_drop_last_once(parent);
   } catch (const py::error_already_set& error) {
     failure = std::make_exception_ptr(UsageError(error.what(), __FILE__, __LINE__));
   } catch (...) {
@@ -375,10 +404,14 @@ const std::string& loader_doc() {
       "rank. Close it with close() (this rank's files: not collective) or `with strider.Loader(...) as\n"
       "loader:`; a loader left open is closed at exit, and the in-memory store is freed there.\n\n"
       "    for batch in loader.epoch(e):        # or: loader.set_epoch(e); for batch in loader\n"
-      "        x = torch.from_numpy(batch.samples)   # a read-only view of the ring, no copy\n\n"
+      "        x, y = batch                          # numpy views of the ring, no copy\n"
+      "        x = torch.from_dlpack(x)              # a tensor of the same memory (or torch.from_numpy)\n\n"
       "A batch and its arrays hold one buffer of the ring (prefetch buffers per rank): keeping more\n"
       "than that raises strider.UsageError instead of waiting; copy=True gives arrays of their own.\n"
       "split='exact' reads every sample once (evaluation; ranks may get different step counts).\n"
+      "pin_memory=True page-locks the ring through CUDA (strider built with CUDA), so that\n"
+      "tensor.to('cuda', non_blocking=True) copies asynchronously; refused in a build without CUDA.\n"
+      "drop_last is DistributedSampler's (the dataset's tail); DataLoader's is drop_last_batch.\n"
       "A forked child (a DataLoader worker with num_workers > 0) cannot use a Loader of its parent: it\n"
       "raises strider.UsageError there; use num_workers=0 (it reads ahead on threads of its own).\n\n"
       "Options (the apps' --name with '_' for '-', the same defaults; None keeps the default):\n" +
@@ -391,8 +424,10 @@ const std::string& loader_doc() {
 void bind_loader(py::module_& module) {
   py::class_<PyBatch, std::unique_ptr<PyBatch>>(
       module, "Batch",
-      "One batch of this rank: read-only numpy views of a ring buffer (or copies with copy=True). The buffer "
-      "returns to the ring when the Batch and every array of it are gone.")
+      "One batch of this rank: numpy views of a ring buffer that is this batch's alone (or copies with "
+      "copy=True). torch.from_numpy and torch.from_dlpack take them without a copy. The buffer returns to the "
+      "ring when the Batch and every array or tensor of it are gone. `x, y = batch` unpacks the inputs and the "
+      "labels.")
       .def_property_readonly(
           "samples", [](py::object self) { return batch_part(self, Part::samples); },
           "fixed-size samples [n, *sample_shape] of the file's dtype (None for sequences)")
@@ -413,6 +448,17 @@ void bind_loader(py::module_& module) {
       .def_property_readonly(
           "step", [](const PyBatch& batch) { return batch.step; }, "the step within the epoch")
       .def("__len__", [](const PyBatch& batch) { return batch.size; })
+      .def(
+          "__iter__",
+          [](py::object self) {
+            const bool sequences = self.cast<PyBatch&>().info->variable_length;
+            py::object inputs =
+                sequences ? py::object(py::make_tuple(batch_part(self, Part::tokens), batch_part(self, Part::offsets)))
+                          : batch_part(self, Part::samples);
+            return py::iter(py::make_tuple(inputs, batch_part(self, Part::labels)));
+          },
+          "`x, y = batch`: (samples, labels) for fixed-size samples, ((tokens, offsets), labels) for sequences; "
+          "labels is None when the file has none.")
       .def("__repr__", [](const PyBatch& batch) {
         return "<strider.Batch epoch " + std::to_string(batch.epoch) + " step " + std::to_string(batch.step) + ", " +
                std::to_string(batch.size) + " samples" + (batch.copied ? ", copied>" : ">");
@@ -435,11 +481,12 @@ void bind_loader(py::module_& module) {
           "end_step", [](const PyEpoch& self) { return self.epoch->end_step(); }, "one past the last step");
 
   py::class_<PyLoader>(module, "Loader", loader_doc().c_str())
-      .def(
-          py::init([](const py::object& data, const py::object& comm, bool copy, const std::string& split,
-                      const py::kwargs& keywords) { return PyLoader{open_loader(data, comm, copy, split, keywords)}; }),
-          py::arg("data"), py::kw_only(), py::arg("comm") = py::none(), py::arg("copy") = false,
-          py::arg("split") = "sampler")
+      .def(py::init([](const py::object& data, const py::object& comm, bool copy, const std::string& split,
+                       bool pin_memory, const py::kwargs& keywords) {
+             return PyLoader{open_loader(data, comm, copy, split, pin_memory, keywords)};
+           }),
+           py::arg("data"), py::kw_only(), py::arg("comm") = py::none(), py::arg("copy") = false,
+           py::arg("split") = "sampler", py::arg("pin_memory") = false)
       .def(
           "epoch", [](PyLoader& self, std::int64_t epoch) { return start_epoch(self.core, epoch); }, py::arg("epoch"),
           "Collective: starts epoch `epoch` (after load_state_dict, at the saved step) and returns its Epoch.")

@@ -39,7 +39,8 @@ def _loader_signature():
     parameters = [_inspect.Parameter("data", _inspect.Parameter.POSITIONAL_OR_KEYWORD),
                   _inspect.Parameter("comm", keyword, default=None),
                   _inspect.Parameter("copy", keyword, default=False),
-                  _inspect.Parameter("split", keyword, default="sampler")]
+                  _inspect.Parameter("split", keyword, default="sampler"),
+                  _inspect.Parameter("pin_memory", keyword, default=False)]
     for option in loader_options():
         if option["keyword"] != "data":
             parameters.append(_inspect.Parameter(option["keyword"], keyword, default=option["default"]))
