@@ -32,6 +32,7 @@ packages=("${core[@]}")
   munge slurmctld slurmd slurm-client    # tests: a real one-node Slurm cluster (test_slurm.sh)
   pybind11-dev python3-dev python3-numpy # the Python module (STRIDER_BUILD_PYTHON)
   python3-pytest python3-mpi4py          # its tests (pytest under ctest, mpi4py communicators)
+  python3-skbuild python3-venv           # pip install of the module (pyproject.toml, tests/integration/test_pip.sh)
   python3-torch libtorch-dev             # tests against torch, examples/train_torch.py, examples/libtorch_trainer
 )
 # python3-torch is the largest: about 80 MB to download and 1 GB installed with its dependencies

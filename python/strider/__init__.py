@@ -28,7 +28,9 @@ from ._strider import Batch, DataError, Epoch, Error, Loader, UsageError, loader
 from .samplers import (BalancedSampler, BlockSampler, BucketedSampler, DistributedSampler, Sampler, StratifiedSampler,
                        StreamingSampler, WeightedSampler, world)
 
-__all__ = ["Loader", "Epoch", "Batch", "Error", "UsageError", "DataError", "loader_options", "Sampler",
+__version__ = _strider.__version__  # the C++ library's version, which pip's metadata also carries
+
+__all__ = ["__version__", "Loader", "Epoch", "Batch", "Error", "UsageError", "DataError", "loader_options", "Sampler",
            "DistributedSampler", "StreamingSampler", "BlockSampler", "BucketedSampler", "BalancedSampler",
            "WeightedSampler", "StratifiedSampler", "world"]
 
