@@ -8,9 +8,11 @@
 #include <vector>
 
 #include "strider/comm/launch_check.hpp"
+#include "strider/comm/mpi_check.hpp"
 #include "strider/comm/mpi_runtime.hpp"
 #include "strider/core/error.hpp"
 #include "strider/core/log.hpp"
+#include "strider/train/stop_signal.hpp"
 
 namespace strider::python {
 
@@ -74,6 +76,20 @@ void abort_job(int code) {
   py::gil_scoped_release release;
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the launcher forwards the traceback first
   MPI_Abort(MPI_COMM_WORLD, code);
+}
+
+/// Collective over comm: every rank must call. The logical OR of every rank's `flag`, with the GIL
+/// released while the ranks meet (a rank that arrives late keeps no other thread waiting for it).
+bool any_rank(bool flag, const py::object& comm) {
+  ensure_mpi();
+  const MPI_Comm native = communicator_from_python(comm);
+  int local = flag ? 1 : 0;
+  int any = 0;
+  {
+    py::gil_scoped_release release;
+    STRIDER_MPI_CHECK(MPI_Allreduce(&local, &any, 1, MPI_INT, MPI_LOR, native), "agreeing on a flag over the ranks");
+  }
+  return any != 0;
 }
 
 }  // namespace
@@ -147,6 +163,10 @@ void bind_runtime(py::module_& module) {
       "(initialized, finalized, started by strider).");
   module.def("_abort_job", &abort_job, py::arg("code"),
              "MPI_Abort(MPI_COMM_WORLD, code) when MPI runs with more than one rank; nothing otherwise.");
+  module.def("_any_rank", &any_rank, py::arg("flag"), py::arg("comm") = py::none(),
+             "Collective over comm (an mpi4py communicator; None: MPI_COMM_WORLD): whether `flag` is true on any "
+             "rank (MPI_Allreduce with MPI_LOR, the GIL released). Starts MPI unless it runs.");
+  module.attr("_exit_code_preempted") = exit_code_preempted;
   module.def("_at_exit", &at_exit,
              "Closes the loaders still open (collective), then finalises MPI if strider started it.");
 }
