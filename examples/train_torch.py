@@ -4,33 +4,33 @@
     mpirun -np 2 python3 -m mpi4py examples/train_torch.py --data train.h5 --epochs 3
 
 Each rank reads only its own samples of the file (strider's distributed sampler: torch's order), and
-each batch becomes a tensor without a copy (torch.from_numpy on a read-only view of strider's ring).
+each batch becomes a tensor without a copy (torch.from_dlpack on a view of strider's ring).
 DDP averages the gradients: gloo on the CPU, nccl where CUDA GPUs exist (one per rank, by node-local
 rank). The process group meets through MPI: rank 0 picks a free port and broadcasts it. One torch
 thread per rank (the strider I/O thread has the other core).
 
 --checkpoint PATH saves the model, the optimizer and the loader's state_dict() after every epoch
-(rank 0 writes it); --stop-after STEPS saves and stops after that many steps, as a preempted job
-would; --resume goes on from the checkpoint, mid-epoch included, with the same batches as a run
-that never stopped. Any option of strider.loader_options() can be given as --name value
-(--sampler weighted, --batch-size 64, --seed 1, --engine direct, ...).
+(rank 0 writes it); --stop-after STEPS saves and stops after that many steps; --resume goes on from
+the checkpoint, mid-epoch included, with the same batches as a run that never stopped. SIGUSR1 or
+SIGTERM to any rank (Slurm's warning before the time limit, forwarded by srun or mpirun; see
+slurm/train-torch.sbatch) stops every rank at the same step: the checkpoint is saved and the job
+exits 75, on which the batch script requeues it. Every Loader option is an argument ("Loader
+options" in --help: --sampler weighted, --batch-size 64, --seed 1, --engine direct, ...).
 """
 
 import argparse
 import hashlib
 import os
 import socket
-import warnings
+import sys
 
 import numpy as np
 import strider
 import torch
 import torch.distributed as dist
 from mpi4py import MPI
+from strider import cli, preemption
 from torch.nn.parallel import DistributedDataParallel
-
-# The arrays are read-only views of strider's ring; the model only reads them.
-warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
 
 
 def parse_arguments():
@@ -43,19 +43,9 @@ def parse_arguments():
     parser.add_argument("--checkpoint", help="save model, optimizer and loader state here after every epoch")
     parser.add_argument("--resume", action="store_true", help="go on from --checkpoint when it exists")
     parser.add_argument("--stop-after", type=int, default=0, help="save the checkpoint and stop after this many steps")
-    arguments, rest = parser.parse_known_args()
-    # Everything else: the Loader's options, typed as the library's table says.
-    types = {option["keyword"]: option["type"] for option in strider.loader_options()}
-    options = {"batch_size": 64, "seed": 0}
-    for name, value in zip(rest[::2], rest[1::2]):
-        keyword = name.lstrip("-").replace("-", "_")
-        if keyword not in types:
-            parser.error(f"unknown option {name}")
-        options[keyword] = {"int": int, "bool": lambda text: text in ("1", "true", "yes", "on")}.get(types[keyword],
-                                                                                                    str)(value)
-    if len(rest) % 2:
-        parser.error(f"{rest[-1]} needs a value")
-    return arguments, options
+    cli.add_loader_arguments(parser, defaults={"batch_size": 64, "seed": 0})
+    arguments = parser.parse_args()
+    return arguments, cli.loader_arguments(arguments)
 
 
 def init_process_group(comm):
@@ -93,11 +83,8 @@ def save_checkpoint(path, model, optimizer, loader, step):
     dist.barrier()
 
 
-def main():
-    arguments, options = parse_arguments()
-    torch.set_num_threads(1)
-    comm = MPI.COMM_WORLD
-    device = init_process_group(comm)
+def train(arguments, options, comm, device):
+    """The training loop; returns the exit status: 0, or preemption.EXIT_CODE after a stop signal."""
     with strider.Loader(arguments.data, comm=comm, **options) as loader:
         features = int(np.prod(loader.dataset["sample_shape"]))
         classes = int(loader.labels().max()) + 1
@@ -115,36 +102,50 @@ def main():
             step = saved["step"]
             if loader.rank == 0:
                 print(f"resumed at epoch {loader.current_epoch}, step {step}", flush=True)
-        while loader.current_epoch < arguments.epochs:
-            epoch = loader.current_epoch
-            totals = torch.zeros(3, dtype=torch.float64)  # loss sum, correct, samples
-            for batch in loader:  # this epoch; current_epoch moves on when it ends
-                x = torch.from_numpy(batch.samples).reshape(len(batch), -1).to(device, torch.float32)
-                y = torch.from_numpy(batch.labels).to(device, torch.int64)
-                optimizer.zero_grad()
-                output = model(x)
-                loss = torch.nn.functional.cross_entropy(output, y)
-                loss.backward()
-                optimizer.step()
-                step += 1
-                totals += torch.tensor([loss.item() * len(batch), (output.argmax(1) == y).sum().item(), len(batch)],
-                                       dtype=torch.float64)
-                if arguments.stop_after and step == arguments.stop_after:
-                    if arguments.checkpoint:
-                        save_checkpoint(arguments.checkpoint, model, optimizer, loader, step)
-                    if loader.rank == 0:
-                        print(f"stopped after step {step}", flush=True)
-                    return
-            dist.all_reduce(totals)
-            if loader.rank == 0:
-                print(f"epoch {epoch}: loss {totals[0] / max(1, totals[2]):.4f} "
-                      f"accuracy {totals[1] / max(1, totals[2]):.4f} ({int(totals[2])} samples)", flush=True)
-            if arguments.checkpoint:
-                save_checkpoint(arguments.checkpoint, model, optimizer, loader, step)
+        with preemption.StopSignal(comm) as stop:  # SIGUSR1, SIGTERM: every rank stops at the same step
+            while loader.current_epoch < arguments.epochs:
+                epoch = loader.current_epoch
+                totals = torch.zeros(3, dtype=torch.float64)  # loss sum, correct, samples
+                for batch in loader:  # this epoch; current_epoch moves on when it ends
+                    x, y = batch  # numpy views of the ring: torch.from_dlpack shares their memory
+                    x = torch.from_dlpack(x).reshape(len(batch), -1).to(device, torch.float32)
+                    y = torch.from_dlpack(y).to(device, torch.int64)
+                    optimizer.zero_grad()
+                    output = model(x)
+                    loss = torch.nn.functional.cross_entropy(output, y)
+                    loss.backward()
+                    optimizer.step()
+                    step += 1
+                    totals += torch.tensor([loss.item() * len(batch), (output.argmax(1) == y).sum().item(),
+                                            len(batch)], dtype=torch.float64)
+                    preempted = stop.should_stop()  # collective: the same answer on every rank
+                    if preempted or (arguments.stop_after and step == arguments.stop_after):
+                        if arguments.checkpoint:
+                            save_checkpoint(arguments.checkpoint, model, optimizer, loader, step)
+                        if loader.rank == 0:
+                            print(f"{'preempted: checkpoint saved' if preempted else 'stopped'} after step {step}",
+                                  flush=True)
+                        return preemption.EXIT_CODE if preempted else 0
+                dist.all_reduce(totals)
+                if loader.rank == 0:
+                    print(f"epoch {epoch}: loss {totals[0] / max(1, totals[2]):.4f} "
+                          f"accuracy {totals[1] / max(1, totals[2]):.4f} ({int(totals[2])} samples)", flush=True)
+                if arguments.checkpoint:
+                    save_checkpoint(arguments.checkpoint, model, optimizer, loader, step)
         if loader.rank == 0:
             print(f"parameters {parameters_digest(model)} after {step} steps", flush=True)
+    return 0
+
+
+def main():
+    arguments, options = parse_arguments()
+    torch.set_num_threads(1)
+    comm = MPI.COMM_WORLD
+    device = init_process_group(comm)
+    status = train(arguments, options, comm, device)
     dist.destroy_process_group()
+    return status
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -6,6 +6,9 @@
 # mid-epoch (USR1 to the batch script, as --signal=B:USR1@120 sends it) that checkpoints, requeues
 # itself and resumes; the preempted job must train exactly the uninterrupted job's samples.
 # STRIDER_TEST_SLURM=real fails where Slurm cannot start; STRIDER_TEST_SLURM=stand-ins skips Slurm.
+# slurm/train-torch.sbatch (the PyTorch example) with stand-ins, where the build's Python has the
+# module, torch and mpi4py:
+# USR1 to the batch script mid-run, exit 75 and a requeue, then the requeued run trains the rest.
 source "$(dirname "$0")/common.sh"
 source "$(dirname "$0")/slurm_cluster.sh"
 trap 'slurm_cluster_stop; rm -rf "$work"' EXIT
@@ -198,4 +201,56 @@ fi
 # A bad launcher is refused with one line.
 expect_error "unknown launcher" "LAUNCHER" 30 env "${job_env[@]}" STRIDER_BIN="$STRIDER_BIN" SLURM_JOB_ID=500 \
   LAUNCHER=qsub bash "$slurm/strider-train.sbatch"
+
+# ---- slurm/train-torch.sbatch: the PyTorch example as a preemptible job --------------------------
+# Stand-ins whatever ran above: the job runs the example under a local mpirun, and scontrol logs.
+torch_sbatch=$slurm/train-torch.sbatch
+bash -n "$torch_sbatch" && pass "train-torch.sbatch: bash -n" || fail "train-torch.sbatch: bash -n"
+for directive in "--requeue" "--signal=B:USR1@120"; do
+  grep -q "^#SBATCH $directive\$" "$torch_sbatch" && pass "train-torch.sbatch: #SBATCH $directive" ||
+    fail "train-torch.sbatch: no #SBATCH $directive"
+done
+expect_error "train-torch.sbatch: unknown launcher" "LAUNCHER" 30 env SLURM_JOB_ID=600 LAUNCHER=qsub \
+  CHECKPOINT_DIR="$work/checkpoints" bash "$torch_sbatch"
+torch_python=${STRIDER_PYTHON:-python3}
+if PYTHONPATH=$STRIDER_BUILD_DIR/python "$torch_python" -c "import strider, torch, mpi4py" 2>/dev/null; then
+  cat >"$work/torch-scontrol" <<FAKE
+#!/usr/bin/env bash
+echo "\$*" >>"$work/torch-scontrol.log"
+FAKE
+  chmod +x "$work/torch-scontrol"
+  # 3250 samples at 2 ranks of 16: 102 steps per epoch.
+  torch_env=(DATA="$work/train.h5" EPOCHS=4 BATCH_SIZE=16 SEED=3 CHECKPOINT_DIR="$work/checkpoints" LAUNCHER=mpirun
+    MPIRUN="$STRIDER_MPIEXEC -np 2" SCONTROL="$work/torch-scontrol" PYTHON="$torch_python"
+    STRIDER_ROOT="$STRIDER_SOURCE_DIR" STRIDER_PYTHONPATH="$STRIDER_BUILD_DIR/python" SLURM_JOB_ID=700)
+  env "${torch_env[@]}" bash "$torch_sbatch" >"$work/torch.out" 2>&1 &
+  script=$!
+  # USR1 once an epoch has ended (the ranks' handlers are installed by then), as --signal sends it.
+  for ((tries = 0; tries < 600; tries++)); do
+    grep -q "^epoch 0:" "$work/torch.out" 2>/dev/null && break
+    kill -0 $script 2>/dev/null || break
+    sleep 0.1
+  done
+  kill -USR1 $script
+  wait $script
+  expect_equal "train-torch.sbatch: preempted job's script exits 0 after requeueing" "$?" 0
+  expect_equal "train-torch.sbatch: scontrol requeue called" "$(cat "$work/torch-scontrol.log" 2>/dev/null)" \
+    "requeue 700"
+  stopped=$(grep -oE "preempted: checkpoint saved after step [0-9]+" "$work/torch.out" | grep -oE "[0-9]+$")
+  if [[ -n $stopped ]] && ((stopped >= 102 && stopped < 408)); then
+    pass "train-torch.sbatch: the ranks stopped together at step $stopped and saved the checkpoint"
+  else
+    fail "train-torch.sbatch: no checkpoint after epoch 0 and before the end (step '${stopped:-none}')"
+  fi
+  env "${torch_env[@]}" SLURM_RESTART_COUNT=1 bash "$torch_sbatch" >>"$work/torch.out" 2>&1
+  expect_equal "train-torch.sbatch: requeued job finished" "$?" 0
+  grep -q "resumed at epoch [0-9]*, step ${stopped:-x}\$" "$work/torch.out" &&
+    pass "train-torch.sbatch: the requeued run resumed at step $stopped" || fail "train-torch.sbatch: no resume"
+  grep -q "^parameters [0-9a-f]* after 408 steps\$" "$work/torch.out" &&
+    pass "train-torch.sbatch: the two runs trained 4 epochs of steps in all" ||
+    fail "train-torch.sbatch: not 408 steps in all"
+  ((failures > 0)) && tail -n 30 "$work/torch.out"
+else
+  echo "slurm test: train-torch.sbatch's run skipped ($torch_python lacks strider, torch or mpi4py)"
+fi
 finish
