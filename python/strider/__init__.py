@@ -3,12 +3,14 @@
     import strider, torch
     with strider.Loader("train.h5", batch_size=256, seed=0) as loader:   # collective
         for epoch in range(epochs):
-            for batch in loader.epoch(epoch):
-                x = torch.from_numpy(batch.samples)   # a read-only view of the ring: no copy
-                y = torch.from_numpy(batch.labels)
+            for x, y in loader.epoch(epoch):        # numpy views of the ring: no copy
+                x = torch.from_dlpack(x)              # a tensor of the same memory
+                y = torch.from_dlpack(y)
 
 For a Dataset of your own: strider.DistributedSampler (torch's order, exactly) and the other modes,
-as a DataLoader's sampler or batch_sampler.
+as a DataLoader's sampler or batch_sampler. Also: strider.torch (IterableDataset for
+DataLoader(ds, batch_size=None), as_tensors), strider.preemption (stop every rank at one step on
+SIGUSR1/SIGTERM, exit 75), strider.cli (the Loader's options for argparse).
 
 MPI: a Loader uses the communicator it is given (comm=MPI.COMM_WORLD or any mpi4py sub-communicator)
 or MPI_COMM_WORLD. When nothing started MPI, strider starts it (MPI_THREAD_MULTIPLE) and finalises it
@@ -25,6 +27,8 @@ import numpy as _numpy  # noqa: F401  batches are numpy arrays
 
 from . import _strider
 from ._strider import Batch, DataError, Epoch, Error, Loader, UsageError, loader_options
+from . import cli, preemption
+from .cli import add_loader_arguments, loader_arguments
 from .samplers import (BalancedSampler, BlockSampler, BucketedSampler, DistributedSampler, Sampler, StratifiedSampler,
                        StreamingSampler, WeightedSampler, world)
 
@@ -32,7 +36,8 @@ __version__ = _strider.__version__  # the C++ library's version, which pip's met
 
 __all__ = ["__version__", "Loader", "Epoch", "Batch", "Error", "UsageError", "DataError", "loader_options", "Sampler",
            "DistributedSampler", "StreamingSampler", "BlockSampler", "BucketedSampler", "BalancedSampler",
-           "WeightedSampler", "StratifiedSampler", "world"]
+           "WeightedSampler", "StratifiedSampler", "world", "cli", "preemption", "add_loader_arguments",
+           "loader_arguments"]
 
 
 def _loader_signature():
