@@ -103,6 +103,14 @@ run_with_slurm() {
   full_log=$repository/strider-train-$job.out
   check_finished "$preferred: uninterrupted job" "$job" "$full_log"
 
+  # One process in a batch script of 2 tasks (what a preparation step does): the job's task count
+  # alone is no launch of 2 processes, so strider-inspect runs (test_io_bad_input.sh has the refusals).
+  job=$("${submit[@]}" --ntasks=2 --output="$work/inspect-%j.out" --wrap "'$STRIDER_BIN/strider-inspect' info '$work/train.h5'")
+  state=$(slurm_job_wait "$job" 60)
+  expect_equal "sbatch -n 2: the job (state, exit code, restarts)" "$state" "COMPLETED 0:0 0"
+  expect_equal "sbatch -n 2: one strider-inspect in the batch script runs" \
+    "$(grep -c '^file:' "$work/inspect-$job.out")" 1
+
   local launcher
   for launcher in "${launchers[@]}"; do
     local trace=$work/cut-$launcher
