@@ -2,7 +2,9 @@
 # Two real hosts on this machine (scripts/cluster/hosts.sh: a network, UTS and mount namespace each,
 # with its own hostname, address and /dev/shm), 2 ranks each, against one host at 4 ranks: the same
 # traces for several samplers, the node split found from the hostnames alone (no STRIDER_NODE_SIZE),
-# and the in-memory store's partition serving rows across hosts over TCP with the same batches.
+# and the in-memory store's partition serving rows across hosts over TCP with the same batches;
+# then what breaks across hosts: a rank killed on one host, one host's /dev/shm too small for the
+# store; and 3 hosts x 1 rank, where the split is one rank per node.
 # Needs root and namespaces; elsewhere it reports skipped (exit 77).
 source "$(dirname "$0")/common.sh"
 gen=$STRIDER_BIN/strider-gen
@@ -102,4 +104,72 @@ for epoch in 1 2; do
   expect_equal "bench: epoch $epoch's bytes, local + remote" $((remote + local_bytes)) $((4000 * 32))
   expect_at_least "bench: epoch $epoch's bytes from the other host" "$remote" 1
 done
+args=(--data "$work/f.h5" --sampler distributed --epochs 2 --batch-size 16 --seed 5)
+on_hosts "$work/replicate.two" "$train" "${args[@]}" --store memory --store-layout replicate \
+  --trace-samples "$work/replicate.two"
+traces_equal "store, replicated on each host: the same batches" "$work/distributed.one" "$work/replicate.two"
+
+# 4. A rank killed on the second host: the job ends on both hosts within 30 s, and no rank is left.
+"$hosts" --timeout 60 run 2 2 -- env STRIDER_TEST_STEP_DELAY_US=20000 "$train" --data "$work/f.h5" --batch-size 16 \
+  --seed 1 --epochs 50 --trace-samples "$work/kill" >"$work/kill.log" 2>&1 &
+runner=$!
+rank_pid() { # rank_pid RANK: the strider-train process of that rank (its environment names it)
+  local pid
+  for pid in $(pgrep -x strider-train); do
+    tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$1" && echo "$pid" && return 0
+  done
+  return 1
+}
+traced_steps() { [[ -f $1 ]] && (($(wc -l <"$1") >= $2)); }
+if wait_until 30 traced_steps "$work/kill.rank3" 5 && victim=$(rank_pid 3); then
+  victim_host=$(nsenter -t "$victim" --uts hostname)
+  started=$SECONDS
+  kill -9 "$victim"
+  status=0
+  wait "$runner" || status=$?
+  elapsed=$((SECONDS - started))
+  if ((status != 0 && status != 124 && elapsed <= 30)); then
+    pass "rank 3 killed on $victim_host: the job ended on both hosts in $elapsed s (exit $status)"
+  else
+    fail "rank 3 killed on $victim_host: exit $status after $elapsed s: $(tail -n 5 "$work/kill.log")"
+  fi
+  echo "what the job said: $(grep -E 'error|noticed|killed|signal' "$work/kill.log" | head -n 3)"
+  left=$(pgrep -f "strider-train --data $work/f.h5" | tr '\n' ' ')
+  expect_equal "no rank left on any host" "$left" ""
+else
+  fail "rank 3 on the second host traced no 5 steps within 30 s: $(tail -n 3 "$work/kill.log")"
+  kill "$runner" 2>/dev/null
+  wait "$runner"
+fi
+
+# 5. One host's /dev/shm too small for its part of the store (the second host's, 2 MB, while the
+#    first has room): refused with one line, and every rank exits, on both hosts. Two ranks per host
+#    (a node of one rank keeps its rows in its own memory); Open MPI's shared-memory transport cannot
+#    back its segments in 2 MB, so the ranks talk over TCP.
+mpirun_n 1 "$gen" --kind features --classes 4 --samples 40000 --dim 64 --seed 1 --out "$work/big.h5" --no-progress >/dev/null
+shm_of_host2() { nsenter -t "$(cat "$STRIDER_HOSTS_DIR/strider-host-2.pid")" --mount mount -o "remount,size=$1" /dev/shm; }
+shm_of_host2 2M
+status=0
+"$hosts" --timeout 30 run 2 2 -- --mca btl self,tcp "$bench" --data "$work/big.h5" --store memory --store-layout partition \
+  >"$work/small.out" 2>"$work/small.err" || status=$?
+shm_of_host2 256M
+refusals=$(grep -cE "^strider: error: (\[rank [0-9]+\] )?--store memory: node 1 needs [0-9.]+ MB .* of shared memory but /dev/shm has [0-9.]+ MB free" \
+  "$work/small.err")
+if ((status != 0 && status != 124 && refusals == 1)) && (($(grep -c '^strider: error:' "$work/small.err") == 1)); then
+  pass "the second host's /dev/shm too small: $(grep -m1 '^strider: error:' "$work/small.err") (exit $status)"
+else
+  fail "the second host's /dev/shm too small: exit $status, $(cat "$work/small.err" | head -n 5)"
+fi
+
+# 6. 3 hosts x 1 rank against 1 host x 3 ranks: one rank per node, the same trace; the store over 3 nodes.
+"$hosts" --shm-size 256M up 3 >/dev/null || fail "hosts.sh up 3"
+args=(--data "$work/f.h5" --sampler distributed --epochs 2 --batch-size 16 --seed 5)
+timeout -k 5 30 "$STRIDER_MPIEXEC" --bind-to none -np 3 "$train" "${args[@]}" --trace-samples "$work/three.one" \
+  >/dev/null 2>&1 || fail "on 1 host at 3 ranks"
+"$hosts" --timeout 30 run 3 1 -- env STRIDER_LOG_LEVEL=info "$train" "${args[@]}" --store memory \
+  --store-layout partition --trace-samples "$work/three.three" >"$work/three.log" 2>&1 || fail "on 3 hosts: $(tail -n 3 "$work/three.log")"
+grep -q "over 3 nodes of 1 rank" "$work/three.log" && pass "3 hosts: 3 nodes of 1 rank, from the hostnames" ||
+  fail "3 hosts: no 'over 3 nodes of 1 rank' line: $(grep -m1 'store:' "$work/three.log")"
+expect_equal "3 hosts x 1 rank with the store trace what 1 host x 3 ranks does" \
+  "$(cat "$work"/three.three.rank{0,1,2} 2>/dev/null)" "$(cat "$work"/three.one.rank{0,1,2})"
 finish
