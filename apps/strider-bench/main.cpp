@@ -89,6 +89,7 @@ struct RankFigures {
   double io_thread_cpu_seconds = 0, epoch_plan_cpu_seconds = 0;
   double plan_seconds = 0, copy_seconds = 0, labels_seconds = 0, handoff_seconds = 0, io_idle_seconds = 0,
          consumer_handoff_seconds = 0;
+  std::int64_t epoch_orders_copied = 0;  // epochs whose order this rank copied from its node's writer
   std::int64_t consumer_sleeps = 0, io_wakeups = 0, io_voluntary_switches = 0, io_involuntary_switches = 0,
                caller_thread_batches = 0;
   LayoutMeasurement layout;  // the thread layout measured (--io-thread auto)
@@ -452,6 +453,7 @@ int bench_main(const Communicator& world, int argc, char** argv) {
   const PrefetchStats stats = loader.stats();
   mine.io_thread_cpu_seconds = stats.io_thread_cpu_seconds;
   mine.epoch_plan_cpu_seconds = stats.epoch_plan_cpu_seconds;
+  mine.epoch_orders_copied = stats.epoch_orders_copied;
   mine.plan_seconds = stats.plan_seconds;
   mine.copy_seconds = stats.copy_seconds;
   mine.labels_seconds = stats.labels_seconds;
@@ -652,6 +654,7 @@ void report(const Communicator& world, const BenchOptions& options, const std::v
       json.field("batches", rank.batches);
       json.field("cpu_seconds", rank.cpu_seconds);
       json.field("samples_per_cpu_s", rank.cpu_seconds > 0 ? static_cast<double>(rank.samples) / rank.cpu_seconds : 0);
+      json.field("epoch_orders_copied", rank.epoch_orders_copied);
       json.field("thread_layout", thread_layout_name(options.loading, rank.layout));
       if (rank.layout.decided) {
         json.field("layout_io_thread_us_per_step", rank.layout.io_thread_us_per_step);

@@ -81,6 +81,8 @@ KEY_NOTES = {
     "h100_equivalents": "ranks / --accelerator-slowdown",
     "ranks[].account_us_per_batch": "per-batch CPU and wall-time account of the rank, microseconds",
     "ranks[].thread_layout": "`io-thread`, `caller` or `measuring`",
+    "ranks[].epoch_orders_copied": "epochs whose shuffled order this rank copied from the one another rank of "
+                                   "its node made (each node shuffles an epoch once)",
     "epochs[].bytes_read_file": "bytes read from the file (epoch 0 includes the store's load)",
     "store_bytes_per_node": "summed PSS of a node's mappings of its store segment (the largest node's)",
 }

@@ -2,6 +2,8 @@
 // overlap). Compiled in every build so that unit tests run without CUDA.
 #include "strider/device/gpu_binding.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
@@ -73,6 +75,35 @@ std::string describe_shared_devices(const std::vector<DeviceIdentity>& identitie
             std::to_string(first.device) + " of rank " + std::to_string(group.front()) + ")";
   }
   return text;
+}
+
+std::string describe_device_binding(const std::vector<DeviceIdentity>& identities, std::size_t max_hosts) {
+  std::vector<std::string> hosts;                                     // in the order of their first rank
+  std::map<std::string, std::pair<std::string, std::string>> listed;  // host -> (ranks, devices)
+  for (std::size_t rank = 0; rank < identities.size(); ++rank) {
+    const DeviceIdentity& identity = identities[rank];
+    const std::string host(identity.host, strnlen(identity.host, sizeof(identity.host)));
+    auto [entry, added] = listed.try_emplace(host);
+    if (added) hosts.push_back(host);
+    auto& [ranks, devices] = entry->second;
+    ranks += (ranks.empty() ? "" : ",") + std::to_string(rank);
+    devices += (devices.empty() ? "" : ",") + std::to_string(identity.device);
+  }
+  std::string text;
+  for (std::size_t i = 0; i < hosts.size() && i < max_hosts; ++i) {
+    const auto& [ranks, devices] = listed[hosts[i]];
+    const bool one = ranks.find(',') == std::string::npos;
+    text += (i > 0 ? "; " : "") + hosts[i] + (one ? ": rank " : ": ranks ") + ranks +
+            (one ? " -> device " : " -> devices ") + devices;
+  }
+  if (hosts.size() > max_hosts) text += "; ... and " + std::to_string(hosts.size() - max_hosts) + " more hosts";
+  return text;
+}
+
+std::string this_host_name() {
+  char name[256] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0) return "unknown-host";
+  return name;
 }
 
 void check_device_sharing(const std::vector<DeviceIdentity>& identities, bool allow_shared_device) {

@@ -16,6 +16,7 @@
 #include "strider/core/log.hpp"
 #include "strider/core/option_text.hpp"
 #include "strider/device/backend.hpp"
+#include "strider/device/gpu_binding.hpp"
 #include "strider/pipeline/loader.hpp"
 #include "strider/sampling/class_index.hpp"
 #include "strider/train/fingerprint.hpp"
@@ -84,6 +85,7 @@ class TrainingRun {
 
  private:
   void build_backend();
+  void log_device_binding() const;
   void open_loader();
   void build_model();
   /// The normalization of the inputs (--normalize), or none; warns about large unnormalized inputs.
@@ -138,6 +140,23 @@ void TrainingRun::build_backend() {
                                   config_.setting_name("backend") + " cpu or fix the GPU binding");
   summary_.backend = backend_->name();
   if (comm_.is_root()) log_info(why);
+  log_device_binding();
+}
+
+void TrainingRun::log_device_binding() const {
+  // The GPU each rank binds by node-local rank, host by host (one line, on rank 0). On the CPU, the
+  // GPU it would bind with one GPU per node-local rank: the binding is checkable without a GPU.
+  const int device = backend_->device() >= 0 ? backend_->device() : comm_.local_rank();
+  const unsigned char no_uuid[16] = {};
+  const std::vector<DeviceIdentity> identities =
+      comm_.all_gather(make_device_identity(this_host_name(), no_uuid, device));
+  if (!comm_.is_root()) return;
+  if (backend_->device() >= 0) {
+    log_info("device binding by node-local rank: ", describe_device_binding(identities));
+  } else {
+    log_info("device binding by node-local rank (cpu backend: the GPU each rank would bind, one per node-local rank): ",
+             describe_device_binding(identities));
+  }
 }
 
 void TrainingRun::open_loader() {

@@ -72,8 +72,8 @@ traces_equal() { # traces_equal NAME PREFIX_A PREFIX_B
   done
   if [[ -s $2.rank0 && $a == "$b" ]]; then pass "$1"; else fail "$1: the traces differ"; fi
 }
-for sampler in distributed balanced; do
-  args=(--data "$work/f.h5" --sampler "$sampler" --epochs 2 --batch-size 16 --seed 5)
+for sampler in distributed balanced weighted stratified streaming block; do
+  args=(--data "$work/f.h5" --sampler "$sampler" --epochs 2 --batch-size 16 --seed 5 --block-size 50)
   on_one_host "$work/$sampler.one" "$train" "${args[@]}" --trace-samples "$work/$sampler.one"
   on_hosts "$work/$sampler.two" env STRIDER_LOG_LEVEL=info "$train" "${args[@]}" --trace-samples "$work/$sampler.two"
   traces_equal "$sampler: 2 hosts x 2 ranks trace what 1 host x 4 ranks does" "$work/$sampler.one" "$work/$sampler.two"
@@ -85,6 +85,11 @@ args=(--data "$work/s.h5" --sampler bucketed --max-tokens 2048 --epochs 2 --seed
 on_one_host "$work/bucketed.one" "$train" "${args[@]}" --trace-samples "$work/bucketed.one"
 on_hosts "$work/bucketed.two" "$train" "${args[@]}" --trace-samples "$work/bucketed.two"
 traces_equal "bucketed: 2 hosts x 2 ranks trace what 1 host x 4 ranks does" "$work/bucketed.one" "$work/bucketed.two"
+# The GPU each rank binds by node-local rank (the CPU backend names the one it would bind): 0 and 1
+# on each host, from the hostnames.
+expect_equal "device binding by node-local rank on each host" \
+  "$(grep -o 'device binding by node-local rank.*' "$work/distributed.two" | sed 's/.*): //')" \
+  "strider-host-1: ranks 0,1 -> devices 0,1; strider-host-2: ranks 2,3 -> devices 0,1"
 
 # 3. The store, rows partitioned between the nodes, found from the hostnames: the same batches as
 #    without it, rows fetched from the other host.
@@ -94,16 +99,39 @@ on_hosts "$work/store.two" env STRIDER_LOG_LEVEL=info "$train" "${args[@]}" --st
 grep -m1 "over 2 nodes of 2 ranks" "$work/store.two" && pass "the node split, from the hostnames" ||
   fail "no 'over 2 nodes of 2 ranks' line: $(grep -m1 'store:' "$work/store.two")"
 traces_equal "store: the same batches across hosts" "$work/distributed.one" "$work/store.two"
-on_hosts "$work/bench.two" "$bench" --data "$work/f.h5" --batch-size 64 --epochs 2 --store memory \
-  --store-layout partition --json "$work/bench.json"
-expect_equal "bench: store nodes" "$(json_number "$work/bench.json" store_nodes)" 2
-epochs=$(sed 's/.*"epochs"//' "$work/bench.json")
-for epoch in 1 2; do
-  remote=$(grep -o '"bytes_remote":[0-9]*' <<<"$epochs" | sed -n ${epoch}p | cut -d: -f2)
-  local_bytes=$(grep -o '"bytes_local":[0-9]*' <<<"$epochs" | sed -n ${epoch}p | cut -d: -f2)
-  expect_equal "bench: epoch $epoch's bytes, local + remote" $((remote + local_bytes)) $((4000 * 32))
-  expect_at_least "bench: epoch $epoch's bytes from the other host" "$remote" 1
-done
+# bench_store LAYOUT: strider-bench's store over 3 epochs: every epoch's rows from the store, those
+# of the other host's part over TCP (partition), nothing from the file after the first epoch; and
+# each host's ranks share one order per epoch (one rank shuffles it, the other copies it; the
+# bench's counts start after the first epoch's plan, so 2 copies per host).
+bench_store() {
+  local layout=$1 json=$work/bench.$1.json
+  on_hosts "$work/bench.$layout" "$bench" --data "$work/f.h5" --batch-size 64 --epochs 3 --store memory \
+    --store-layout "$layout" --json "$json"
+  expect_equal "bench $layout: store nodes" "$(json_number "$json" store_nodes)" 2
+  local figures
+  figures=$(/usr/bin/python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+for e in d["epochs"]: print(e["bytes_remote"], e["bytes_local"], e["bytes_read_file"])
+copied = [r["epoch_orders_copied"] for r in d["ranks"]]
+print("orders", copied[0] + copied[1], copied[2] + copied[3])' "$json") || { fail "bench $layout: no JSON"; return; }
+  local epoch=0 remote local_bytes file
+  while read -r remote local_bytes file; do
+    [[ $remote == orders ]] && break
+    epoch=$((epoch + 1))
+    expect_equal "bench $layout: epoch $epoch's bytes, local + remote" $((remote + local_bytes)) $((4000 * 32))
+    if [[ $layout == partition ]]; then
+      expect_at_least "bench $layout: epoch $epoch's bytes from the other host" "$remote" 1
+    else
+      expect_equal "bench $layout: epoch $epoch's bytes from the other host" "$remote" 0
+    fi
+    ((epoch == 1)) || expect_equal "bench $layout: epoch $epoch's bytes from the file" "$file" 0
+  done <<<"$figures"
+  expect_equal "bench $layout: epochs measured" "$epoch" 3
+  expect_equal "bench $layout: orders copied on host 1, host 2 (one order per host per epoch)" \
+    "$(tail -n 1 <<<"$figures")" "orders 2 2"
+}
+bench_store partition
+bench_store replicate
 args=(--data "$work/f.h5" --sampler distributed --epochs 2 --batch-size 16 --seed 5)
 on_hosts "$work/replicate.two" "$train" "${args[@]}" --store memory --store-layout replicate \
   --trace-samples "$work/replicate.two"

@@ -42,6 +42,17 @@ TEST_CASE("device UUIDs print like nvidia-smi", "[gpu-binding]") {
   CHECK(long_host.device == 2);
 }
 
+TEST_CASE("the binding is described host by host, in the order of the hosts' first rank", "[gpu-binding]") {
+  const std::vector<DeviceIdentity> ranks = {identity("n02", 1, 0), identity("n01", 2, 0), identity("n02", 3, 1),
+                                             identity("n01", 4, 1), identity("n03", 5, 0)};
+  CHECK(describe_device_binding(ranks) ==
+        "n02: ranks 0,2 -> devices 0,1; n01: ranks 1,3 -> devices 0,1; "
+        "n03: rank 4 -> device 0");
+  CHECK(describe_device_binding(ranks, 2) ==
+        "n02: ranks 0,2 -> devices 0,1; n01: ranks 1,3 -> devices 0,1; ... and 1 more hosts");
+  CHECK(describe_device_binding({}).empty());
+}
+
 TEST_CASE("ranks of one node that share a physical device are found from their UUIDs", "[gpu-binding]") {
   SECTION("one device per rank: nothing shared") {
     const std::vector<DeviceIdentity> ranks = {identity("n01", 1, 0), identity("n01", 2, 1), identity("n02", 1, 0),

@@ -43,6 +43,9 @@ class Backend {
   /// "cpu" or "cuda".
   virtual std::string name() const = 0;
 
+  /// The GPU ordinal this rank drives (relative to its visible devices), -1 for the CPU.
+  virtual int device() const { return -1; }
+
   /// Builds the model of a resolved config (resolve_model_config) with initial_parameters(config),
   /// zero gradients and a zero momentum buffer. Not collective: every rank computes the same
   /// parameters from the same config. Throws UsageError for an invalid config.

@@ -43,6 +43,14 @@ std::vector<std::vector<int>> ranks_sharing_devices(const std::vector<DeviceIden
 std::string describe_shared_devices(const std::vector<DeviceIdentity>& identities,
                                     const std::vector<std::vector<int>>& groups);
 
+/// The device each rank binds, host by host in the order of their first rank: "n01: ranks 0,1 ->
+/// devices 0,1; n02: ranks 2,3 -> devices 0,1". At most `max_hosts` hosts are named, then
+/// "; ... and K more hosts". Not collective.
+std::string describe_device_binding(const std::vector<DeviceIdentity>& identities, std::size_t max_hosts = 8);
+
+/// The host name of this process (gethostname; its UTS namespace's), "unknown-host" when it fails.
+std::string this_host_name();
+
 /// Throws UsageError naming the ranks, host and UUID when ranks share a device and
 /// allow_shared_device is false. Every rank that holds the same identities decides the same, so
 /// calling it after an all_gather is collective-safe. Not collective itself.

@@ -124,12 +124,6 @@ const char* reduce_mode_name(ReduceMode mode) {
   return "";
 }
 
-std::string host_name() {
-  char name[256] = {};
-  if (gethostname(name, sizeof(name) - 1) != 0) return "unknown-host";
-  return name;
-}
-
 }  // namespace
 
 /// The CUDA backend (see include/strider/device/cuda_backend.hpp). One thread at a time.
@@ -141,6 +135,7 @@ class CudaBackend final : public Backend {
   CudaBackend& operator=(const CudaBackend&) = delete;
 
   std::string name() const override { return "cuda"; }
+  int device() const override { return device_; }
   void initialize(const ModelConfig& config) override;
   const ModelConfig& config() const override { return config_; }
   std::int64_t parameter_count() const override { return parameter_count_; }
@@ -262,7 +257,8 @@ CudaBackend::CudaBackend(const Communicator& comm, bool allow_shared_device, dou
   STRIDER_CUDA_CHECK(cudaGetDeviceProperties(&properties, device_),
                      "reading the properties of device " + std::to_string(device_));
   device_name_ = properties.name;
-  identity_ = make_device_identity(host_name(), reinterpret_cast<const unsigned char*>(properties.uuid.bytes), device_);
+  identity_ =
+      make_device_identity(this_host_name(), reinterpret_cast<const unsigned char*>(properties.uuid.bytes), device_);
   copy_stream_ = make_stream();
   compute_stream_ = make_stream();
   origin_ = make_event(true);
