@@ -36,11 +36,8 @@
 # each with its gathers and its Python loop beside it; the ratios are the median of the pairs').
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-source "$here/../common.sh"
-
-bin=${STRIDER_BIN:-$build_dir/bin}
-data=${BENCH_DIR:-/tmp/strider-bench}
-out=${BENCH_OUT:-$data/results}
+# shellcheck source=scripts/bench/settings.sh
+source "$here/settings.sh"
 ranks_list=${RANKS:-1 2}
 peer_batches=${PEER_BATCHES:-500}
 peer_warmup=${PEER_WARMUP:-20}
@@ -48,7 +45,6 @@ peer_workers=${PEER_WORKERS:-0,1,2}
 repeats=${REPEATS:-3}
 w1_repeats=${W1_REPEATS:-5}  # w1 carries the ratios the goals read: more pairs against the drift
 only=${BENCH_ONLY:-}
-python=/usr/bin/python3
 pythonpath=${STRIDER_PYTHONPATH:-$bin/../python}
 seed=0
 

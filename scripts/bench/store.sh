@@ -21,13 +21,9 @@
 # $BENCH_DIR/results), SHUFFLED_STEPS (6: a shuffled step of wc costs about a second per rank here).
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-source "$here/../common.sh"
-
-bin=${STRIDER_BIN:-$build_dir/bin}
-data=${BENCH_DIR:-/tmp/strider-bench}
-out=${BENCH_OUT:-$data/results}
+# shellcheck source=scripts/bench/settings.sh
+source "$here/settings.sh"
 shuffled_steps=${SHUFFLED_STEPS:-6}
-python=/usr/bin/python3
 for tool in strider-gen strider-bench; do
   [[ -x $bin/$tool ]] || { echo "store bench: $bin/$tool is missing: build first (or set STRIDER_BIN)" >&2; exit 1; }
 done
@@ -40,15 +36,6 @@ started=$(date +%s)
 log() { printf '[store %4ds] %s\n' $(($(date +%s) - started)) "$*"; }
 echo "$(nproc) cores, load before: $(cut -d' ' -f1-3 /proc/loadavg)" >"$out/store/load.txt"
 
-generate() {  # NAME strider-gen options... (kept while the options stay the same)
-  local name=$1 file=$data/$1.h5
-  shift
-  if [[ -f $file && -f $file.options && $(cat "$file.options") == "$*" ]]; then return; fi
-  log "generating $name.h5: $*"
-  rm -f "$file" "$file.options"
-  "${launch[@]}" -np 2 "$bin/strider-gen" --out "$file" --seed 1 --no-progress "$@" >"$out/logs/gen-$name.log" 2>&1
-  echo "$*" >"$file.options"
-}
 generate wc --kind features --samples 1000000 --dim 64 --classes 10 --compress 4 --chunk-rows 1024
 generate wk --kind features --samples 1000000 --dim 64 --classes 10
 
