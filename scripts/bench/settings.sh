@@ -4,6 +4,9 @@
 # shellcheck source=scripts/common.sh
 source "$here/../common.sh"
 bin=${STRIDER_BIN:-$build_dir/bin}
+# The build folder the apps come from (its libstrider and generated headers), which may be outside
+# the repository.
+bench_build=$(cd "$bin/.." && pwd)
 data=${BENCH_DIR:-/tmp/strider-bench}
 out=${BENCH_OUT:-$data/results}
 python=/usr/bin/python3
