@@ -1,9 +1,11 @@
-# FindNCCL: NCCL ships no CMake config. Defines NCCL::nccl (imported) from nccl.h and libnccl.so.
+# FindNCCL: NCCL ships no CMake config. Defines NCCL::nccl (imported) from nccl.h and libnccl.so, or a
+# bare libnccl.so.2 (what NVIDIA's Python wheel ships) with the headers found elsewhere; NCCL_VERSION
+# from nccl.h, checked against a version asked of find_package.
 # Hints: NCCL_ROOT, CUDAToolkit_ROOT, /usr/local/cuda.
 find_path(NCCL_INCLUDE_DIR nccl.h
   HINTS ${NCCL_ROOT} ENV NCCL_ROOT ${CUDAToolkit_LIBRARY_ROOT} ${CUDAToolkit_INCLUDE_DIRS}
   PATHS /usr/local/cuda /usr PATH_SUFFIXES include)
-find_library(NCCL_LIBRARY nccl
+find_library(NCCL_LIBRARY NAMES nccl libnccl.so.2 NAMES_PER_DIR
   HINTS ${NCCL_ROOT} ENV NCCL_ROOT ${CUDAToolkit_LIBRARY_DIR} ${CUDAToolkit_LIBRARY_ROOT}
   PATHS /usr/local/cuda /usr PATH_SUFFIXES lib64 lib lib/x86_64-linux-gnu)
 if(NCCL_INCLUDE_DIR AND EXISTS "${NCCL_INCLUDE_DIR}/nccl.h")

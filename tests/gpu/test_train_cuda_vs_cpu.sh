@@ -6,29 +6,42 @@
 # CPU's by a few fp32 ulps (about 1e-7 relative); ~190 SGD steps with momentum carry such
 # differences into the parameters, where a small, well-conditioned mlp keeps them far below 1e-3
 # (an exact match is not expected, and a wrong kernel is off by far more). Also prints the CUDA
-# run's stall fraction, whose ring is pinned memory. Exits 77 (skipped) where no GPU works.
+# run's stall fraction, whose ring is pinned memory.
+# The data (4 classes, centres N(0,1) in 16 dimensions, noise 1) can be learned to about 0.99; both
+# backends must reach an evaluation accuracy of 0.9, with the margin printed. The CPU half runs
+# everywhere, first; where no GPU works the test then exits 77 (skipped) if it passed, 1 if not.
 source "$STRIDER_SOURCE_DIR/tests/integration/common.sh"
 gen=$STRIDER_BIN/strider-gen
 train=$STRIDER_BIN/strider-train
 export STRIDER_LOG_LEVEL=warn
 
+bar=0.9
+mpirun_n 1 "$gen" --kind features --classes 4 --samples 4000 --dim 16 --noise 1 --seed 1 --out "$work/f.h5" \
+  --no-progress >/dev/null
+# train_on RANKS BACKEND: 3 epochs, the trace and the statistics kept, the accuracy checked against the bar.
+train_on() {
+  local ranks=$1 backend=$2 accuracy
+  mpirun_n "$ranks" "$train" --data "$work/f.h5" --backend "$backend" --model mlp --epochs 3 --batch-size 64 \
+    --seed 7 --lr 0.05 --trace-samples "$work/$backend.np$ranks" --stats-json "$work/$backend.np$ranks.json" \
+    >"$work/$backend.np$ranks.out" 2>&1 || fail "$ranks rank(s), --backend $backend: exit $? ($(tail -n 3 "$work/$backend.np$ranks.out"))"
+  accuracy=$(json_number "$work/$backend.np$ranks.json" eval_accuracy)
+  expect_at_least "$ranks rank(s), $backend: evaluation accuracy (margin $(awk -v a="${accuracy:-0}" -v b=$bar \
+    'BEGIN { printf "%+.3f", a - b }'))" "$accuracy" $bar
+}
+
+train_on 1 cpu
 devices=$("$STRIDER_BUILD_DIR/tests/gpu/strider_gpu_probe")
 if (($? == 77)); then
-  echo "skipped: $devices"
+  ((failures == 0)) || finish
+  echo "skipped: $devices (the CPU half passed)"
   exit 77
 fi
-
-mpirun_n 1 "$gen" --kind features --classes 4 --samples 4000 --dim 16 --noise 2 --seed 1 --out "$work/f.h5" \
-  --no-progress >/dev/null
 rank_counts=(1)
 if ((devices >= 2)); then rank_counts+=(2); else echo "note: 2 ranks not run: $devices GPU (one GPU per rank needed)"; fi
 
 for ranks in "${rank_counts[@]}"; do
-  for backend in cpu cuda; do
-    mpirun_n "$ranks" "$train" --data "$work/f.h5" --backend "$backend" --model mlp --epochs 3 --batch-size 64 \
-      --seed 7 --lr 0.05 --trace-samples "$work/$backend.np$ranks" --stats-json "$work/$backend.np$ranks.json" \
-      >"$work/$backend.np$ranks.out" 2>&1 || fail "$ranks rank(s), --backend $backend: exit $? ($(tail -n 3 "$work/$backend.np$ranks.out"))"
-  done
+  ((ranks == 1)) || train_on "$ranks" cpu
+  train_on "$ranks" cuda
   expect_equal "$ranks rank(s): the cuda run used the cuda backend" \
     "$(grep -o '"backend":"[a-z]*"' "$work/cuda.np$ranks.json")" '"backend":"cuda"'
   for ((rank = 0; rank < ranks; ++rank)); do
@@ -49,7 +62,6 @@ for ranks in "${rank_counts[@]}"; do
       fail "$ranks rank(s), epoch $((epoch + 1)): loss cuda $cuda, cpu $cpu (more than 2e-3 relative apart)"
     fi
   done
-  expect_at_least "$ranks rank(s): cuda evaluation accuracy" "$(json_number "$work/cuda.np$ranks.json" eval_accuracy)" 0.8
   echo "stall fraction with pinned memory (cuda, $ranks rank(s), per epoch):" \
     "$(grep -o '"stall_fraction":[-0-9.eE+]*' "$work/cuda.np$ranks.json" | head -n 3 | cut -d: -f2 | tr '\n' ' ')"
   echo "stall fraction (cpu, $ranks rank(s), per epoch):" \
