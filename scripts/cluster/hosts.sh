@@ -13,12 +13,17 @@ Usage: scripts/cluster/hosts.sh [OPTIONS] COMMAND
                                     host 1, and so on); brings the hosts up first if they are not,
                                     and takes them down again afterwards if it did
   status                            the hosts that are up, one line each
+  exec HOST -- CMD...               CMD in HOST's namespaces (strider-host-K, or strider-launch
+                                    for the bridge's), in the current directory; exec'd, so CMD
+                                    keeps the caller's pid, environment and exit status
   down                              remove every host, the bridge and their processes; idempotent
 Options (before COMMAND):
   --rate R        shape every host's link both ways with tc tbf (e.g. 1gbit, 200mbit). This
                   kernel has no netem: no added delay or loss, only a rate.
   --shm-size S    size of each host's /dev/shm tmpfs (default: tmpfs's, half of RAM)
   --timeout S     run: stop mpirun after S seconds (exit 124)
+  --lifetime S    up: each host's holder ends by itself after S seconds (default: never), so that
+                  hosts brought up by a test that is killed before its cleanup do not stay forever
   -h, --help      this text
 Environment:
   STRIDER_HOSTS_NET   the /24 the hosts use, first three octets (default 10.213.0); its addresses
@@ -36,7 +41,7 @@ EOF
 
 net=${STRIDER_HOSTS_NET:-10.213.0}
 state=${STRIDER_HOSTS_DIR:-/run/strider-hosts}
-rate="" shm_size="" run_timeout=""
+rate="" shm_size="" run_timeout="" lifetime=infinity
 die() {
   echo "hosts.sh: $*" >&2
   exit 2
@@ -48,6 +53,7 @@ while (($#)); do
     --rate) rate=${2:?--rate needs a value}; shift 2 ;;
     --shm-size) shm_size=${2:?--shm-size needs a value}; shift 2 ;;
     --timeout) run_timeout=${2:?--timeout needs a value}; shift 2 ;;
+    --lifetime) lifetime=${2:?--lifetime needs a value}; shift 2 ;;
     -*) die "unknown option $1 (see --help)" ;;
     *) break ;;
   esac
@@ -56,6 +62,7 @@ done
 command=$1
 shift
 
+[[ $lifetime == infinity || $lifetime =~ ^[1-9][0-9]*$ ]] || die "--lifetime must be a number of seconds, got '$lifetime'"
 [[ $net =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] || die "STRIDER_HOSTS_NET must be three octets such as 10.213.0, got '$net'"
 subnet=$net.0/24
 
@@ -78,21 +85,21 @@ in_ns() { # in_ns NAME COMMAND...: COMMAND in NAME's network, UTS and mount name
 }
 
 # start_holder NAME: a process in new network, UTS and mount namespaces, hostname NAME, its own
-# /dev/shm and the hosts' /etc/hosts; it sleeps until down kills it.
+# /dev/shm and the hosts' /etc/hosts; it sleeps until down kills it (or --lifetime ends).
 start_holder() {
   local name=$1 options=""
   [[ -z $shm_size ]] || options="-o size=$shm_size"
   rm -f "$state/$name.ready"
   # setsid: out of the caller's session, so that a terminal's or a test's signals leave it alone.
   setsid unshare --net --uts --mount --propagation private -- bash -c '
-    name=$1 state=$2 options=$3
+    name=$1 state=$2 options=$3 lifetime=$4
     hostname "$name"
     mount -t tmpfs $options tmpfs /dev/shm
     mount --bind "$state/etc-hosts" /etc/hosts
     ip link set lo up
     echo $$ >"$state/$name.pid"
     touch "$state/$name.ready"
-    exec -a strider-hosts-holder sleep infinity' strider-hosts-holder "$name" "$state" "$options" \
+    exec -a strider-hosts-holder sleep "$lifetime"' strider-hosts-holder "$name" "$state" "$options" "$lifetime" \
     </dev/null >/dev/null 2>"$state/$name.err" &
   local starter=$! deadline=$((SECONDS + 10))
   until [[ -e $state/$name.ready ]]; do
@@ -102,7 +109,7 @@ start_holder() {
   done
 }
 # holder_alive NAME: the process holding NAME's namespaces is alive and is ours (its command line
-# is "strider-hosts-holder infinity").
+# is "strider-hosts-holder infinity", or the --lifetime's seconds).
 holder_alive() {
   local pid
   pid=$(cat "$state/$1.pid" 2>/dev/null) || return 1
@@ -248,10 +255,21 @@ run() {
   return $status
 }
 
+# exec_in HOST -- COMMAND...: replaces this shell with COMMAND in HOST's namespaces.
+exec_in() {
+  if (($# < 3)) || [[ $2 != -- ]]; then die "usage: exec HOST -- COMMAND..."; fi
+  local name=$1 host=$1
+  shift 2
+  [[ $name == strider-launch ]] && host=bridge
+  holder_alive "$host" || die "exec: $name is not up (see status)"
+  exec nsenter -t "$(holder_pid "$host")" --net --uts --mount --wd="$PWD" -- "$@"
+}
+
 case $command in
   up) (($# == 1)) || die "usage: up N"; up "$1" ;;
   run) run "$@" ;;
   down) ((EUID == 0)) || die "needs root"; down_all ;;
   status) status_hosts ;;
+  exec) ((EUID == 0)) || die "needs root"; exec_in "$@" ;;
   *) die "unknown command '$command' (see --help)" ;;
 esac
