@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # ctest-label: plain-only
-# The Slurm scripts end to end on a small dataset: through a real one-node Slurm cluster that this
-# test starts and stops (slurm_cluster.sh) or, where Slurm cannot start, with stand-ins for srun,
-# mpirun and scontrol. Either way: an uninterrupted job, then for each launcher a job preempted
-# mid-epoch (USR1 to the batch script, as --signal=B:USR1@120 sends it) that checkpoints, requeues
-# itself and resumes; the preempted job must train exactly the uninterrupted job's samples.
+# The Slurm scripts end to end on a small dataset: through a real Slurm cluster that this test starts
+# and stops (slurm_cluster.sh): two nodes on two real hosts (scripts/cluster/hosts.sh), 2 ranks
+# each, where hosts can be made, else one node of 2 ranks; or, where Slurm cannot start, with
+# stand-ins for srun, mpirun and scontrol. Either way: an uninterrupted job, then for each launcher a
+# job preempted mid-epoch (USR1 to the batch script, as --signal=B:USR1@120 sends it) that
+# checkpoints, requeues itself and resumes; the preempted job must train exactly the uninterrupted
+# job's samples, rank by rank. With real Slurm also: the ranks' hosts in the job log, a job stopped by
+# scontrol requeue (Slurm requeues it, it resumes the same way) and one cancelled (it stays so).
 # STRIDER_TEST_SLURM=real fails where Slurm cannot start; STRIDER_TEST_SLURM=stand-ins skips Slurm.
 # slurm/train-torch.sbatch (the PyTorch example) with stand-ins, where the build's Python has the
 # module, torch and mpi4py:
@@ -23,6 +26,7 @@ mpirun_n 2 "$STRIDER_BIN/strider-gen" --kind features --class-counts 3000,200,50
 job_env=(DATA="$work/train.h5" SAMPLER=balanced BATCH_SIZE=16 EPOCHS=2 SEED=9 CHECKPOINT_EVERY=50
   CHECKPOINT_DIR="$work/checkpoints" TMPDIR="$work/scratch")
 full_log=""  # the uninterrupted job's log
+ranks=2      # the jobs' ranks
 mkdir -p "$work/scratch"
 cd "$work" || exit 1
 
@@ -39,15 +43,24 @@ check_finished() {
 # epoch_steps LOG PATTERN: the step count "(N steps" of the first line of LOG that matches PATTERN.
 epoch_steps() { grep -E "$2" "$1" | head -n 1 | grep -oE '\([0-9]+ steps' | tr -dc '0-9'; }
 
-# check_resumed LABEL JOB LOG TRACE: the batch script got USR1, saw the checkpoint's exit 75 and
-# requeued the job; the requeued run resumed where the preempted one stopped (the stopped epoch's
-# steps before and after add up to the uninterrupted job's, in $full_log: a run that started over or
-# skipped ahead does not); and the two runs together trained exactly the samples of the
-# uninterrupted job (trace $work/full), rank by rank.
+# check_resumed LABEL JOB LOG TRACE [HOW]: the job was stopped (HOW usr1, the default: the batch
+# script got USR1, saw the checkpoint's exit 75 and requeued the job; HOW requeue: scontrol requeue,
+# whose TERM the ranks saw, checkpointing and exiting 75, while the script left the requeue to
+# Slurm); the requeued run resumed where the preempted one stopped (the stopped epoch's steps before
+# and after add up to the uninterrupted job's, in $full_log: a run that started over or skipped
+# ahead does not); and the two runs together trained exactly the samples of the uninterrupted job
+# (trace $work/full), rank by rank ($ranks of them).
 check_resumed() {
-  grep -q "USR1 received" "$3" && pass "$1: USR1 reached the batch script" || fail "$1: no USR1 message in $3"
-  grep -q "checkpointed at .*; requeueing job $2" "$3" && pass "$1: the script saw exit 75 and requeued" ||
-    fail "$1: no requeue message in $3"
+  if [[ ${5:-usr1} == usr1 ]]; then
+    grep -q "USR1 received" "$3" && pass "$1: USR1 reached the batch script" || fail "$1: no USR1 message in $3"
+    grep -q "checkpointed at .*; requeueing job $2" "$3" && pass "$1: the script saw exit 75 and requeued" ||
+      fail "$1: no requeue message in $3"
+  else
+    grep -q "stopped by a signal; checkpoint written, exiting with status 75" "$3" &&
+      pass "$1: Slurm's TERM reached the ranks, which checkpointed" || fail "$1: no checkpoint on TERM in $3"
+    grep -q "checkpointed at .*; stopped by Slurm, which decides whether job $2 runs again" "$3" &&
+      pass "$1: the script left the requeue to Slurm" || fail "$1: no 'stopped by Slurm' message in $3"
+  fi
   local epoch
   epoch=$(grep -oE 'epoch [0-9]+/[0-9]+ \(stopped\)' "$3" | head -n 1 | cut -d' ' -f1-2)
   if [[ -z $epoch ]]; then
@@ -59,8 +72,13 @@ check_resumed() {
     expect_equal "$1: $epoch resumed where it stopped ($before steps before, ${after:-no} after)" \
       "$((${before:-0} + ${after:-0}))" "$(epoch_steps "$full_log" "$epoch: ")"
   fi
-  if cmp -s "$work/full.rank0" "$4.rank0" && cmp -s "$work/full.rank1" "$4.rank1"; then
-    pass "$1: preempted + requeued job trained exactly the uninterrupted samples"
+  local rank same=1
+  for ((rank = 0; rank < ranks; rank++)); do
+    [[ -s $work/full.rank$rank ]] && cmp -s "$work/full.rank$rank" "$4.rank$rank" || same=0
+  done
+  [[ -e $4.rank$ranks ]] && same=0
+  if ((same)); then
+    pass "$1: preempted + requeued job trained exactly the uninterrupted samples ($ranks ranks)"
   else
     fail "$1: the requeued job's trace differs from the uninterrupted one"
   fi
@@ -79,8 +97,16 @@ wait_for_lines() {
 }
 
 # ---- Through real Slurm ------------------------------------------------------------------------------
+# On hosts (2 nodes x 2 ranks) or on one node (2 ranks). Every job is submitted at once (the nodes
+# claim enough CPUs to run them side by side), so that the requeued jobs' waits overlap.
 run_with_slurm() {
-  local submit=(sbatch --parsable --gpus-per-node=0 --ntasks-per-node=2 --cpus-per-task=1)
+  local per_node=(sbatch --parsable --gpus-per-node=0 --ntasks-per-node=2 --cpus-per-task=1)
+  local nodes
+  nodes=$(wc -w <<<"$slurm_cluster_nodes")
+  local submit=("${per_node[@]}" --nodes="$nodes")
+  ranks=$((2 * nodes))
+  # On hosts, Open MPI's TCP transport restricted to their network (slurm_cluster_job_env).
+  local cluster_env=("${job_env[@]}" "${slurm_cluster_job_env[@]}")
   # srun needs PMIx to wire up Open MPI's ranks; without it only the mpirun launcher can run.
   local launchers=(mpirun)
   if srun --mpi=list 2>&1 | grep -q pmix; then
@@ -88,54 +114,115 @@ run_with_slurm() {
   else
     echo "slurm test: srun offers no pmix here; LAUNCHER=mpirun only"
   fi
-  local preferred=${launchers[-1]} job state
+  local preferred=${launchers[-1]} state
 
-  # Submitted as a user does, from the repository root with the default paths: slurm/ and build/bin
-  # under the submit directory (sbatch runs a copy of the script, not the file in slurm/).
+  # Uninterrupted, submitted as a user does, from the repository root with the default paths:
+  # slurm/ and build/bin under the submit directory (sbatch runs a copy of the script, not the file
+  # in slurm/); at log level info, where strider-train names each rank's host.
   local repository=$work/repository
   mkdir -p "$repository/build"
   ln -s "$slurm" "$repository/slurm"
   ln -s "$STRIDER_BIN" "$repository/build/bin"
-  job=$(cd "$repository" && env -u STRIDER_BIN "${job_env[@]}" LAUNCHER="$preferred" \
+  local full_job
+  full_job=$(cd "$repository" && env -u STRIDER_BIN "${cluster_env[@]}" STRIDER_LOG_LEVEL=info LAUNCHER="$preferred" \
     EXTRA_ARGS="--trace-samples $work/full" "${submit[@]}" slurm/strider-train.sbatch)
-  state=$(slurm_job_wait "$job" 120)
-  expect_equal "$preferred: uninterrupted job (state, exit code, restarts)" "$state" "COMPLETED 0:0 0"
-  full_log=$repository/strider-train-$job.out
-  check_finished "$preferred: uninterrupted job" "$job" "$full_log"
+  full_log=$repository/strider-train-$full_job.out
 
-  # One process in a batch script of 2 tasks (what a preparation step does): the job's task count
-  # alone is no launch of 2 processes, so strider-inspect runs (test_io_bad_input.sh has the refusals).
-  job=$("${submit[@]}" --ntasks=2 --output="$work/inspect-%j.out" --wrap "'$STRIDER_BIN/strider-inspect' info '$work/train.h5'")
-  state=$(slurm_job_wait "$job" 60)
-  expect_equal "sbatch -n 2: the job (state, exit code, restarts)" "$state" "COMPLETED 0:0 0"
-  expect_equal "sbatch -n 2: one strider-inspect in the batch script runs" \
-    "$(grep -c '^file:' "$work/inspect-$job.out")" 1
+  # One process in a batch script of 2 tasks on one node (what a preparation step does): the job's
+  # task count alone is no launch of 2 processes, so strider-inspect runs (test_io_bad_input.sh has
+  # the refusals).
+  local inspect_job
+  inspect_job=$("${per_node[@]}" --ntasks=2 --output="$work/inspect-%j.out" --wrap "'$STRIDER_BIN/strider-inspect' info '$work/train.h5'")
 
+  # The multi-node script runs the same body, also with the default paths.
+  local multi_job
+  multi_job=$(cd "$repository" && env -u STRIDER_BIN "${cluster_env[@]}" LAUNCHER="$preferred" EPOCHS=1 \
+    "${submit[@]}" slurm/strider-train-multinode.sbatch)
+
+  # Jobs stopped mid-run (2 epochs at 10 ms a step), each once its rank 0's trace has
+  # steps in it (written in blocks of 8 KiB, about 100 steps):
+  # - usr1: USR1 to the batch script only (what Slurm does at --signal=B:USR1@120), per launcher;
+  # - requeue: scontrol requeue (an administrator, or preemption with PreemptMode=REQUEUE): TERM to
+  #   every process of the job, then Slurm requeues it. srun only: mpirun, on TERM, ends its ranks
+  #   after odls_base_sigkill_timeout (1 s), whether or not their checkpoint is written;
+  # - cancel: scancel, the job must stay cancelled.
+  local names=() launcher_of=() how_of=() jobs=()
   local launcher
-  for launcher in "${launchers[@]}"; do
-    local trace=$work/cut-$launcher
-    job=$(env "${job_env[@]}" STRIDER_BIN="$STRIDER_BIN" LAUNCHER="$launcher" MPIRUN="$STRIDER_MPIEXEC" \
-      STRIDER_TEST_STEP_DELAY_US=5000 EXTRA_ARGS="--trace-samples $trace" "${submit[@]}" "$slurm/strider-train.sbatch")
-    if ! wait_for_lines "$trace.rank0" 60 60 slurm_job_active "$job"; then
-      fail "$launcher: job $job did not reach step 60 (state: $(slurm_job_wait "$job" 0))"
-      scancel "$job"
-      continue
-    fi
-    # What Slurm does at --signal=B:USR1@120: USR1 to the batch script only.
-    scancel --signal=USR1 --batch "$job"
-    state=$(slurm_job_wait "$job" 120)
-    expect_equal "$launcher: preempted job requeued once, then finished (state, exit code, restarts)" \
-      "$state" "COMPLETED 0:0 1"
-    grep -q "job $job (restart 1)" "$work/strider-train-$job.out" &&
-      pass "$launcher: the requeued run is restart 1 of the same job" || fail "$launcher: no restart 1 in the job log"
-    check_resumed "$launcher" "$job" "$work/strider-train-$job.out" "$trace"
+  for launcher in "${launchers[@]}"; do names+=("$launcher") launcher_of+=("$launcher") how_of+=(usr1); done
+  if [[ $preferred == srun ]]; then
+    names+=("srun, scontrol requeue") launcher_of+=(srun) how_of+=(requeue)
+  else
+    echo "slurm test: scontrol requeue not tried (it needs LAUNCHER=srun)"
+  fi
+  names+=("$preferred, scancel") launcher_of+=("$preferred") how_of+=(cancel)
+  local i
+  for i in "${!names[@]}"; do
+    jobs[i]=$(env "${cluster_env[@]}" STRIDER_BIN="$STRIDER_BIN" LAUNCHER="${launcher_of[i]}" MPIRUN="$STRIDER_MPIEXEC" \
+      STRIDER_TEST_STEP_DELAY_US=10000 EXTRA_ARGS="--trace-samples $work/cut$i" "${submit[@]}" "$slurm/strider-train.sbatch")
+  done
+  local waiting=("${!names[@]}") deadline=$((SECONDS + 90)) last_check=-1
+  while ((${#waiting[@]} > 0 && SECONDS < deadline)); do
+    # Whether a job still runs is asked of Slurm once a second; the traces are looked at every 0.1 s.
+    local check_jobs=0 still=()
+    ((SECONDS != last_check)) && check_jobs=1 last_check=$SECONDS
+    for i in "${waiting[@]}"; do
+      if [[ -s $work/cut$i.rank0 ]]; then
+        case ${how_of[i]} in
+          usr1) scancel --signal=USR1 --batch "${jobs[i]}" ;;
+          requeue) scontrol requeue "${jobs[i]}" ;;
+          cancel) scancel "${jobs[i]}" ;;
+        esac
+      elif ((!check_jobs)) || slurm_job_active "${jobs[i]}"; then
+        still+=("$i")
+      else
+        fail "${names[i]}: job ${jobs[i]} ended before its trace had a step (state: $(slurm_job_wait "${jobs[i]}" 0))"
+      fi
+    done
+    waiting=("${still[@]}")
+    sleep 0.1
+  done
+  for i in "${waiting[@]}"; do
+    fail "${names[i]}: job ${jobs[i]} traced no step within 90 s (state: $(slurm_job_wait "${jobs[i]}" 0))"
+    scancel "${jobs[i]}"
   done
 
-  # The multi-node script runs the same body (one node here), also with the default paths.
-  job=$(cd "$repository" && env -u STRIDER_BIN "${job_env[@]}" LAUNCHER="$preferred" EPOCHS=1 \
-    "${submit[@]}" --nodes=1 slurm/strider-train-multinode.sbatch)
-  state=$(slurm_job_wait "$job" 120)
+  state=$(slurm_job_wait "$full_job" 120)
+  expect_equal "$preferred: uninterrupted job (state, exit code, restarts)" "$state" "COMPLETED 0:0 0"
+  grep -q "on $nodes node(s), $ranks ranks" "$full_log" && pass "$preferred: the job ran on $nodes node(s), $ranks ranks" ||
+    fail "$preferred: no 'on $nodes node(s), $ranks ranks' in $full_log"
+  # strider-train names each node's ranks by hostname (the GPU each would bind, one per local rank).
+  local expected="" name k=0
+  for name in $slurm_cluster_nodes; do
+    expected+="${expected:+; }$name: ranks $((2 * k)),$((2 * k + 1)) -> devices 0,1"
+    k=$((k + 1))
+  done
+  expect_equal "$preferred: the ranks' hosts in the job log" \
+    "$(grep -o 'device binding by node-local rank.*' "$full_log" | sed 's/.*): //')" "$expected"
+
+  state=$(slurm_job_wait "$inspect_job" 60)
+  expect_equal "sbatch -n 2: the job (state, exit code, restarts)" "$state" "COMPLETED 0:0 0"
+  expect_equal "sbatch -n 2: one strider-inspect in the batch script runs" \
+    "$(grep -c '^file:' "$work/inspect-$inspect_job.out")" 1
+
+  state=$(slurm_job_wait "$multi_job" 120)
   expect_equal "multi-node script: job (state, exit code, restarts)" "$state" "COMPLETED 0:0 0"
+
+  for i in "${!names[@]}"; do
+    local log=$work/strider-train-${jobs[i]}.out
+    state=$(slurm_job_wait "${jobs[i]}" 120)
+    if [[ ${how_of[i]} == cancel ]]; then
+      expect_equal "${names[i]}: the job stays cancelled (state, restarts)" "$(cut -d' ' -f1,3 <<<"$state")" "CANCELLED 0"
+      grep -q "stopped by Slurm, which decides whether job ${jobs[i]} runs again" "$log" &&
+        pass "${names[i]}: the ranks checkpointed, the script did not requeue" || fail "${names[i]}: no 'stopped by Slurm' in $log"
+      continue
+    fi
+    expect_equal "${names[i]}: preempted job requeued once, then finished (state, exit code, restarts)" \
+      "$state" "COMPLETED 0:0 1"
+    grep -q "job ${jobs[i]} (restart 1)" "$log" &&
+      pass "${names[i]}: the requeued run is restart 1 of the same job" || fail "${names[i]}: no restart 1 in the job log"
+    check_resumed "${names[i]}" "${jobs[i]}" "$log" "$work/cut$i" "${how_of[i]}"
+  done
+  check_finished "$preferred: uninterrupted job" "$full_job" "$full_log"
 
   if ((failures > 0)); then
     for log in "$work"/strider-train-*.out "$repository"/strider-train-*.out; do
@@ -196,8 +283,15 @@ FAKE
   expect_equal "multi-node script: job finished" "$?" 0
 }
 
-if slurm_cluster_start; then
-  echo "slurm test: real Slurm $slurm_cluster_version"
+# Two real hosts where they can be made (root, namespaces allowed), else one node.
+cluster=()
+if slurm_cluster_can_make_hosts; then
+  cluster=(--hosts 2)
+elif [[ ${STRIDER_TEST_SLURM:-auto} != stand-ins ]]; then
+  echo "slurm test: one node, no hosts ($slurm_cluster_reason)"
+fi
+if slurm_cluster_start "${cluster[@]}"; then
+  echo "slurm test: real Slurm $slurm_cluster_version on $slurm_cluster_nodes"
   run_with_slurm
 elif [[ ${STRIDER_TEST_SLURM:-auto} == real ]]; then
   fail "STRIDER_TEST_SLURM=real, but Slurm did not start: $slurm_cluster_reason"
