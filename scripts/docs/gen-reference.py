@@ -297,8 +297,8 @@ def exit_codes_page():
         lines.append(f"| {value} | `{name}`: {comment} | `{path}` |")
     lines.append("")
     lines.append("`strider-train` exits 75 after SIGUSR1 or SIGTERM once every rank has checkpointed: the "
-                 "Slurm scripts requeue the job on 75. The test scripts exit 77 for \"skipped\" (ctest's "
-                 "`SKIP_RETURN_CODE`), never the apps.")
+                 "Slurm scripts requeue the job on 75 after their USR1 (after a TERM, Slurm decides). "
+                 "The test scripts exit 77 for \"skipped\" (ctest's `SKIP_RETURN_CODE`), never the apps.")
     return "\n".join(lines) + "\n"
 
 
