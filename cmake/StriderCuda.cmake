@@ -17,6 +17,9 @@ if(NOT _strider_cuda_mode STREQUAL "OFF")
       set(CMAKE_CUDA_ARCHITECTURES "80;90" CACHE STRING "CUDA architectures (H100/H200 are 90)")
     endif()
     enable_language(CUDA)
+    # Line tables in the device code: compute-sanitizer and profilers name the source line (no
+    # effect on the generated code).
+    string(APPEND CMAKE_CUDA_FLAGS " -lineinfo")
     find_package(CUDAToolkit REQUIRED)
     # 2.14: ncclCommInitRankConfig (a non-blocking init), which the NCCL-aware wait relies on.
     find_package(NCCL 2.14 QUIET)
