@@ -55,6 +55,8 @@ ENVIRONMENT = {
     "STRIDER_TEST_STEP_DELAY_US": "tests only: slows every training step, so a signal lands mid-epoch.",
     "STRIDER_TEST_READ_DELAY_US": "tests only: slows every batch read.",
     "STRIDER_TEST_KILL_IN_CHECKPOINT": "tests only: `N` kills the writer halfway through its N-th checkpoint.",
+    "STRIDER_TEST_NCCL_ONE_RANK": "tests only: `1` makes a CUDA job of one rank all-reduce through a NCCL communicator "
+                                  "of one rank (init, all-reduce, abort) instead of locally, so that NCCL runs on one GPU.",
 }
 
 # JSON keys worth a word; the others are named in the guide pages of their app.

@@ -109,9 +109,12 @@ TEST_CASE("the CUDA backend's environment flags", "[gpu-binding]") {
   const CudaBackendFlags defaults = parse_cuda_backend_flags(nullptr, nullptr);
   CHECK_FALSE(defaults.allow_shared_device);
   CHECK(defaults.nccl_timeout_s == 600.0);
-  const CudaBackendFlags set = parse_cuda_backend_flags("1", "30");
+  CHECK_FALSE(defaults.nccl_one_rank);
+  const CudaBackendFlags set = parse_cuda_backend_flags("1", "30", "yes");
   CHECK(set.allow_shared_device);
   CHECK(set.nccl_timeout_s == 30.0);
+  CHECK(set.nccl_one_rank);
+  CHECK_THROWS_AS(parse_cuda_backend_flags(nullptr, nullptr, "always"), UsageError);
   try {
     parse_cuda_backend_flags("sometimes", nullptr);
     FAIL("a bad value must be refused");

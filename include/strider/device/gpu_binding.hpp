@@ -60,6 +60,10 @@ void check_device_sharing(const std::vector<DeviceIdentity>& identities, bool al
 struct CudaBackendFlags {
   bool allow_shared_device = false;  ///< STRIDER_ALLOW_SHARED_GPU: ranks of a node may share one GPU
   double nccl_timeout_s = 600.0;     ///< STRIDER_NCCL_TIMEOUT_S: abort NCCL after this long (0: never)
+  /// STRIDER_TEST_NCCL_ONE_RANK (a test setting): a job of one rank all-reduces through a NCCL
+  /// communicator of one rank instead of scaling locally, so that NCCL's init, all-reduce and abort
+  /// run on a machine with one GPU.
+  bool nccl_one_rank = false;
 };
 
 /// Parses a boolean flag's value: 1/true/yes/on and 0/false/no/off (any case), unset or empty gives
@@ -71,9 +75,11 @@ bool parse_flag_bool(const std::string& name, const char* value, bool default_va
 double parse_flag_seconds(const std::string& name, const char* value, double default_value);
 
 /// The flags from the two variables' values (nullptr: unset). Throws UsageError on a bad value.
-CudaBackendFlags parse_cuda_backend_flags(const char* allow_shared_gpu, const char* nccl_timeout_s);
+CudaBackendFlags parse_cuda_backend_flags(const char* allow_shared_gpu, const char* nccl_timeout_s,
+                                          const char* nccl_one_rank = nullptr);
 
-/// parse_cuda_backend_flags of getenv("STRIDER_ALLOW_SHARED_GPU") and getenv("STRIDER_NCCL_TIMEOUT_S").
+/// parse_cuda_backend_flags of getenv("STRIDER_ALLOW_SHARED_GPU"), getenv("STRIDER_NCCL_TIMEOUT_S") and
+/// getenv("STRIDER_TEST_NCCL_ONE_RANK").
 CudaBackendFlags cuda_backend_flags_from_environment();
 
 }  // namespace strider

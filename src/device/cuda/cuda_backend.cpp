@@ -129,7 +129,7 @@ const char* reduce_mode_name(ReduceMode mode) {
 /// The CUDA backend (see include/strider/device/cuda_backend.hpp). One thread at a time.
 class CudaBackend final : public Backend {
  public:
-  CudaBackend(const Communicator& comm, bool allow_shared_device, double nccl_timeout_s);
+  CudaBackend(const Communicator& comm, bool allow_shared_device, double nccl_timeout_s, bool nccl_one_rank);
   ~CudaBackend() override;
   CudaBackend(const CudaBackend&) = delete;
   CudaBackend& operator=(const CudaBackend&) = delete;
@@ -204,6 +204,7 @@ class CudaBackend final : public Backend {
   int device_ = -1;
   int local_rank_ = 0;
   bool allow_shared_device_ = false;
+  bool nccl_one_rank_ = false;  // STRIDER_TEST_NCCL_ONE_RANK: NCCL even at one rank
   double nccl_timeout_s_ = 0.0;
   DeviceIdentity identity_;
   std::string device_name_;
@@ -245,8 +246,11 @@ class CudaBackend final : public Backend {
   mutable CudaBackendStats stats_;
 };
 
-CudaBackend::CudaBackend(const Communicator& comm, bool allow_shared_device, double nccl_timeout_s)
-    : local_rank_(comm.local_rank()), allow_shared_device_(allow_shared_device), nccl_timeout_s_(nccl_timeout_s) {
+CudaBackend::CudaBackend(const Communicator& comm, bool allow_shared_device, double nccl_timeout_s, bool nccl_one_rank)
+    : local_rank_(comm.local_rank()),
+      allow_shared_device_(allow_shared_device),
+      nccl_one_rank_(nccl_one_rank),
+      nccl_timeout_s_(nccl_timeout_s) {
   int count = 0;
   STRIDER_CUDA_CHECK(cudaGetDeviceCount(&count), "counting CUDA devices");
   device_ = choose_device(local_rank_, count);
@@ -896,7 +900,7 @@ void CudaBackend::build_reduction(const Communicator& comm) {
   reduce_mode_ = ReduceMode::none;
   const std::vector<DeviceIdentity> identities = comm.all_gather(identity_);
   check_device_sharing(identities, allow_shared_device_);  // the same decision on every rank
-  if (comm.size() == 1) {
+  if (comm.size() == 1 && !nccl_one_rank_) {
     reduce_mode_ = ReduceMode::local;
   } else if (!ranks_sharing_devices(identities).empty()) {
     reduce_mode_ = ReduceMode::mpi_host;
@@ -1013,7 +1017,7 @@ std::unique_ptr<Backend> make_cuda_backend(const Communicator& comm, bool allow_
   if (probe.device_count == 0) STRIDER_THROW(UsageError, "the CUDA backend needs a working GPU: " + probe.reason);
   const CudaBackendFlags flags = cuda_backend_flags_from_environment();
   return std::make_unique<detail::CudaBackend>(comm, allow_shared_device || flags.allow_shared_device,
-                                               flags.nccl_timeout_s);
+                                               flags.nccl_timeout_s, flags.nccl_one_rank);
 }
 
 CudaBackendStats cuda_backend_stats(const Backend& backend) {
