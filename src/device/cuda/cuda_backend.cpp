@@ -261,6 +261,18 @@ CudaBackend::CudaBackend(const Communicator& comm, bool allow_shared_device, dou
   STRIDER_CUDA_CHECK(cudaGetDeviceProperties(&properties, device_),
                      "reading the properties of device " + std::to_string(device_));
   device_name_ = properties.name;
+  const std::string capability = std::to_string(properties.major) + "." + std::to_string(properties.minor);
+  // Before any launch: a build without an image for this device fails here with one line, not at the
+  // first kernel with "no kernel image is available".
+  const cudaError_t image = kernels::kernel_image_status();
+  if (image != cudaSuccess) {
+    (void)cudaGetLastError();  // the query's error is not sticky: clear it
+    STRIDER_THROW(CudaError,
+                  "device " + std::to_string(device_) + " (" + device_name_ + ") has compute capability " + capability +
+                      " but this build has kernels for CUDA architectures " STRIDER_CUDA_ARCHITECTURES " only (" +
+                      cudaGetErrorString(image) + "); rebuild with -DCMAKE_CUDA_ARCHITECTURES=" +
+                      std::to_string(properties.major * 10 + properties.minor));
+  }
   identity_ =
       make_device_identity(this_host_name(), reinterpret_cast<const unsigned char*>(properties.uuid.bytes), device_);
   copy_stream_ = make_stream();
@@ -281,7 +293,8 @@ CudaBackend::CudaBackend(const Communicator& comm, bool allow_shared_device, dou
   stats_.device_name = device_name_;
   stats_.device_uuid = device_uuid_text(identity_.uuid);
   log_info("cuda backend: node-local rank ", local_rank_, " of ", comm.local_size(), " -> device ", device_, " of ",
-           count, " (", device_name_, ", ", stats_.device_uuid, ")");
+           count, " (", device_name_, ", ", stats_.device_uuid, ", compute capability ", capability,
+           "; kernels built for " STRIDER_CUDA_ARCHITECTURES ")");
 }
 
 CudaBackend::~CudaBackend() {
@@ -360,12 +373,15 @@ void CudaBackend::initialize(const ModelConfig& config) {
     const std::size_t feature_bytes = static_cast<std::size_t>(config.features) * sizeof(float);
     input_means_ = allocate_device(feature_bytes);
     input_stddevs_ = allocate_device(feature_bytes);
-    STRIDER_CUDA_CHECK(
-        cudaMemcpy(input_means_.get(), expanded.feature_means().data(), feature_bytes, cudaMemcpyHostToDevice),
-        "copying the input means to the device");
-    STRIDER_CUDA_CHECK(
-        cudaMemcpy(input_stddevs_.get(), expanded.feature_stddevs().data(), feature_bytes, cudaMemcpyHostToDevice),
-        "copying the input standard deviations to the device");
+    // On the compute stream, which the kernels that read them run on (a copy on the legacy stream is
+    // not ordered with a non-blocking stream's kernels). From pageable memory the call returns once
+    // the bytes are staged, so `expanded` may go.
+    STRIDER_CUDA_CHECK(cudaMemcpyAsync(input_means_.get(), expanded.feature_means().data(), feature_bytes,
+                                       cudaMemcpyHostToDevice, compute_stream_.get()),
+                       "copying the input means to the device");
+    STRIDER_CUDA_CHECK(cudaMemcpyAsync(input_stddevs_.get(), expanded.feature_stddevs().data(), feature_bytes,
+                                       cudaMemcpyHostToDevice, compute_stream_.get()),
+                       "copying the input standard deviations to the device");
   }
   upload(initial_parameters(config), parameters_.get(), "parameters");
   STRIDER_CUDA_CHECK(cudaMemsetAsync(gradients_.get(), 0, bytes, compute_stream_.get()), "zeroing the gradients");

@@ -21,16 +21,42 @@
 namespace strider::detail {
 namespace {
 
-/// Makes `device` current for the scope and restores the caller's device after it.
+/// Whether the calling thread has a current CUDA context: cuCtxGetCurrent, reached through the
+/// runtime so that libstrider does not link libcuda. True when it cannot be asked (then the caller's
+/// device is restored as it would be without the check).
+bool thread_has_context() {
+  using GetCurrent = int (*)(void**);  // CUresult cuCtxGetCurrent(CUcontext*)
+  static const GetCurrent get_current = [] {
+    void* function = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+#if CUDART_VERSION >= 12050
+    const cudaError_t code =
+        cudaGetDriverEntryPointByVersion("cuCtxGetCurrent", &function, 12000, cudaEnableDefault, &found);
+#else
+    const cudaError_t code = cudaGetDriverEntryPoint("cuCtxGetCurrent", &function, cudaEnableDefault, &found);
+#endif
+    return code == cudaSuccess && found == cudaDriverEntryPointSuccess ? reinterpret_cast<GetCurrent>(function)
+                                                                       : nullptr;
+  }();
+  if (get_current == nullptr) return true;
+  void* context = nullptr;
+  return get_current(&context) != 0 || context != nullptr;
+}
+
+/// Makes `device` current for the scope, and after it makes the caller's device current again if the
+/// caller had one in use. A thread with no context yet (cudaGetDevice answers 0 there) is left on
+/// `device`: restoring "device 0" would create a context on GPU 0 for a rank bound to another GPU
+/// (about 0.5 GB, and an error under exclusive-process mode).
 class CurrentDevice {
  public:
   explicit CurrentDevice(int device) : device_(device) {
     STRIDER_CUDA_CHECK(cudaGetDevice(&previous_), "asking which CUDA device is current");
+    restore_ = previous_ != device_ && thread_has_context();
     if (previous_ != device_)
       STRIDER_CUDA_CHECK(cudaSetDevice(device_), "making device " + std::to_string(device_) + " current");
   }
   ~CurrentDevice() {
-    if (previous_ != device_) log_release_failure("cudaSetDevice", cudaSetDevice(previous_));
+    if (restore_) log_release_failure("cudaSetDevice", cudaSetDevice(previous_));
   }
   CurrentDevice(const CurrentDevice&) = delete;
   CurrentDevice& operator=(const CurrentDevice&) = delete;
@@ -38,6 +64,7 @@ class CurrentDevice {
  private:
   int device_;
   int previous_ = -1;
+  bool restore_ = false;
 };
 
 class CudaDeviceBatchEngine final : public DeviceBatchEngine {
@@ -83,9 +110,12 @@ class CudaDeviceBatchEngine final : public DeviceBatchEngine {
     const std::size_t bytes = conversion.feature_means().size() * sizeof(float);
     means_ = allocate_device(bytes);
     stddevs_ = allocate_device(bytes);
-    STRIDER_CUDA_CHECK(cudaMemcpy(means_.get(), conversion.feature_means().data(), bytes, cudaMemcpyHostToDevice),
+    // On the copy stream, which the conversion kernels that read them run on.
+    STRIDER_CUDA_CHECK(cudaMemcpyAsync(means_.get(), conversion.feature_means().data(), bytes, cudaMemcpyHostToDevice,
+                                       copy_stream_.get()),
                        "copying the normalization's means to device " + std::to_string(device_));
-    STRIDER_CUDA_CHECK(cudaMemcpy(stddevs_.get(), conversion.feature_stddevs().data(), bytes, cudaMemcpyHostToDevice),
+    STRIDER_CUDA_CHECK(cudaMemcpyAsync(stddevs_.get(), conversion.feature_stddevs().data(), bytes,
+                                       cudaMemcpyHostToDevice, copy_stream_.get()),
                        "copying the normalization's standard deviations to device " + std::to_string(device_));
     uploaded_means_ = conversion.feature_means();
     uploaded_stddevs_ = conversion.feature_stddevs();

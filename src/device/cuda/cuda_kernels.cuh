@@ -14,6 +14,11 @@
 
 namespace strider::detail::kernels {
 
+/// cudaSuccess when the current device can run this build's kernels; cudaErrorNoKernelImageForDevice
+/// (or cudaErrorInvalidDeviceFunction) when the build has no image for its compute capability.
+/// Launches nothing.
+cudaError_t kernel_image_status();
+
 /// out[i] = float(element i of `type` at `in`), i < count: the element conversion to float32
 /// (launch_element_conversion; float32 is copied). `in` is aligned to its element size.
 void convert_to_float(cudaStream_t stream, const std::byte* in, ElementType type, std::int64_t count, float* out);
