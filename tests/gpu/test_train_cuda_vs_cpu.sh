@@ -10,9 +10,15 @@
 # The data (4 classes, centres N(0,1) in 16 dimensions, noise 1) can be learned to about 0.99; both
 # backends must reach an evaluation accuracy of 0.9, with the margin printed. The CPU half runs
 # everywhere, first; where no GPU works the test then exits 77 (skipped) if it passed, 1 if not.
+# The probe is STRIDER_GPU_PROBE, else the build's tests/gpu/strider_gpu_probe (under ctest), else
+# the one beside the apps in STRIDER_BIN (the GPU bundle, as scripts/gpu-check.sh runs this test).
 source "$STRIDER_SOURCE_DIR/tests/integration/common.sh"
 gen=$STRIDER_BIN/strider-gen
 train=$STRIDER_BIN/strider-train
+probe=${STRIDER_GPU_PROBE:-}
+[[ -z $probe && -n ${STRIDER_BUILD_DIR:-} && -x $STRIDER_BUILD_DIR/tests/gpu/strider_gpu_probe ]] &&
+  probe=$STRIDER_BUILD_DIR/tests/gpu/strider_gpu_probe
+probe=${probe:-$STRIDER_BIN/strider_gpu_probe}
 export STRIDER_LOG_LEVEL=warn
 
 bar=0.9
@@ -30,12 +36,14 @@ train_on() {
 }
 
 train_on 1 cpu
-devices=$("$STRIDER_BUILD_DIR/tests/gpu/strider_gpu_probe")
-if (($? == 77)); then
+devices=$("$probe" 2>&1)
+probe_status=$?
+if ((probe_status == 77)); then
   ((failures == 0)) || finish
   echo "skipped: $devices (the CPU half passed)"
   exit 77
 fi
+((probe_status == 0)) || { fail "the GPU probe $probe: exit $probe_status ($devices)"; finish; }
 rank_counts=(1)
 if ((devices >= 2)); then rank_counts+=(2); else echo "note: 2 ranks not run: $devices GPU (one GPU per rank needed)"; fi
 
