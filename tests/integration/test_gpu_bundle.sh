@@ -8,7 +8,9 @@
 # bundle fails here, not on the GPU machine. Runs strider-gen and strider-train at 2 ranks through
 # the bundle's mpirun (the trace must equal the build's own), strider-inspect, ldd over every packed
 # program and library, and the GPU programs, which report their GPU parts skipped with the reason
-# where no GPU works. The bundle's size is checked (55 MiB).
+# where no GPU works. The bundle's size is checked (55 MiB). Last, scripts/gpu-check.sh on the
+# bundle: without a GPU it exits 77 after its inventory, the CPU half of the end-to-end test and the
+# GPU parts reported skipped with the reason, its logs in one tarball and its table printed last.
 # Skipped (77) where the build has no CUDA backend, or without root or mount namespaces.
 source "$(dirname "$0")/common.sh"
 bundle=$work/bundle
@@ -48,7 +50,10 @@ cp -L "$(dirname "$nccl")/libnccl.so.2" "$work/site/nvidia/nccl/lib/"
 # from the system (found from them, not from the bundle, so that one the bundle lacks is hidden
 # too), except glibc, NCCL and what python3 needs (a machine with a Python has those, and env.sh
 # asks python3 for the wheel); then the libraries' folders and the launchers.
-python_needs=" $(ldd /usr/bin/python3 | awk '{print $1}' | tr '\n' ' ') "
+# python3's own libraries and its ctypes module's (libffi), with which gpu-check.sh asks the CUDA
+# runtime and NCCL for their versions.
+python_needs=" $(ldd /usr/bin/python3 "$(/usr/bin/python3 -c 'import _ctypes; print(_ctypes.__file__)')" |
+  awk '{print $1}' | tr '\n' ' ') "
 ompi_components=$(ompi_info --path all 2>/dev/null | awk '$1 == "Pkglibdir:" {print $2; exit}')
 hidden=()
 while read -r name path; do
@@ -95,11 +100,13 @@ $run strider_gpu_tests >gpu-tests.out 2>&1
 echo $? >gpu-tests.status
 $run strider_gpu_benchmark >gpu-benchmark.out 2>&1
 echo $? >gpu-benchmark.status
+bash "$STRIDER_SOURCE_DIR/scripts/gpu-check.sh" --bundle "$bundle" --out "$work/check" --deadline 120 >check.out 2>&1
+echo $? >check.status
 source "$bundle/env.sh"
 ldd "$bundle"/bin/* "$bundle"/lib/*.so* "$bundle"/ompi/bin/orted "$bundle"/ompi/bin/orterun "$bundle"/ompi/lib/openmpi3/*.so \
   "$bundle"/ompi/pmix/*.so >ldd.out 2>&1
 EOF
-HIDDEN="${hidden[*]}" FOLDERS="${folders[*]}" PYTHONPATH=$work/site timeout -k 5 120 \
+HIDDEN="${hidden[*]}" FOLDERS="${folders[*]}" PYTHONPATH=$work/site timeout -k 5 240 \
   env -u NCCL_ROOT -u LD_LIBRARY_PATH -u OPAL_PREFIX PATH=/usr/bin:/bin \
   unshare --mount --propagation private bash "$work/inside.sh" "$work" "$bundle" "${train_args[@]}"
 [[ -s $work/inside.err ]] && fail "$(cat "$work/inside.err")"
@@ -135,4 +142,46 @@ for part in probe gpu-tests gpu-benchmark; do
     *) fail "$part through the bundle: exit $part_status: $(tail -n 3 "$work/$part.out")" ;;
   esac
 done
+
+# scripts/gpu-check.sh on the bundle where no GPU works (on a machine with one it exits 0 or 1: not
+# checked here).
+check=$work/check.out
+check_status=$(cat "$work/check.status")
+if [[ $check_status != 77 && -e /dev/nvidia0 ]]; then
+  echo "skipped (GPU part): gpu-check: exit $check_status on a machine with a GPU"
+  finish
+fi
+failures_before=$failures
+expect_equal "gpu-check without a GPU (exit)" "$check_status" 77
+# The inventory: every item printed, before the first part's outcome.
+items_missing=""
+for pattern in 'host: .* cores' 'gpu: nvidia-smi not found' 'cuda \(bundle\): runtime [0-9]+\.[0-9]+ .*no driver loaded' \
+  'nvcc: not found' 'compute-sanitizer: not found' "nccl: [0-9]+\.[0-9]+\.[0-9]+ \($work/site/nvidia/nccl/lib/libnccl.so.2\)" \
+  'mpi: mpirun \(Open MPI\) [0-9]' 'glibc: glibc [0-9.]+; the bundle needs GLIBC_' 'python: Python 3' \
+  'manifest: cuda architectures: .*90'; do
+  grep -qE "^gpu-check:   $pattern" "$check" || items_missing+=" '$pattern'"
+done
+expect_equal "gpu-check: inventory items not printed" "$items_missing" ""
+expect_equal "gpu-check: the first outcome printed, after the inventory" \
+  "$(grep -m 1 -E '^gpu-check: [a-z].*: (passed|failed|skipped|unsupported|timeout)' "$check" | cut -d: -f2-3)" " inventory: passed"
+# The table, printed last: a header, one row per part, the verdict.
+table=$(sed -n '/^part  *status  *time  *key figure$/,$p' "$check")
+rows_missing=""
+for row in 'inventory +passed' 'bundle +passed' 'probe +skipped +[0-9]+s  no CUDA device \(' \
+  'end to end +skipped +[0-9]+s  CPU half passed \(1 rank\(s\), cpu: evaluation accuracy'; do
+  grep -qE "^$row" <<<"$table" || rows_missing+=" '$row'"
+done
+for part in 'tests \[cuda-vs-cpu\]' 'tests \[overlap\]' 'tests \[device-batches\]' 'tests \[allreduce\] 2 ranks' \
+  'nccl 1 rank' 'benchmark copy-bound' 'benchmark compute-bound' 'train 328 MB' memcheck synccheck; do
+  grep -qE "^$part +skipped +[0-9]+s  no working GPU: no CUDA device \(" <<<"$table" || rows_missing+=" '$part'"
+done
+expect_equal "gpu-check: table rows missing (GPU parts skipped with the reason)" "$rows_missing" ""
+expect_equal "gpu-check: the table's lines (a header, 14 parts, the verdict)" "$(wc -l <<<"$table")" 16
+expect_equal "gpu-check: the last line" "$(tail -n 1 "$check" | sed -E 's/  +/ /g; s/ [0-9]+s / Ns /')" \
+  "gpu-check exit 77 Ns no working GPU: $(grep -m 1 -o 'no CUDA device (.*)' <<<"$table")"
+expect_equal "gpu-check: what its folder holds" "$(ls "$work/check")" gpu-check.tar.gz
+expect_equal "gpu-check: the tarball's logs" \
+  "$(tar -tzf "$work/check/gpu-check.tar.gz" | grep -E '/(console|bundle|probe|end-to-end)\.log$|/summary\.txt$' | sort | tr '\n' ' ')" \
+  "gpu-check/bundle.log gpu-check/console.log gpu-check/end-to-end.log gpu-check/probe.log gpu-check/summary.txt "
+((failures == failures_before)) || sed 's/^/  | /' "$check"
 finish
