@@ -13,8 +13,6 @@
 // use, so that a failed peer ends in an error (and ncclCommAbort) instead of a hang.
 #include "strider/device/cuda_backend.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstring>
