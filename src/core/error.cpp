@@ -4,6 +4,8 @@
 
 #include <cstring>
 
+#include "strider/core/log.hpp"
+
 namespace strider {
 namespace {
 
@@ -82,6 +84,12 @@ ErrorKind error_kind(const std::exception& error) noexcept {
 std::string error_message(const std::exception& error) {
   if (auto* usage = dynamic_cast<const UsageError*>(&error)) return usage->reason();
   if (auto* agreed = dynamic_cast<const AgreedError*>(&error)) return agreed->reason();
+  // The source location helps whoever debugs strider, not whoever fixes the input: it is kept in
+  // what() and printed at STRIDER_LOG_LEVEL=debug.
+  if (auto* strider_error = dynamic_cast<const Error*>(&error); strider_error && log_level() < LogLevel::debug) {
+    const int rank = strider_error->context().rank;
+    return (rank >= 0 ? "[rank " + std::to_string(rank) + "] " : std::string()) + strider_error->reason();
+  }
   return error.what();
 }
 

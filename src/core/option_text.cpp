@@ -3,8 +3,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <cstdlib>
+#include <iomanip>
 #include <limits>
 #include <sstream>
 
@@ -118,6 +121,73 @@ std::string format_bytes(std::int64_t bytes) {
   text.precision(1);
   text << value << " " << units[unit];
   return text.str();
+}
+
+std::string nearest_name(std::string_view text, const std::vector<std::string>& names) {
+  // Optimal string alignment distance: insertions, deletions, substitutions and swaps of neighbours.
+  const auto distance = [](std::string_view a, std::string_view b) {
+    std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
+    for (std::size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+    for (std::size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+    for (std::size_t i = 1; i <= a.size(); ++i)
+      for (std::size_t j = 1; j <= b.size(); ++j) {
+        d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+        if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+          d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      }
+    return d[a.size()][b.size()];
+  };
+  std::string best;
+  std::size_t best_distance = std::numeric_limits<std::size_t>::max();
+  for (const std::string& name : names) {
+    const bool prefix = !text.empty() && name.size() > text.size() && name.compare(0, text.size(), text) == 0;
+    const std::size_t d = prefix ? 1 : distance(text, name);
+    if (d < best_distance && (prefix || d <= std::max<std::size_t>(1, name.size() / 3))) {
+      best = name;
+      best_distance = d;
+    }
+  }
+  return best;
+}
+
+void check_choice(std::string_view value, const std::vector<std::string>& choices, std::string_view what) {
+  if (std::find(choices.begin(), choices.end(), value) != choices.end()) return;
+  std::string known;
+  for (const std::string& choice : choices) known += (known.empty() ? "" : ", ") + choice;
+  const std::string near = nearest_name(value, choices);
+  STRIDER_THROW(UsageError, "unknown " + std::string(what) + " '" + std::string(value) + "'" +
+                                (near.empty() ? "" : "; did you mean '" + near + "'?") + " (known: " + known + ")");
+}
+
+namespace {
+/// The fewest significant digits that read back as `value` (`read` parses as its type does), in plain
+/// notation for a number of 1 or more that has fewer than 18 characters (`300`, not `3e+02`).
+template <typename Real, typename Read>
+std::string shortest_text(Real value, Read read) {
+  int digits = 1;
+  for (; digits < 17; ++digits) {
+    std::ostringstream out;
+    out.precision(digits);
+    out << value;
+    if (read(out.str().c_str()) == value) break;
+  }
+  std::ostringstream scientific;
+  scientific.precision(digits);
+  scientific << value;
+  if (!std::isfinite(value) || value == 0 || scientific.str().find('e') == std::string::npos) return scientific.str();
+  const int exponent = static_cast<int>(std::floor(std::log10(std::fabs(static_cast<double>(value)))));
+  std::ostringstream plain;
+  plain << std::fixed << std::setprecision(std::max(0, digits - 1 - exponent)) << value;
+  return exponent >= 0 && plain.str().size() < 18 ? plain.str() : scientific.str();
+}
+}  // namespace
+
+std::string format_number(double value) {
+  return shortest_text(value, [](const char* text) { return std::strtod(text, nullptr); });
+}
+
+std::string format_number(float value) {
+  return shortest_text(value, [](const char* text) { return std::strtof(text, nullptr); });
 }
 
 std::string format_real_list(const std::vector<double>& values) {

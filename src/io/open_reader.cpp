@@ -62,6 +62,42 @@ bool link_exists(hid_t file, const std::string& key) {
   return true;
 }
 
+/// The datasets a file holds, for the message that a named one is missing: "; the file holds /x
+/// [1000, 64], /y [1000]" (the first 12 by name, then how many more), or "; the file holds no
+/// dataset".
+std::string datasets_held(hid_t file) {
+  struct Found {
+    std::vector<std::string> names;
+    std::int64_t count = 0;
+  } found;
+  const auto visit = [](hid_t group, const char* name, const H5L_info_t* info, void* data) -> herr_t {
+    auto& into = *static_cast<Found*>(data);
+    if (info->type != H5L_TYPE_HARD) return 0;
+    const hid_t opened = H5Dopen2(group, name, H5P_DEFAULT);  // a group is not a dataset: skipped
+    if (opened < 0) return 0;
+    ++into.count;
+    if (into.names.size() < 12) {
+      std::vector<std::int64_t> shape;
+      const hid_t space = H5Dget_space(opened);
+      const int rank = space >= 0 ? H5Sget_simple_extent_ndims(space) : -1;
+      std::vector<hsize_t> dims(static_cast<std::size_t>(std::max(rank, 0)));
+      if (rank > 0 && H5Sget_simple_extent_dims(space, dims.data(), nullptr) >= 0)
+        shape.assign(dims.begin(), dims.end());
+      if (space >= 0) H5Sclose(space);
+      into.names.push_back("/" + std::string(name) + " " + format_shape(shape));
+    }
+    H5Dclose(opened);
+    return 0;
+  };
+  if (H5Lvisit(file, H5_INDEX_NAME, H5_ITER_INC, visit, &found) < 0 || found.count == 0)
+    return "; the file holds no dataset";
+  std::string text = "; the file holds ";
+  for (std::size_t i = 0; i < found.names.size(); ++i) text += (i ? ", " : "") + found.names[i];
+  if (found.count > static_cast<std::int64_t>(found.names.size()))
+    text += " and " + std::to_string(found.count - static_cast<std::int64_t>(found.names.size())) + " more";
+  return text;
+}
+
 /// Why a 2-byte float type is not IEEE 754 binary16, checked field by field (HDF5 1.10 has no half
 /// type to compare with: a file's float16 is whatever bit layout its writer described); "" when it
 /// is. Either byte order is fine.
@@ -294,15 +330,16 @@ void inspect_layout(OpenedDataset& dataset, ShardLayout& shard, hid_t data, bool
 /// A file without the labels dataset `options.keys.labels`: an error where a class-aware mode needs
 /// labels or where the user named one other than the default (a misspelt name must not read the data
 /// as unlabelled); otherwise the data has no labels.
-void check_missing_labels(const OpenedDataset& dataset, const ReaderOptions& options) {
+void check_missing_labels(const OpenedDataset& dataset, hid_t file, const ReaderOptions& options) {
   const std::string& key = options.keys.labels;
   if (options.require_labels && key == kNoLabelsKey)
     STRIDER_DATA_FAIL("--label-key none reads no labels, but " + options.labels_needed_by + " needs them");
   if (options.require_labels)
     STRIDER_DATA_FAIL("no labels dataset " + key + ", which " + options.labels_needed_by +
-                      " needs (name it with --label-key)");
+                      " needs (name it with --label-key)" + datasets_held(file));
   if (key != kNoLabelsKey && key != kDefaultLabelsKey)
-    STRIDER_DATA_FAIL("no labels dataset " + key + " (named by --label-key; --label-key none reads no labels)");
+    STRIDER_DATA_FAIL("no labels dataset " + key + " (named by --label-key; --label-key none reads no labels)" +
+                      datasets_held(file));
 }
 
 /// The datasets of one validated file: its data and the labels/offsets datasets it has.
@@ -374,10 +411,11 @@ OpenedFile open_and_validate(hid_t file, OpenedDataset& dataset, ShardLayout& sh
     info.num_samples = offsets.dims[0] - 1;
     opened.offsets = std::move(offsets.dataset);
   } else if (sequences_named) {
-    STRIDER_DATA_FAIL("no dataset " + keys.tokens + " (the sequences named by --tokens-key/--offsets-key)");
+    STRIDER_DATA_FAIL("no dataset " + keys.tokens + " (the sequences named by --tokens-key/--offsets-key)" +
+                      datasets_held(file));
   } else {
     STRIDER_DATA_FAIL("no dataset " + keys.data + " (fixed-size samples) nor " + keys.tokens + " + " + keys.offsets +
-                      " (sequences); name yours with --data-key or --tokens-key/--offsets-key");
+                      " (sequences); name yours with --data-key or --tokens-key/--offsets-key" + datasets_held(file));
   }
   info.element_type = data.type;
   info.sample_bytes =
@@ -412,7 +450,7 @@ OpenedFile open_and_validate(hid_t file, OpenedDataset& dataset, ShardLayout& sh
     }
     opened.labels = std::move(labels.dataset);
   } else {
-    check_missing_labels(dataset, options);
+    check_missing_labels(dataset, file, options);
   }
   shard.path = dataset.path;
   shard.data_key = dataset.data_key;
@@ -675,7 +713,7 @@ void validate_virtual(OpenedDataset& whole, hid_t file, const OpenedDataset& dat
   // The labels, held: read through HDF5 from the virtual file (their own sources checked first).
   const DatasetKeys& keys = options.keys;
   if (keys.labels == kNoLabelsKey || !link_exists(file, keys.labels)) {
-    check_missing_labels(dataset, options);
+    check_missing_labels(dataset, file, options);
     return;
   }
   virtual_sources(dataset, file, keys.labels);  // a missing source is an error, not fill values
@@ -739,6 +777,10 @@ void validate_dataset(OpenedDataset& whole, const std::vector<std::string>& path
 }  // namespace
 }  // namespace io_detail
 
+std::vector<std::string> reader_engines() {
+  return {"auto", "hdf5", "direct", "mmap"};
+}
+
 std::unique_ptr<BatchReader> open_reader(const Communicator& comm, const std::string& path,
                                          const ReaderOptions& options) {
   using namespace io_detail;
@@ -750,8 +792,7 @@ std::unique_ptr<BatchReader> open_reader(const Communicator& comm, const std::st
     if (path != root_path)
       STRIDER_THROW(UsageError, "this rank was given the data '" + path + "' but rank 0 '" + root_path +
                                     "' (open_reader is collective: give every rank the same)");
-    if (options.engine != "auto" && options.engine != "hdf5" && options.engine != "direct" && options.engine != "mmap")
-      STRIDER_THROW(UsageError, "unknown engine '" + options.engine + "' (auto, hdf5, direct or mmap)");
+    check_choice(options.engine, reader_engines(), "engine");
     if (options.copy_threads < 1 || options.copy_threads > kMaxCopyThreads)
       STRIDER_THROW(UsageError, "copy_threads must be in 1.." + std::to_string(kMaxCopyThreads) + ", got " +
                                     std::to_string(options.copy_threads));

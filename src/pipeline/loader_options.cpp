@@ -21,6 +21,18 @@ LoaderOption text_option(std::string name, std::string group, std::string help, 
   return option;
 }
 
+/// A text option whose value is one of `choices` (check_choice: a typo gets the nearest name).
+template <typename Member>
+LoaderOption choice_option(std::string name, std::string group, std::string help, std::string what,
+                           std::vector<std::string> choices, Member member) {
+  LoaderOption option = text_option(std::move(name), std::move(group), std::move(help), member);
+  option.set = [member, what, choices](LoaderOptions& options, std::string_view text) {
+    check_choice(text, choices, what);
+    member(options) = std::string(text);
+  };
+  return option;
+}
+
 /// An int64 option bound to a member; values below `minimum` are refused with "--name must be >= minimum".
 template <typename Member>
 LoaderOption int64_option(std::string name, std::string group, std::string help, Member member,
@@ -88,17 +100,18 @@ std::vector<LoaderOption> build_table() {
       text_option(
           "offsets-key", "data", "sequences: int64 [N+1], row i is tokens[offsets[i]:offsets[i+1]]",
           [](auto& o) -> auto& { return o.reader.keys.offsets; }),
-      text_option(
+      choice_option(
           "engine", "data",
-          "reader engine: auto | hdf5 | direct | mmap (auto: mmap for contiguous native data, else hdf5)",
-          [](auto& o) -> auto& { return o.reader.engine; }),
+          "reader engine: auto | hdf5 | direct | mmap (auto: mmap for contiguous native data, else hdf5)", "engine",
+          reader_engines(), [](auto& o) -> auto& { return o.reader.engine; }),
       flag_option(
           "odirect", "data",
           "direct engine: read with O_DIRECT, bypassing the page cache (4 KiB-aligned reads; auto then picks direct)",
           [](auto& o) -> auto& { return o.reader.odirect; }),
       // ---- sampling: the mode, the seed, the batch and every mode's options ----
-      text_option(
-          "sampler", "sampling", "sampling mode: " + modes, [](auto& o) -> auto& { return o.sampler.mode; }),
+      choice_option(
+          "sampler", "sampling", "sampling mode: " + modes, "sampler", sampler_modes(),
+          [](auto& o) -> auto& { return o.sampler.mode; }),
       LoaderOption{"batch-size", "sampling", OptionType::text, "",
                    "samples per rank per step, or 'all': one batch of the whole epoch",
                    [](LoaderOptions& o, std::string_view text) { o.sampler.batch_size = parse_batch_size(text); },
@@ -175,9 +188,7 @@ std::vector<LoaderOption> build_table() {
                    "read ahead on an I/O thread (yes), on the caller's thread when it asks (no), or measure both "
                    "in the first epoch and keep the faster (auto)",
                    [](LoaderOptions& o, std::string_view text) {
-                     if (text != "auto" && text != "yes" && text != "no")
-                       STRIDER_THROW(UsageError,
-                                     "--io-thread must be auto, yes or no, got '" + std::string(text) + "'");
+                     check_choice(text, {"auto", "yes", "no"}, "--io-thread value");
                      o.io_thread = text != "no";
                      o.measure_thread_layout = text == "auto";
                    },
@@ -185,7 +196,7 @@ std::vector<LoaderOption> build_table() {
                      return std::string(!o.io_thread ? "no" : o.measure_thread_layout ? "auto" : "yes");
                    }},
       flag_option(
-          "plan-per-rank", "pipeline",
+          "plan-per-rank", "diagnostics",
           "distributed sampler: every rank shuffles each epoch's whole order itself, rather than once per node "
           "into memory the node's ranks share (the same batches; for measuring)",
           [](auto& o) -> auto& { return o.plan_per_node; }, true),
@@ -209,7 +220,7 @@ std::vector<LoaderOption> build_table() {
                      o.reader.max_open_files = files;
                    },
                    [](const LoaderOptions& o) { return std::to_string(o.reader.max_open_files); }},
-      LoaderOption{"store", "pipeline", OptionType::text, "",
+      LoaderOption{"store", "store", OptionType::text, "",
                    "none | memory: load the dataset once into memory shared by each node's ranks and serve every "
                    "batch from there (epochs after the first read nothing from the file)",
                    [](LoaderOptions& o, std::string_view text) {
@@ -219,7 +230,7 @@ std::vector<LoaderOption> build_table() {
                      o.store = store;
                    },
                    [](const LoaderOptions& o) { return o.store.mode; }},
-      LoaderOption{"store-layout", "pipeline", OptionType::text, "",
+      LoaderOption{"store-layout", "store", OptionType::text, "",
                    "partition (each node holds its ranks' share of the rows) | replicate (every node holds every "
                    "row) | auto (replicate when the dataset fits one node's budget)",
                    [](LoaderOptions& o, std::string_view text) {
@@ -229,7 +240,7 @@ std::vector<LoaderOption> build_table() {
                      o.store = store;
                    },
                    [](const LoaderOptions& o) { return o.store.layout; }},
-      LoaderOption{"store-budget", "pipeline", OptionType::text, "",
+      LoaderOption{"store-budget", "store", OptionType::text, "",
                    "the store's memory per node, bytes or 512M, 8G, ... (0: half of the least of MemAvailable, the "
                    "cgroup's memory.max and the free space of /dev/shm)",
                    [](LoaderOptions& o, std::string_view text) {
@@ -268,9 +279,14 @@ const std::vector<LoaderOption>& loader_option_table() {
 }
 
 const LoaderOption& loader_option(std::string_view name) {
-  for (const LoaderOption& option : loader_option_table())
+  std::vector<std::string> names;
+  for (const LoaderOption& option : loader_option_table()) {
     if (option.name == name) return option;
-  STRIDER_THROW(UsageError, "unknown option '--" + std::string(name) + "'");
+    names.push_back(option.name);
+  }
+  const std::string near = nearest_name(name, names);
+  STRIDER_THROW(UsageError, "unknown option '--" + std::string(name) + "'" +
+                                (near.empty() ? "" : "; did you mean '--" + near + "'?"));
 }
 
 void set_loader_option(LoaderOptions& options, std::string_view name, std::string_view text) {

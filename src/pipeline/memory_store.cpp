@@ -680,10 +680,8 @@ NodeStore::~NodeStore() {
 // ---- the public part ----------------------------------------------------------------------------
 
 void check_store_options(const StoreOptions& options) {
-  if (options.mode != "none" && options.mode != "memory")
-    STRIDER_THROW(UsageError, "--store must be none or memory, got '" + options.mode + "'");
-  if (options.layout != "partition" && options.layout != "replicate" && options.layout != "auto")
-    STRIDER_THROW(UsageError, "--store-layout must be partition, replicate or auto, got '" + options.layout + "'");
+  check_choice(options.mode, {"none", "memory"}, "--store value");
+  check_choice(options.layout, {"partition", "replicate", "auto"}, "--store-layout value");
   if (options.budget_bytes < 0)
     STRIDER_THROW(UsageError,
                   "--store-budget must be >= 0 (0: the default), got " + std::to_string(options.budget_bytes));

@@ -1,6 +1,7 @@
 #include "strider/pipeline/workload_preset.hpp"
 
 #include "strider/core/error.hpp"
+#include "strider/core/option_text.hpp"
 #include "strider/io/batch_reader.hpp"
 
 namespace strider {
@@ -29,7 +30,10 @@ const std::vector<WorkloadPreset>& workload_presets() {
 const WorkloadPreset& workload_preset(std::string_view name) {
   for (const WorkloadPreset& preset : workload_presets())
     if (preset.name == name) return preset;
-  STRIDER_THROW(UsageError, "unknown workload '" + std::string(name) + "' (" + workload_preset_names(", ") + ")");
+  std::vector<std::string> names;
+  for (const WorkloadPreset& preset : workload_presets()) names.push_back(preset.name);
+  check_choice(name, names, "workload");  // throws: "unknown workload 'x'; did you mean ...? (known: ...)"
+  STRIDER_THROW(UsageError, "unknown workload '" + std::string(name) + "'");  // not reached
 }
 
 std::string workload_preset_names(std::string_view separator) {

@@ -4,6 +4,7 @@
 
 #include "sampling/class_aware_factory.hpp"
 #include "strider/core/error.hpp"
+#include "strider/core/option_text.hpp"
 #include "strider/sampling/block_sampler.hpp"
 #include "strider/sampling/bucketed_sampler.hpp"
 #include "strider/sampling/distributed_sampler.hpp"
@@ -65,9 +66,8 @@ std::unique_ptr<Sampler> make_sampler(const SamplerOptions& options, int world_s
     return std::make_unique<BlockSampler>(config, world_size, rank);
   }
   if (auto sampler = detail::make_class_aware_sampler(options, world_size, rank)) return sampler;
-  std::string known;
-  for (const std::string& mode : sampler_modes()) known += (known.empty() ? "" : ", ") + mode;
-  STRIDER_THROW(UsageError, "unknown sampler '" + options.mode + "' (known: " + known + ")");
+  check_choice(options.mode, sampler_modes(), "sampler");
+  STRIDER_THROW(UsageError, "no sampler for mode '" + options.mode + "'");
 }
 
 }  // namespace strider

@@ -119,9 +119,9 @@ void compare_on(Case& c) {
     CHECK(on_gpu.samples_per_class == on_cpu.samples_per_class);
     CHECK(on_gpu.correct_per_class.size() == static_cast<std::size_t>(c.config.num_classes));
     std::int64_t gpu_right = 0, differing = 0;
-    for (std::size_t k = 0; k < on_gpu.correct_per_class.size() && k < on_cpu.correct_per_class.size(); ++k) {
-      gpu_right += on_gpu.correct_per_class[k];
-      differing += std::llabs(on_gpu.correct_per_class[k] - on_cpu.correct_per_class[k]);
+    for (std::size_t cls = 0; cls < on_gpu.correct_per_class.size() && cls < on_cpu.correct_per_class.size(); ++cls) {
+      gpu_right += on_gpu.correct_per_class[cls];
+      differing += std::llabs(on_gpu.correct_per_class[cls] - on_cpu.correct_per_class[cls]);
     }
     CHECK(gpu_right == on_gpu.correct);
     CHECK(differing <= 1);

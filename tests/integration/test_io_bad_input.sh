@@ -19,7 +19,13 @@ echo "not an HDF5 file" >"$work/text.h5"
 mkdir -p "$work/r0" "$work/r1" && cp "$work/f.h5" "$work/r0/data.h5"
 expect_error "missing file" "cannot open $work/nope.h5: No such file" 20 "${mpi2[@]}" "$inspect" info "$work/nope.h5"
 expect_error "not HDF5" "not an HDF5 file" 20 "${mpi2[@]}" "$inspect" info "$work/text.h5"
-expect_error "missing dataset" "no dataset /nope" 20 "${mpi2[@]}" "$inspect" dump "$work/f.h5" --indices 1 --data-key /nope
+# A missing name lists what the file holds, with shapes; the source location stays out of it.
+expect_error "missing dataset" "no dataset /nope .*; the file holds /labels \[1000\], /samples \[1000, 3\]\$" 20 \
+  "${mpi2[@]}" "$inspect" dump "$work/f.h5" --indices 1 --data-key /nope
+STRIDER_LOG_LEVEL=debug timeout 20 "${mpi2[@]}" "$inspect" dump "$work/f.h5" --indices 1 --data-key /nope \
+  >/dev/null 2>"$work/debug.err" || true
+expect_equal "missing dataset at STRIDER_LOG_LEVEL=debug: with its source location" \
+  "$(grep -cE '^strider: error: .*/samples \[1000, 3\] \(src/io/open_reader.cpp:[0-9]+\)$' "$work/debug.err")" 1
 expect_error "missing on one rank only" "\[rank 1\] cannot open data.h5: No such file" 20 \
   "${mpi2[@]}" bash -c 'cd "$0/r$OMPI_COMM_WORLD_RANK" && exec "$1" info data.h5' "$work" "$inspect"
 expect_error "labels length" "labels /labels_short has 3 entries but there are 4 samples" 20 "${mpi2[@]}" "$inspect" info "$bad" --label-key /labels_short

@@ -12,7 +12,7 @@ inspect=$STRIDER_BIN/strider-inspect bench=$STRIDER_BIN/strider-bench train=$STR
 # wraps it at a width that depends on the app's longest option, sometimes inside a word).
 help_of() {
   awk -v option="--$1" '
-    $1 == option { on = 1; sub(/^ *--[^ ]+( arg( \(=[^)]*\))?)? */, ""); text = $0; next }
+    /^  -/ && $1 == option { on = 1; sub(/^ *--[^ ]+( arg( \(=[^)]*\))?)? */, ""); text = $0; next }
     on && /^          +[^ -]/ { text = text $0; next }
     { on = 0 }
     END { gsub(/ /, "", text); print text }' "$2"
@@ -49,7 +49,7 @@ for app in bench train; do
   expect_error "strider-$app: --prefetch 65" "--prefetch must be in 0..64 \(0: auto\), got 65" 30 \
     mpirun_n 1 "$STRIDER_BIN/strider-$app" --data "$work/f.h5" --prefetch 65
 done
-expect_error "strider-bench: --io-thread maybe" "--io-thread must be auto, yes or no, got 'maybe'" 30 \
+expect_error "strider-bench: --io-thread maybe" "unknown --io-thread value 'maybe' \\(known: auto, yes, no\\)$" 30 \
   mpirun_n 1 "$bench" --data "$work/f.h5" --io-thread maybe
 expect_error "read-speed: --copy-threads 0" "--copy-threads must be >= 1, got 0" 30 \
   mpirun_n 2 "$inspect" read-speed "$work/f.h5" --copy-threads 0
@@ -68,9 +68,9 @@ expect_error "strider-gen: ranks given different options" \
 [[ -e $work/g.h5 ]] && fail "strider-gen refused but wrote $work/g.h5" || pass "strider-gen refused before writing"
 
 # --batch-size: 32 unless given; the whole epoch as one batch only when asked for by name.
-mpirun_n 1 "$train" --data "$work/f.h5" --seed 1 --stats-json "$work/default.json" >/dev/null 2>&1
+mpirun_n 1 "$train" --data "$work/f.h5" --seed 1 --json "$work/default.json" >/dev/null 2>&1
 expect_equal "train without --batch-size: batches of 32 (600 rows: 19 steps)" "$(json_number "$work/default.json" steps)" 19
-mpirun_n 1 "$train" --data "$work/f.h5" --seed 1 --batch-size all --stats-json "$work/all.json" >/dev/null 2>&1
+mpirun_n 1 "$train" --data "$work/f.h5" --seed 1 --batch-size all --json "$work/all.json" >/dev/null 2>&1
 expect_equal "train --batch-size all: one step" "$(json_number "$work/all.json" steps)" 1
 expect_error "train: --batch-size 0" "--batch-size must be >= 1, or 'all' for one batch of the whole epoch; got 0" 30 \
   mpirun_n 1 "$train" --data "$work/f.h5" --batch-size 0

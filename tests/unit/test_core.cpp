@@ -31,6 +31,14 @@ TEST_CASE("errors carry the call, the location and a hint", "[core][error]") {
   }
   const AgreedError agreed("[rank 2] file missing (src/io/file.cpp:10)", 2, 1);
   REQUIRE(std::string(agreed.what()) == "[rank 2] file missing (src/io/file.cpp:10)");
+  // What an app prints: the rank and the reason; the location only at STRIDER_LOG_LEVEL=debug.
+  const DataError data(ErrorContext{"", "src/io/h5_reader.cpp", 88, 3, 0, "the offsets do not increase"});
+  const LogLevel level = log_level();
+  set_log_level(LogLevel::info);
+  CHECK(error_message(data) == "[rank 3] the offsets do not increase");
+  set_log_level(LogLevel::debug);
+  CHECK(error_message(data) == "[rank 3] the offsets do not increase (src/io/h5_reader.cpp:88)");
+  set_log_level(level);
   REQUIRE(agreed.failing_rank() == 2);
   REQUIRE(exit_code_for(agreed) == 1);
   REQUIRE(exit_code_for(std::runtime_error("x")) == 1);

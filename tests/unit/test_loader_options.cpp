@@ -81,7 +81,8 @@ TEST_CASE("option table: every option sets the field it names, from text, and re
     CHECK(expected.landed(options));
     CHECK(option.get(options) == expected.text);
     CHECK_FALSE(option.help.empty());
-    CHECK((option.group == "data" || option.group == "sampling" || option.group == "pipeline"));
+    CHECK((option.group == "data" || option.group == "sampling" || option.group == "pipeline" ||
+           option.group == "store" || option.group == "diagnostics"));
   }
   CHECK(seen.size() == expectations().size());
 }
@@ -179,9 +180,9 @@ TEST_CASE("option table: a bad value is refused naming the option", "[loader_opt
   CHECK(usage_error_of([&] { set_loader_option(options, "max-open-files", "0"); }) ==
         "--max-open-files must be >= 1, got 0");
   CHECK(usage_error_of([&] { set_loader_option(options, "store", "disk"); }) ==
-        "--store must be none or memory, got 'disk'");
+        "unknown --store value 'disk' (known: none, memory)");
   CHECK(usage_error_of([&] { set_loader_option(options, "store-layout", "spread"); }) ==
-        "--store-layout must be partition, replicate or auto, got 'spread'");
+        "unknown --store-layout value 'spread' (known: partition, replicate, auto)");
   CHECK(usage_error_of([&] { set_loader_option(options, "lookahead", "-1"); }) == "--lookahead must be >= 0, got -1");
   for (const char* bad : {"", "M", "12X", "5MBB", "-1G", "1.5G", "99999999999T"})
     CHECK(usage_error_of([&] { set_loader_option(options, "store-budget", bad); }) ==
@@ -191,6 +192,18 @@ TEST_CASE("option table: a bad value is refused naming the option", "[loader_opt
   CHECK(usage_error_of([&] { set_loader_option(options, "class-weights", "1,,2"); }) ==
         "--class-weights: '' is not a number (expected a comma-separated list)");
   CHECK(usage_error_of([&] { set_loader_option(options, "frobnicate", "1"); }) == "unknown option '--frobnicate'");
+  // A typo of a name gets the nearest one: a swap, a letter lost or added, a prefix.
+  CHECK(usage_error_of([&] { set_loader_option(options, "batch-sise", "1"); }) ==
+        "unknown option '--batch-sise'; did you mean '--batch-size'?");
+  CHECK(usage_error_of([&] { set_loader_option(options, "sampler", "balancd"); }) ==
+        "unknown sampler 'balancd'; did you mean 'balanced'? (known: distributed, streaming, bucketed, block, "
+        "balanced, weighted, stratified)");
+  CHECK(usage_error_of([&] { set_loader_option(options, "sampler", "wieghted"); }).find("did you mean 'weighted'?") !=
+        std::string::npos);
+  CHECK(usage_error_of([&] { set_loader_option(options, "engine", "mmpa"); }) ==
+        "unknown engine 'mmpa'; did you mean 'mmap'? (known: auto, hdf5, direct, mmap)");
+  CHECK(usage_error_of([&] { set_loader_option(options, "io-thread", "ye"); }) ==
+        "unknown --io-thread value 'ye'; did you mean 'yes'? (known: auto, yes, no)");
   // A refused value leaves the option as it was.
   CHECK(options.sampler.batch_size == 32);
   CHECK(options.prefetch == 0);
@@ -220,6 +233,27 @@ TEST_CASE("option text: integers, flags and lists parse whole", "[loader_options
         "--l: '2.5' is not a number (expected a comma-separated list)");
   const std::vector<double> values = {0.1, 1.0 / 3.0, 2e-300};
   CHECK(parse_real_list(format_real_list(values), "l") == values);  // exact round trip
+}
+
+TEST_CASE("option text: the nearest name of a typo, and numbers as written", "[loader_options]") {
+  const std::vector<std::string> names = {"distributed", "balanced", "weighted", "block"};
+  CHECK(nearest_name("balancd", names) == "balanced");     // a letter lost
+  CHECK(nearest_name("weigthed", names) == "weighted");    // two neighbours swapped
+  CHECK(nearest_name("distrib", names) == "distributed");  // a prefix
+  CHECK(nearest_name("blocks", names) == "block");         // a letter added
+  CHECK(nearest_name("random", names).empty());            // nothing near
+  CHECK(nearest_name("", names).empty());
+  CHECK_NOTHROW(check_choice("block", names, "sampler"));
+  CHECK(usage_error_of([&] { check_choice("bock", names, "sampler"); }) ==
+        "unknown sampler 'bock'; did you mean 'block'? (known: distributed, balanced, weighted, block)");
+  CHECK(format_number(0.1f) == "0.1");
+  CHECK(format_number(0.9f) == "0.9");
+  CHECK(format_number(0.1) == "0.1");
+  CHECK(format_number(300.0) == "300");
+  CHECK(format_number(1e-5) == "1e-05");
+  CHECK(format_number(1e6) == "1000000");
+  CHECK(format_number(2.5e20) == "2.5e+20");
+  CHECK(format_number(1.0 / 3.0) == "0.3333333333333333");
 }
 
 TEST_CASE("option text: byte sizes take binary suffixes; bytes print in decimal units", "[loader_options]") {

@@ -40,7 +40,13 @@ TEST_CASE("workload presets: DLIO's H100 shapes, samples rounded up to whole 4 K
     workload_preset("bert");
     FAIL("an unknown workload was accepted");
   } catch (const UsageError& error) {
-    CHECK(error.reason() == "unknown workload 'bert' (unet3d, resnet50, cosmoflow)");
+    CHECK(error.reason() == "unknown workload 'bert' (known: unet3d, resnet50, cosmoflow)");
+  }
+  try {
+    workload_preset("resnet");
+    FAIL("a mistyped workload was accepted");
+  } catch (const UsageError& error) {
+    CHECK(error.reason() == "unknown workload 'resnet'; did you mean 'resnet50'? (known: unet3d, resnet50, cosmoflow)");
   }
 }
 

@@ -113,7 +113,9 @@ int exit_code_for(const std::exception& error) noexcept;
 /// The kind of a strider error (an AgreedError: its failing rank's kind); other for anything else.
 ErrorKind error_kind(const std::exception& error) noexcept;
 
-/// The message to print after "strider: error: " for any exception: what() for strider errors.
+/// The message to print after "strider: error: " for any exception: a usage error's reason; for
+/// other strider errors the rank and the reason, and what() (with the source location) at
+/// STRIDER_LOG_LEVEL=debug; what() for anything else.
 std::string error_message(const std::exception& error);
 
 /// The world rank of this process, or -1 if MPI is not initialised (or already finalised).

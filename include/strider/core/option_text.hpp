@@ -46,6 +46,17 @@ std::string format_shape(const std::vector<std::int64_t>& dims);
 /// run.
 void check_output_path(const std::string& path, std::string_view option);
 
+/// The name among `names` nearest to `text` (edit distance, a swap of neighbours counting one), when
+/// it is near enough to be a typo of it (at most a third of its letters, at least one, or `text` a
+/// prefix of it); "" otherwise.
+std::string nearest_name(std::string_view text, const std::vector<std::string>& names);
+/// Throws UsageError unless `value` is one of `choices`: "unknown sampler 'balancd'; did you mean
+/// 'balanced'? (known: distributed, balanced, ...)". `what` names the kind of value ("sampler").
+void check_choice(std::string_view value, const std::vector<std::string>& choices, std::string_view what);
+/// A number for --help and messages as a person writes it: 0.1 for the float 0.1f (not 0.100000001),
+/// 1e-05, 300.
+std::string format_number(double value);
+std::string format_number(float value);
 /// Values back to text, comma-separated, each with the digits it needs to parse back exactly.
 std::string format_real_list(const std::vector<double>& values);
 

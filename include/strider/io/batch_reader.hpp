@@ -101,6 +101,9 @@ struct ReadStats {
 /// any node's cores, so that a typo cannot start a hundred thousand threads.
 inline constexpr int kMaxCopyThreads = 1024;
 
+/// The names ReaderOptions::engine takes: auto, hdf5, direct, mmap.
+std::vector<std::string> reader_engines();
+
 /// Options for open_reader.
 struct ReaderOptions {
   DatasetKeys keys;

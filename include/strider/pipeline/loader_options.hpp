@@ -124,7 +124,7 @@ enum class OptionType {
 /// One option shared by several apps: `--name`, its type, default, help and group.
 struct LoaderOption {
   std::string name;   ///< "batch-size"
-  std::string group;  ///< "data", "sampling" or "pipeline"
+  std::string group;  ///< "data", "sampling", "pipeline", "store" or "diagnostics" (options for measuring)
   OptionType type = OptionType::text;
   std::string default_text;  ///< the default as text; empty: none (the option stays unset)
   std::string help;          ///< one line for --help and docstrings
@@ -134,7 +134,7 @@ struct LoaderOption {
   std::function<std::string(const LoaderOptions&)> get;
 };
 
-/// Every shared option, grouped (data, sampling, pipeline), in the order --help lists them. Each
+/// Every shared option, grouped (data, sampling, pipeline, store, diagnostics), in the order --help lists them. Each
 /// default is LoaderOptions{}'s value. Thread-safe (built once).
 const std::vector<LoaderOption>& loader_option_table();
 
