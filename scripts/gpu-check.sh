@@ -302,7 +302,7 @@ if gpu_part "train 328 MB"; then
     outcome "train 328 MB" "$logs/train-gen.log" ""
   else
     timed 120 "$logs/train.log" "$run" mpirun --bind-to none -np 1 strider-train --data "$data" --backend cuda \
-      --model mlp --hidden 64 --epochs 3 --batch-size 2048 --seed 1 --stats-json "$logs/train.json"
+      --model mlp --hidden 64 --epochs 3 --batch-size 2048 --seed 1 --json "$logs/train.json"
     show "$logs/train.log" 'epoch [0-9]+/|evaluation|warn|error'
     # The last epoch: samples/s, input GB/s (1 KiB per sample) and the stall fraction.
     last=$(grep -o '"samples_per_s":[0-9.eE+]*,"stall_fraction":[0-9.eE+-]*' "$logs/train.json" 2>/dev/null | tail -n 1)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Draws what strider-train's --stats-json holds: loss and accuracy per epoch, and per-class recall.
+"""Draws what strider-train's --json holds: loss and accuracy per epoch, and per-class recall.
 
     scripts/plot-stats.py RUN.json [OTHER.json] [--labels A,B] [--out stats.png] [--title TEXT]
 
@@ -26,7 +26,7 @@ def load(path):
     except (OSError, ValueError) as error:
         sys.exit(f"plot-stats: cannot read {path}: {error}")
     if not isinstance(stats, dict) or not isinstance(stats.get("epochs"), list):
-        sys.exit(f"plot-stats: {path} is not a strider-train --stats-json (no \"epochs\" list)")
+        sys.exit(f"plot-stats: {path} is not a strider-train --json (no \"epochs\" list)")
     return stats
 
 
@@ -85,7 +85,7 @@ def draw_recall(axis, stats):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("runs", nargs="+", metavar="STATS.json", help="one or two strider-train --stats-json files")
+    parser.add_argument("runs", nargs="+", metavar="STATS.json", help="one or two strider-train --json files")
     parser.add_argument("--labels", help="comma-separated names for the runs (default: the files' names)")
     parser.add_argument("--out", default="stats.png", help="the PNG to write (default: stats.png)")
     parser.add_argument("--title", help="a title above the figure")

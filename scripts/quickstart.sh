@@ -29,7 +29,7 @@ for sampler in balanced distributed; do
   echo
   echo "quickstart: training at 2 ranks with --sampler $sampler"
   "${launch[@]}" "$bin/strider-train" --data "$run/train.h5" --sampler "$sampler" --batch-size 32 --epochs 3 \
-    --lr 0.05 --seed 3 --checkpoint "$run/$sampler.ckpt" --stats-json "$run/$sampler.json"
+    --lr 0.05 --seed 3 --checkpoint "$run/$sampler.ckpt" --json "$run/$sampler.json"
 done
 
 echo

@@ -19,7 +19,7 @@ core=(
   libhdf5-openmpi-dev                    # parallel HDF5 1.10
   libdeflate-dev                         # inflates HDF5's deflate chunks (zlib without it)
   libboost-program-options-dev           # the apps' options
-  python3 python3-matplotlib             # scripts/plot-stats.py draws a run's --stats-json
+  python3 python3-matplotlib             # scripts/plot-stats.py draws a run's --json
 )
 packages=("${core[@]}")
 [[ $set_name == core ]] || packages+=(

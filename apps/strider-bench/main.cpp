@@ -22,6 +22,7 @@
 #include "strider/core/json_writer.hpp"
 #include "strider/core/log.hpp"
 #include "strider/core/option_text.hpp"
+#include "strider/core/progress.hpp"
 #include "strider/io/data_paths.hpp"
 #include "strider/pipeline/accelerator_utilization.hpp"
 #include "strider/pipeline/loader.hpp"
@@ -57,6 +58,8 @@ struct BenchOptions {
   std::string workload;  // a WorkloadPreset's name, or empty
   double accelerator_slowdown = 1.0;
   double ring_memory_gb = 0.0;  // the node's rings together; 0: no limit (with --workload: half the memory available)
+  cli::ProgressSetting progress;
+  double progress_seconds = 0.0;  // rank 0's progress interval; 0: none
 };
 
 /// One epoch's figures, summed over ranks (seconds: the slowest rank's).
@@ -299,31 +302,42 @@ StoreFigures store_figures(const Communicator& world, const Loader& loader) {
 
 int bench_main(const Communicator& world, int argc, char** argv) {
   BenchOptions options;
-  po::options_description description("strider-bench options");
   cli::SharedOptions shared;
-  shared.add(description, cli::loader_option_names("data"), {}, {"data"});
-  shared.add(description, cli::loader_option_names("sampling"), {{"seed", "0"}});
-  shared.add(description, cli::loader_option_names("pipeline"));
-  description.add_options()("epochs", po::value<std::int64_t>(&options.epochs)->default_value(1), "epochs to run")(
+  po::options_description input("Input");
+  shared.add(input, cli::loader_option_names("data"), {}, {"data"});
+  input.add_options()("cold", po::bool_switch(&options.cold),
+                      "drop the file from the page cache first (posix_fadvise DONTNEED)");
+  po::options_description sampling("Sampling");
+  shared.add(sampling, cli::loader_option_names("sampling"), {{"seed", "0"}});
+  po::options_description pipeline("Pipeline");
+  shared.add(pipeline, cli::loader_option_names("pipeline"));
+  pipeline.add_options()("ring-memory-gb", cli::number(&options.ring_memory_gb, 0.0),
+                         "the batches read ahead by this node's ranks together may take this many GB (0: no limit; "
+                         "with --workload half the memory available)");
+  po::options_description store_group("Store");
+  shared.add(store_group, cli::loader_option_names("store"));
+  po::options_description run("Run");
+  run.add_options()("epochs", po::value<std::int64_t>(&options.epochs)->default_value(1), "epochs to run")(
       "warmup-epochs", po::value<std::int64_t>(&options.warmup_epochs)->default_value(0),
       "epochs run before the measured ones and left out of every figure but the time to first batch (a "
       "process's first touch of the file's mapping, the ring and the plans' memory; steady-state figures)")(
       "steps", po::value<std::int64_t>(&options.max_steps)->default_value(0),
-      "at most this many steps per epoch (0: all)")("compute-us",
-                                                    po::value<double>(&options.compute_us)->default_value(0),
+      "at most this many steps per epoch (0: all)")("compute-us", cli::number(&options.compute_us, 0.0),
                                                     "emulated step time per batch, microseconds")(
       "compute-mode", po::value<std::string>(&options.compute_mode)->default_value("busy"),
-      "busy (spin on the clock) | sleep | work (fixed CPU work)")("json", po::value<std::string>(&options.json),
-                                                                  "write the figures as JSON")(
-      "cold", po::bool_switch(&options.cold), "drop the file from the page cache first (posix_fadvise DONTNEED)")(
+      "busy (spin on the clock) | sleep | work (fixed CPU work)")(
       "workload", po::value<std::string>(&options.workload),
       ("an MLPerf Storage workload: " + workload_preset_names() +
        " (sets --batch-size and a sleeping step of the H100 compute time; reports AU against its threshold)")
-          .c_str())("accelerator-slowdown", po::value<double>(&options.accelerator_slowdown)->default_value(1),
-                    "--workload: the step is this many times an H100's (counts in H100s: ranks / this)")(
-      "ring-memory-gb", po::value<double>(&options.ring_memory_gb)->default_value(0),
-      "the batches read ahead by this node's ranks together may take this many GB (0: no limit; with "
-      "--workload half the memory available)");
+          .c_str())("accelerator-slowdown", cli::number(&options.accelerator_slowdown, 1.0),
+                    "--workload: the step is this many times an H100's (counts in H100s: ranks / this)");
+  po::options_description output("Output");
+  cli::json_option(output, &options.json, "write the figures as JSON; the table then goes to stderr");
+  cli::progress_options(output, options.progress);
+  po::options_description diagnostics("Diagnostics");
+  shared.add(diagnostics, cli::loader_option_names("diagnostics"));
+  po::options_description description;
+  description.add(input).add(sampling).add(pipeline).add(store_group).add(run).add(output).add(diagnostics);
   const std::vector<std::string> args = cli::arguments_every_rank_shares(world, argc, argv, 1);
   const cli::Parsed parsed = world.collective_try([&] {
     cli::Parsed result = cli::parse(args, description, usage);
@@ -337,10 +351,11 @@ int bench_main(const Communicator& world, int argc, char** argv) {
                     "give one or the other");
     if (options.max_steps < 0) STRIDER_THROW(UsageError, "--steps must be >= 0");
     if (options.compute_us < 0) STRIDER_THROW(UsageError, "--compute-us must be >= 0");
-    if (options.compute_mode != "busy" && options.compute_mode != "sleep" && options.compute_mode != "work")
-      STRIDER_THROW(UsageError, "--compute-mode must be busy, sleep or work, got '" + options.compute_mode + "'");
+    check_choice(options.compute_mode, {"busy", "sleep", "work"}, "--compute-mode");
     apply_workload(result.values, options);
-    if (world.is_root() && !options.json.empty()) check_output_path(options.json, "--json");
+    options.progress_seconds = world.is_root() ? cli::progress_interval(result.values, options.progress) : 0.0;
+    if (world.is_root() && !options.json.empty() && !cli::json_to_stdout(options.json))
+      check_output_path(options.json, "--json");
     return result;
   });
   if (parsed.help) return 0;
@@ -417,11 +432,14 @@ int bench_main(const Communicator& world, int argc, char** argv) {
   std::vector<double> epoch_seconds;
   std::vector<std::int64_t> epoch_counts;
   PrefetchStats before = loader.stats();
+  // Rank 0's progress line: its samples x ranks, its stall.
+  ProgressReporter progress(options.progress_seconds);
+  const std::int64_t steps_per_epoch = loader.steps(options.warmup_epochs);
   for (std::int64_t epoch = options.warmup_epochs; epoch < options.warmup_epochs + options.epochs; ++epoch) {
     const Clock::time_point epoch_start = Clock::now();
     LoaderEpoch batches = loader.epoch(epoch);  // collective, its errors agreed
     world.collective_try([&] {
-      while (true) {
+      for (std::int64_t step_in_epoch = 1;; ++step_in_epoch) {
         StepTiming timing{epoch, since_start(), 0, 0, 0, 0};
         std::optional<Batch> batch = batches.next();  // released at the end of the iteration
         if (!batch) break;
@@ -432,6 +450,13 @@ int bench_main(const Communicator& world, int argc, char** argv) {
         timing.compute_end_s = since_start();
         step_seconds += timing.compute_end_s - timing.compute_start_s;
         steps.push_back(timing);
+        if (progress.step_due()) {
+          const std::int64_t measured = epoch - options.warmup_epochs;
+          const PrefetchStats now = loader.stats();
+          progress.print(ProgressPoint{measured, options.epochs, step_in_epoch, steps_per_epoch,
+                                       (options.epochs - measured) * steps_per_epoch - step_in_epoch,
+                                       now.samples * world.size(), now.stall_seconds});
+        }
       }
     });
     epoch_seconds.push_back(std::chrono::duration<double>(Clock::now() - epoch_start).count());
@@ -587,11 +612,11 @@ void report(const Communicator& world, const BenchOptions& options, const std::v
           << rank.layout.caller_thread_us_per_step << " us on the consumer's"
           << (rank.layout.spare_core ? ")\n" : "; no core to spare for an I/O thread)\n");
   }
-  std::cout << table.str() << std::flush;
+  (cli::json_to_stdout(options.json) ? std::cerr : std::cout) << table.str() << std::flush;
 
   if (!options.json.empty()) {
-    std::ofstream file(options.json);
-    if (!file) STRIDER_THROW(SystemError, "cannot write '" + options.json + "'");
+    cli::JsonOutput out(options.json);
+    std::ostream& file = out.stream();
     JsonWriter json(file);
     json.begin_object();
     json.field("data", options.loading.data_path);
@@ -686,6 +711,7 @@ void report(const Communicator& world, const BenchOptions& options, const std::v
     json.end_array();
     json.end_object();
     file << "\n";
+    out.finish();
   }
 }
 

@@ -1,6 +1,6 @@
 #pragma once
 // Option parsing shared by the strider-inspect subcommands that read one dataset file (info, dump,
-// read-speed): FILE as the first bare argument, the dataset-name options and --engine.
+// read-speed, stats): the dataset as --data or the first bare argument, the dataset-name options and --engine.
 
 #include <functional>
 #include <string>

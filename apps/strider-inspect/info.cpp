@@ -37,12 +37,12 @@ std::int64_t bucket_low(std::size_t bucket) {
 int info_main(Communicator& world, int argc, char** argv) {
   ReaderOptions reader_options;
   std::string path;
-  bool json = false;
+  std::string json;
   cli::po::options_description description("info options");
-  description.add_options()("json", cli::po::bool_switch(&json), "print one JSON object");
+  cli::json_option(description, &json, "print one JSON object");
   const cli::Parsed parsed =
       parse_file_command(world, argc, argv, description,
-                         "usage: strider-inspect info DATA [--json] [--data-key K ...]\n"
+                         "usage: strider-inspect info DATA [--json [PATH]] [--data-key K ...]\n"
                          "Shape, type, layout, chunking, size, shards, engine, class and length histograms of a\n"
                          "dataset: a file, or shards (a comma list, a quoted glob, a directory or @list.txt).",
                          path, reader_options);
@@ -73,7 +73,7 @@ int info_main(Communicator& world, int argc, char** argv) {
   }
 
   std::ostringstream out;
-  if (json) {
+  if (!json.empty()) {
     JsonWriter writer(out);
     writer.begin_object();
     writer.field("path", path);
@@ -170,7 +170,7 @@ int info_main(Communicator& world, int argc, char** argv) {
       out << "\n";
     }
   }
-  std::cout << out.str() << std::flush;
+  cli::write_report(json, out.str());
   return 0;
 }
 

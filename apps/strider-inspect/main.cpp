@@ -5,8 +5,11 @@
 #include <cstring>
 #include <iostream>
 #include <string>
+#include <vector>
 
+#include "common/cli.hpp"
 #include "strider/comm/mpi_runtime.hpp"
+#include "strider/core/option_text.hpp"
 #include "subcommands.hpp"
 
 namespace {
@@ -29,10 +32,19 @@ int main(int argc, char** argv) {
     std::cout << usage << std::endl;
     return argc < 2 ? 2 : 0;
   }
+  if (std::strcmp(argv[1], "--version") == 0) {
+    std::cout << strider::cli::version_text("strider-inspect") << std::flush;
+    return 0;
+  }
   const std::string command = argv[1];
   for (const strider::inspect::Subcommand& subcommand : strider::inspect::subcommands()) {
     if (command == subcommand.name) return subcommand.run(argc, argv);
   }
-  strider::print_error_line("unknown command '" + command + "' (see strider-inspect --help)");
+  std::vector<std::string> names;
+  for (const strider::inspect::Subcommand& subcommand : strider::inspect::subcommands())
+    names.push_back(subcommand.name);
+  const std::string near = strider::nearest_name(command, names);
+  strider::print_error_line("unknown command '" + command + "'" +
+                            (near.empty() ? "" : "; did you mean '" + near + "'?") + " (see strider-inspect --help)");
   return 2;
 }

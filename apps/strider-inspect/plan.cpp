@@ -31,7 +31,7 @@ struct PlanOptions {
   std::int64_t first_step = 0;
   std::int64_t steps = -1;  // -1: to the end of the epoch
   bool all_ranks = false;
-  bool json = false;
+  std::string json;          // --json [PATH]: empty, none; "-", stdout
   std::string lengths_spec;  // --lengths: synthetic per-sample lengths (bucketed)
   bool stats = false;        // --stats: padding efficiency and step imbalance instead of the plan
   std::string class_counts;  // --class-counts: labels in blocks (class-aware modes)
@@ -167,8 +167,6 @@ int plan_main(int argc, char** argv, const Communicator* world) {
       "steps", cli::po::value<std::int64_t>(&options.steps),
       "number of steps to print (default: to the end of the epoch)")(
       "all-ranks", cli::po::bool_switch(&options.all_ranks), "print every rank, one line each ('rank r: ...')")(
-      "json", cli::po::bool_switch(&options.json),
-      "print JSON: {\"rank\", \"world\", \"epoch\", \"indices\", \"batches\"}")(
       "lengths", cli::po::value<std::string>(&options.lengths_spec),
       "synthetic per-sample lengths from the seed, e.g. lognormal:median=128,min=8,max=2048[,sigma=1] or "
       "uniform:min=8,max=2048")(
@@ -180,15 +178,18 @@ int plan_main(int argc, char** argv, const Communicator* world) {
       "print every rank's count of each class ('rank r: n0 n1 ...') instead of the plan (needs labels)")(
       "data", cli::po::value<std::string>(&options.data_path),
       "take N and the labels from this dataset file (runs under MPI; any rank count prints once)");
+  cli::json_option(description, &options.json,
+                   "print JSON: {\"rank\", \"world\", \"epoch\", \"indices\", \"batches\"}");
   cli::SharedOptions shared;
   shared.add(description, {"data-key", "label-key", "tokens-key", "offsets-key"});
   shared.add(description, cli::loader_option_names("sampling"), {{"seed", "0"}});
   const auto parse = [&] {
-    cli::Parsed parsed = cli::parse(
-        cli::arguments(argc, argv, 2), description,
-        "usage: strider-inspect plan --samples N [--world R --rank r --seed S --epoch E] [--batch-size B] [--json]\n"
-        "Prints rank r's sample indices in order, separated by spaces, on one line. Needs no MPI launcher\n"
-        "(but with --data FILE).");
+    cli::Parsed parsed =
+        cli::parse(cli::arguments(argc, argv, 2), description,
+                   "usage: strider-inspect plan --samples N [--world R --rank r --seed S --epoch E] [--batch-size B] "
+                   "[--json [PATH]]\n"
+                   "Prints rank r's sample indices in order, separated by spaces, on one line. Needs no MPI launcher\n"
+                   "(but with --data FILE).");
     if (parsed.help) return parsed;
     LoaderOptions shared_values;
     shared.apply(parsed.values, shared_values);
@@ -205,7 +206,7 @@ int plan_main(int argc, char** argv, const Communicator* world) {
   }
   const std::string text =
       world != nullptr ? world->collective_try([&] { return plan_text(parsed, options); }) : plan_text(parsed, options);
-  if (world == nullptr || world->is_root()) std::cout << text << std::flush;
+  if (world == nullptr || world->is_root()) cli::write_report(options.json, text);
   return 0;
 }
 
@@ -259,7 +260,7 @@ std::string plan_text(const cli::Parsed& parsed, PlanOptions& options) {
       for (std::int64_t count : class_counts_of(options, plan)) out << ' ' << count;
       out << '\n';
     }
-  } else if (options.json) {
+  } else if (!options.json.empty()) {
     JsonWriter json(out);
     if (options.all_ranks) json.begin_array();
     for (const RankPlan& plan : plans) write_json(json, options, plan);

@@ -1,4 +1,4 @@
-// strider-inspect stats DATA [--json] [--channel-axis auto|1|last]: count, mean, standard deviation,
+// strider-inspect stats DATA [--json [PATH]] [--channel-axis auto|1|last]: count, mean, standard deviation,
 // min and max of every feature (or every channel of images) over all rows of a dataset, each rank
 // reading its share (strider/train/input_statistics.hpp), with a progress line and rows/s.
 
@@ -20,15 +20,16 @@ namespace {
 int stats_main(Communicator& world, int argc, char** argv) {
   ReaderOptions reader_options;
   std::string path, axis = "auto";
-  bool json = false;
+  std::string json;
   cli::po::options_description description("stats options");
-  description.add_options()("json", cli::po::bool_switch(&json), "print one JSON object")(
+  cli::json_option(description, &json, "print one JSON object (what strider-train --normalize FILE.json reads)");
+  description.add_options()(
       "channel-axis", cli::po::value<std::string>(&axis)->default_value(axis),
       "image samples: which axis holds the channels, 1 ([N, C, H, W]) or last ([N, H, W, C]); auto: last "
       "when the last dimension is at most 4 and dimension 1 is larger, else 1");
   const cli::Parsed parsed = parse_file_command(
       world, argc, argv, description,
-      "usage: [mpirun -np R] strider-inspect stats DATA [--json] [--channel-axis auto|1|last]\n"
+      "usage: [mpirun -np R] strider-inspect stats DATA [--json [PATH]] [--channel-axis auto|1|last]\n"
       "Count, mean, standard deviation, min and max per feature (per channel for images) over all rows;\n"
       "each rank reads its share (global counts, population standard deviations).",
       path, reader_options);
@@ -53,7 +54,7 @@ int stats_main(Communicator& world, int argc, char** argv) {
   if (!world.is_root()) return 0;
 
   std::ostringstream out;
-  if (json) {
+  if (!json.empty()) {
     write_input_statistics(out, stats, path, info.element_type);
   } else {
     const char* name = layout == StatisticsLayout::per_feature ? "feature" : "channel";
@@ -65,7 +66,7 @@ int stats_main(Communicator& world, int argc, char** argv) {
           << stats.stddev[g] << ", min " << stats.min[g] << ", max " << stats.max[g] << "\n";
     if (shown < stats.mean.size()) out << "... (" << stats.mean.size() - shown << " more; --json prints all)\n";
   }
-  std::cout << out.str() << std::flush;
+  cli::write_report(json, out.str());
   std::cerr << "strider-inspect stats: " << stats.rows << " rows in " << std::fixed << std::setprecision(2) << seconds
             << " s (" << std::setprecision(0) << static_cast<double>(stats.rows) / std::max(seconds, 1e-9)
             << " rows/s, " << world.size() << " ranks)" << std::endl;

@@ -16,18 +16,18 @@ namespace strider::inspect {
 
 int run_workloads(int argc, char** argv) {
   return run_app_without_mpi([&] {
-    bool json = false;
+    std::string json;
     cli::po::options_description description("strider-inspect workloads options");
-    description.add_options()("json", cli::po::bool_switch(&json), "print a JSON array");
+    cli::json_option(description, &json, "print a JSON array");
     const cli::Parsed parsed = cli::parse(
         cli::arguments(argc, argv, 2), description,
-        "usage: strider-inspect workloads [--json]\n"
+        "usage: strider-inspect workloads [--json [PATH]]\n"
         "The MLPerf Storage workloads of strider-gen and strider-bench --workload: sample bytes (DLIO's, rounded up\n"
         "to whole 4 KiB blocks for O_DIRECT), batch per accelerator, compute seconds per step on an H100, and the\n"
         "least accelerator utilization that passes.");
     if (parsed.help) return 0;
     std::ostringstream out;
-    if (json) {
+    if (!json.empty()) {
       JsonWriter writer(out);
       writer.begin_array();
       for (const WorkloadPreset& preset : workload_presets()) {
@@ -49,7 +49,7 @@ int run_workloads(int argc, char** argv) {
             << std::setw(19) << preset.dlio_sample_bytes << std::setw(12) << preset.batch_size << std::setw(11)
             << preset.compute_seconds << std::setw(14) << preset.au_threshold << "\n";
     }
-    std::cout << out.str() << std::flush;
+    cli::write_report(json, out.str());
     return 0;
   });
 }

@@ -9,11 +9,13 @@
 #include <algorithm>
 #include <boost/program_options.hpp>
 #include <cmath>
+#include <fstream>
 #include <iostream>
 #include <numeric>
 #include <vector>
 
 #include "strider/comm/mpi_runtime.hpp"
+#include "strider/config.hpp"
 #include "strider/core/error.hpp"
 #include "strider/device/backend.hpp"
 #include "strider/pipeline/loader.hpp"
@@ -59,8 +61,10 @@ int run(strider::Communicator& comm, int argc, char** argv) {
   namespace po = boost::program_options;
   int steps = 200, train_every = 4;
   po::options_description options("strider-sim-example: a simulation that trains as it runs");
-  options.add_options()("help", "this help")("data", po::value<std::string>()->required(),
-                                             strider::loader_option("data").help.c_str())(
+  options.add_options()("help", "this help")("version", "print strider's version and exit")(
+      "config", po::value<std::string>(),
+      "read further options from FILE (lines 'name = value'; the command line wins)")(
+      "data", po::value<std::string>()->required(), strider::loader_option("data").help.c_str())(
       "batch-size", po::value<std::string>()->default_value(strider::loader_option("batch-size").default_text),
       strider::loader_option("batch-size").help.c_str())("steps", po::value(&steps)->default_value(steps),
                                                          "simulation time steps")(
@@ -70,10 +74,16 @@ int run(strider::Communicator& comm, int argc, char** argv) {
   comm.collective_try([&] {        // every rank parses; a bad option ends all ranks with one line
     try {
       po::store(po::parse_command_line(argc, argv, options), values);
-      if (values.count("help")) return;
+      if (values.count("help") || values.count("version")) return;
+      if (values.count("config")) {  // a job's settings in a file; what the command line gave stays
+        const std::string path = values["config"].as<std::string>();
+        std::ifstream file(path);
+        if (!file) STRIDER_THROW(strider::UsageError, "--config " + path + ": cannot read it");
+        po::store(po::parse_config_file(file, options), values);
+      }
       po::notify(values);
     } catch (const po::error& error) {
-      STRIDER_THROW(strider::UsageError, error.what());
+      STRIDER_THROW(strider::UsageError, std::string(error.what()) + " (see --help)");
     }
     for (const char* name : {"data", "batch-size"})
       strider::set_loader_option(loading, name, values[name].as<std::string>());
@@ -81,6 +91,10 @@ int run(strider::Communicator& comm, int argc, char** argv) {
   });
   if (values.count("help")) {
     if (comm.is_root()) std::cout << options << std::endl;
+    return 0;
+  }
+  if (values.count("version")) {
+    if (comm.is_root()) std::cout << "strider-sim-example (strider) " << STRIDER_VERSION_STRING << std::endl;
     return 0;
   }
   // 2. The backend first: it says where batches should live (pinned memory for a GPU).

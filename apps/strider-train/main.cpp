@@ -27,7 +27,9 @@ constexpr const char* usage =
 
 struct TrainOptions {
   TrainerConfig config;
-  std::string stats_json;
+  std::string json;        // --json [PATH]
+  std::string stats_json;  // --stats-json PATH: the older name of --json PATH
+  cli::ProgressSetting progress;
 };
 
 /// How this app names the trainer's settings in messages: TrainerConfig field -> its option.
@@ -40,24 +42,23 @@ const std::map<std::string, std::string, std::less<>> flag_of_setting = {
     {"resume", "--resume"},
     {"checkpoint_path", "--checkpoint PATH"},
     {"backend", "--backend"},
+    {"model_kind", "--model"},
     {"step_timeout_seconds", "--step-timeout-s"},
     {"normalize", "--normalize"},
     {"channel_axis", "--channel-axis"},
 };
 
-int train_main(const Communicator& world, int argc, char** argv) {
-  TrainOptions options;
+/// The command line's options, grouped as --help lists them.
+po::options_description train_options(TrainOptions& options, cli::SharedOptions& shared) {
   TrainerConfig& config = options.config;
-  cli::SharedOptions shared;
-  po::options_description data("Data");
-  shared.add(data, cli::loader_option_names("data"), {}, {"data"});
-  data.add_options()("eval-data", po::value<std::string>(&config.eval_path),
-                     "evaluation file (default: the training file)");
-  shared.add(data, {"prefetch", "store", "store-layout", "store-budget", "lookahead"});
-  data.add_options()("normalize", po::value<std::string>(&config.normalize)->default_value(config.normalize),
-                     "none | auto | FILE.json: inputs become (x - mean) / std, per feature or per channel, with "
-                     "statistics computed over every row at start (auto) or written by strider-inspect stats --json; "
-                     "recorded in the checkpoint")(
+  po::options_description input("Input");
+  shared.add(input, cli::loader_option_names("data"), {}, {"data"});
+  input.add_options()("eval-data", po::value<std::string>(&config.eval_path),
+                      "evaluation file (default: the training file)")(
+      "normalize", po::value<std::string>(&config.normalize)->default_value(config.normalize),
+      "none | auto | FILE.json: inputs become (x - mean) / std, per feature or per channel, with "
+      "statistics computed over every row at start (auto) or written by strider-inspect stats --json; "
+      "recorded in the checkpoint")(
       "channel-axis", po::value<std::string>(&config.channel_axis)->default_value(config.channel_axis),
       "image samples: channels at axis 1 ([N, C, H, W]) or last ([N, H, W, C]); auto: last when the last dimension "
       "is at most 4 and dimension 1 is larger");
@@ -67,6 +68,10 @@ int train_main(const Communicator& world, int argc, char** argv) {
                          "epochs to train")(
       "reweight-every", po::value<std::int64_t>(&config.reweight_every)->default_value(0),
       "weighted sampler: update class weights from per-class recall every N epochs (0: never)");
+  po::options_description pipeline("Pipeline");
+  shared.add(pipeline, cli::loader_option_names("pipeline"));
+  po::options_description store("Store");
+  shared.add(store, cli::loader_option_names("store"));
   po::options_description model("Model and optimizer");
   model.add_options()("model", po::value<std::string>(&config.model.kind)->default_value(config.model.kind),
                       "auto | softmax | mlp | bag (auto: mlp for features, bag for sequences)")(
@@ -74,40 +79,69 @@ int train_main(const Communicator& world, int argc, char** argv) {
       "embed-dim", po::value<std::int64_t>(&config.model.embed_dim)->default_value(config.model.embed_dim),
       "bag: embedding width")("vocab", po::value<std::int64_t>(&config.model.vocab)->default_value(0),
                               "bag: embedding rows (0: from the token type)")(
-      "lr", po::value<float>(&config.learning_rate)->default_value(config.learning_rate), "learning rate")(
-      "momentum", po::value<float>(&config.momentum)->default_value(config.momentum), "SGD momentum")(
-      "backend", po::value<std::string>(&config.backend)->default_value(config.backend), "auto | cpu | cuda");
-  po::options_description run("Checkpoints and output");
-  run.add_options()("checkpoint", po::value<std::string>(&config.checkpoint_path),
-                    "checkpoint file (written atomically)")(
+      "lr", cli::number(&config.learning_rate, config.learning_rate), "learning rate")(
+      "momentum", cli::number(&config.momentum, config.momentum), "SGD momentum")(
+      "backend", po::value<std::string>(&config.backend)->default_value(config.backend), "auto | cpu | cuda")(
+      "eval-batch-size", po::value<std::int64_t>(&config.eval_batch_size)->default_value(config.eval_batch_size),
+      "samples per rank per evaluation batch");
+  po::options_description output("Output and checkpoints");
+  output.add_options()("checkpoint", po::value<std::string>(&config.checkpoint_path),
+                       "checkpoint file (written atomically)")(
       "checkpoint-every", po::value<std::int64_t>(&config.checkpoint_every)->default_value(0),
       "steps between checkpoints (0: at each epoch's end only)")(
-      "resume", po::bool_switch(&config.resume), "resume from --checkpoint if it exists (else start fresh)")(
-      "stats-json", po::value<std::string>(&options.stats_json), "write per-epoch and per-rank statistics as JSON")(
-      "trace-samples", po::value<std::string>(&config.trace_path),
-      "each rank writes PATH.rank<r>: 'epoch step id id ...'")(
-      "eval-batch-size", po::value<std::int64_t>(&config.eval_batch_size)->default_value(config.eval_batch_size),
-      "samples per rank per evaluation batch")(
-      "step-timeout-s", po::value<double>(&config.step_timeout_seconds)->default_value(config.step_timeout_seconds),
+      "resume", po::bool_switch(&config.resume), "resume from --checkpoint if it exists (else start fresh)");
+  cli::json_option(output, &options.json,
+                   "write per-epoch and per-rank statistics as JSON; the epoch lines then go to stderr");
+  output.add_options()("stats-json", po::value<std::string>(&options.stats_json)->value_name("PATH"),
+                       "the older name of --json PATH");
+  cli::progress_options(output, options.progress);
+  po::options_description diagnostics("Diagnostics");
+  shared.add(diagnostics, cli::loader_option_names("diagnostics"));
+  diagnostics.add_options()("trace-samples", po::value<std::string>(&config.trace_path),
+                            "each rank writes PATH.rank<r>: 'epoch step id id ...'")(
+      "step-timeout-s", cli::number(&config.step_timeout_seconds, config.step_timeout_seconds),
       "abort the job when one step takes longer (a hung read or collective); 0 disables");
   po::options_description all;
-  all.add(data).add(sampling).add(model).add(run);
+  all.add(input).add(sampling).add(pipeline).add(store).add(model).add(output).add(diagnostics);
+  return all;
+}
+
+/// --json and --stats-json resolved into one path (empty: none); --stats-json warns once, on rank 0.
+std::string json_path(const Communicator& world, const TrainOptions& options) {
+  if (options.stats_json.empty()) return options.json;
+  if (!options.json.empty()) STRIDER_THROW(UsageError, "--json and --stats-json name the same output: give --json");
+  if (world.is_root()) log_warn("--stats-json is the older name of --json; give --json ", options.stats_json);
+  return options.stats_json;
+}
+
+int train_main(const Communicator& world, int argc, char** argv) {
+  TrainOptions options;
+  TrainerConfig& config = options.config;
+  cli::SharedOptions shared;
+  const po::options_description all = train_options(options, shared);
 
   const std::vector<std::string> args = cli::arguments_every_rank_shares(world, argc, argv, 1);
+  std::string json;
   const cli::Parsed parsed = world.collective_try([&] {
     cli::Parsed result = cli::parse(args, all, usage);
     if (result.help) return result;
     shared.apply(result.values, config.loader);
-    if (world.is_root() && !options.stats_json.empty()) check_output_path(options.stats_json, "--stats-json");
+    json = json_path(world, options);
+    if (world.is_root() && !json.empty() && !cli::json_to_stdout(json))
+      check_output_path(json, options.stats_json.empty() ? "--json" : "--stats-json");
+    config.progress_seconds = world.is_root() ? cli::progress_interval(result.values, options.progress) : 0.0;
     return result;
   });
   if (parsed.help) return 0;
   config.setting_names = flag_of_setting;
 
   const TrainSummary summary = train(world, config);
-  if (!options.stats_json.empty())
+  if (!json.empty())
     world.collective_try([&] {
-      if (world.is_root()) write_train_stats_json(options.stats_json, summary);
+      if (!world.is_root()) return;
+      cli::JsonOutput out(json);
+      write_train_stats_json(out.stream(), summary);
+      out.finish();
     });
   return summary.preempted ? exit_code_preempted : 0;
 }

@@ -90,7 +90,7 @@ KEY_NOTES = {
 }
 
 JSON_SECTIONS = [
-    ("strider-train --stats-json PATH", "train"),
+    ("strider-train --json PATH", "train"),
     ("strider-bench --json PATH", "bench"),
     ("strider-inspect info DATA --json", "info"),
     ("strider-inspect stats DATA --json", "stats"),
@@ -171,10 +171,10 @@ def json_outputs(bin_dir, work):
     runs = {
         "train": [
             ("default", one + [app("strider-train"), "--data", "f.h5", "--epochs", "1", "--seed", "1",
-                               "--stats-json", "out.json"], "out.json"),
+                               "--json", "out.json"], "out.json"),
             ("`--sampler weighted --reweight-every 1`",
              one + [app("strider-train"), "--data", "f.h5", "--epochs", "1", "--seed", "1", "--sampler",
-                    "weighted", "--reweight-every", "1", "--stats-json", "out.json"], "out.json"),
+                    "weighted", "--reweight-every", "1", "--json", "out.json"], "out.json"),
         ],
         "bench": [
             ("default", one + [app("strider-bench"), "--data", "f.h5", "--epochs", "1", "--json", "out.json"],

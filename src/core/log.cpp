@@ -71,13 +71,22 @@ void log_line(LogLevel level, std::string_view message) {
   std::fflush(stderr);
 }
 
+namespace {
+std::atomic<bool> reports_on_stderr{false};
+}  // namespace
+
+void reports_to_stderr() noexcept {
+  reports_on_stderr = true;
+}
+
 void print_on_root(std::string_view message) {
   if (current_world_rank() > 0) return;
   std::string line = "strider: ";
   line += message;
   line += '\n';
-  std::fwrite(line.data(), 1, line.size(), stdout);
-  std::fflush(stdout);
+  std::FILE* stream = reports_on_stderr ? stderr : stdout;
+  std::fwrite(line.data(), 1, line.size(), stream);
+  std::fflush(stream);
 }
 
 }  // namespace strider

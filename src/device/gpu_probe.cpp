@@ -106,6 +106,10 @@ int count_nvidia_device_nodes(const std::string& dev_directory) {
 }
 
 #if !STRIDER_HAS_CUDA
+std::string gpu_build_versions() {
+  return "CUDA none (built without the CUDA backend)";
+}
+
 GpuProbe probe_gpus() noexcept {
   try {
     GpuProbeFacts facts;

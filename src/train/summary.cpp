@@ -1,4 +1,4 @@
-// The JSON form of a training run's summary (strider-train --stats-json).
+// The JSON form of a training run's summary (strider-train --json).
 #include "strider/train/summary.hpp"
 
 #include <fstream>
@@ -11,6 +11,10 @@ namespace strider {
 void write_train_stats_json(const std::string& path, const TrainSummary& summary) {
   std::ofstream file(path);
   if (!file) STRIDER_THROW(SystemError, "cannot write the stats file '" + path + "'");
+  write_train_stats_json(file, summary);
+}
+
+void write_train_stats_json(std::ostream& file, const TrainSummary& summary) {
   JsonWriter json(file);
   json.begin_object();
   json.field("backend", summary.backend);
@@ -59,8 +63,8 @@ void write_train_stats_json(const std::string& path, const TrainSummary& summary
   }
   json.end_array();
   json.end_object();
-  file << '\n';
-  if (!file) STRIDER_THROW(SystemError, "failed writing the stats file '" + path + "'");
+  file << '\n' << std::flush;
+  if (!file) STRIDER_THROW(SystemError, "failed writing the training statistics as JSON");
 }
 
 }  // namespace strider

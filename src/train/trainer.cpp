@@ -15,6 +15,7 @@
 #include "strider/core/hash.hpp"
 #include "strider/core/log.hpp"
 #include "strider/core/option_text.hpp"
+#include "strider/core/progress.hpp"
 #include "strider/device/backend.hpp"
 #include "strider/device/gpu_binding.hpp"
 #include "strider/pipeline/loader.hpp"
@@ -58,6 +59,9 @@ void check_settings(const TrainerConfig& config) {
     STRIDER_THROW(UsageError, name("eval_batch_size") + " must be in 1.." + std::to_string(kMaxBatchSize) + ", got " +
                                   std::to_string(config.eval_batch_size));
   if (config.reweight_every < 0) STRIDER_THROW(UsageError, name("reweight_every") + " must be >= 0");
+  check_choice(config.model.kind, {"auto", "softmax", "mlp", "bag"}, name("model_kind"));
+  check_choice(config.backend, {"auto", "cpu", "cuda"}, name("backend"));
+  check_choice(config.channel_axis, {"auto", "1", "last"}, name("channel_axis"));
   const std::string& normalize = config.normalize;
   if (normalize != "none" && normalize != "auto" &&
       (normalize.size() < 5 || normalize.compare(normalize.size() - 5, 5, ".json") != 0))
@@ -126,6 +130,11 @@ class TrainingRun {
   detail::SampleTrace trace_;
   std::unique_ptr<StepWatchdog> watchdog_;
   double rank_wall_seconds_ = 0.0;
+  bool unnormalized_inputs_ = false;   // large fixed-size inputs trained as stored (a divergence says so)
+  bool warned_divergence_ = false;     // the epoch-end warning about a loss far above chance, given once
+  ProgressReporter progress_;          // rank 0 with config.progress_seconds > 0
+  std::int64_t progress_samples_ = 0;  // every rank's samples since the run began
+  double stall_before_epoch_ = 0.0;    // this rank's stall in the run's earlier epochs
 };
 
 void TrainingRun::build_backend() {
@@ -250,7 +259,8 @@ std::optional<Normalization> TrainingRun::input_normalization() {
   constexpr std::int64_t warning_rows = 4096;
   const InputStatistics stats = compute_input_statistics(comm_, *reader, layout, wanted ? 0 : warning_rows);
   if (!wanted) {
-    if (comm_.is_root() && stats.mean_magnitude() > 100.0)
+    unnormalized_inputs_ = stats.mean_magnitude() > 100.0;  // the same on every rank (collective statistics)
+    if (comm_.is_root() && unnormalized_inputs_)
       log_warn("the inputs of ", config_.loader.data_path, " are large (mean magnitude ", stats.mean_magnitude(),
                " over the first ", stats.rows, " rows) and not normalized; pass ", config_.setting_name("normalize"),
                " auto to train on (x - mean) / std");
@@ -326,10 +336,19 @@ bool TrainingRun::train_epoch(LoaderEpoch& epoch) {
   settings.momentum = config_.momentum;
   settings.stage_next = stage_next_;
   settings.learning_rate_name = config_.setting_name("learning_rate");
+  if (unnormalized_inputs_) settings.normalize_hint = config_.setting_name("normalize") + " auto";
   detail::TrainingLoop loop(comm_, *backend_, loader_->dataset(), settings, trace_, *watchdog_, hooks_);
-  const detail::EpochTotals totals = loop.run(epoch, [&](std::int64_t steps_done, bool stopping) {
+  const PrefetchStats at_start = progress_.enabled() ? loader_->stats() : PrefetchStats{};
+  const detail::EpochTotals totals = loop.run(epoch, [&](std::int64_t steps_done, bool stopping, std::int64_t samples) {
     steps_done_ = steps_done;
     ++global_step_;
+    progress_samples_ += samples;
+    if (progress_.step_due()) {
+      const std::int64_t steps = epoch.end_step();
+      progress_.print(ProgressPoint{epoch_, config_.epochs, steps_done, steps,
+                                    (config_.epochs - epoch_) * steps - steps_done, progress_samples_,
+                                    stall_before_epoch_ + loader_->stats().stall_seconds - at_start.stall_seconds});
+    }
     if (!stopping && config_.checkpoint_every > 0 && global_step_ % config_.checkpoint_every == 0) save_checkpoint();
   });
   const double seconds = seconds_since(epoch_start);
@@ -338,8 +357,17 @@ bool TrainingRun::train_epoch(LoaderEpoch& epoch) {
                               loader_->stats().stall_seconds - before.stall_seconds, class_weights_);
   summary_.epochs.push_back(summary);
   rank_wall_seconds_ += seconds;
+  if (progress_.enabled()) stall_before_epoch_ += loader_->stats().stall_seconds - at_start.stall_seconds;
   if (comm_.is_root())
     print_on_root(detail::epoch_line(summary, config_.epochs, totals.stopped, loader_->dataset().variable_length));
+  // A loss far above chance's (log K) on inputs trained as stored: the usual cause is their scale.
+  if (comm_.is_root() && unnormalized_inputs_ && !warned_divergence_ &&
+      summary.loss > 100 * std::log(static_cast<double>(num_classes_))) {
+    warned_divergence_ = true;
+    log_warn("the training loss is ", summary.loss, ", far above chance's ",
+             std::log(static_cast<double>(num_classes_)), ": training diverges on inputs that are not normalized; try ",
+             config_.setting_name("normalize"), " auto (or a lower ", config_.setting_name("learning_rate"), ")");
+  }
   return !totals.stopped;
 }
 
@@ -406,6 +434,7 @@ TrainSummary TrainingRun::run() {
     if (!config_.trace_path.empty())
       trace_ = detail::SampleTrace(config_.trace_path, comm_.rank(), epoch_, resume_step_, resumed);
   });
+  if (comm_.is_root()) progress_ = ProgressReporter(config_.progress_seconds);  // the clock starts here
   watchdog_ =
       std::make_unique<StepWatchdog>(config_.step_timeout_seconds, config_.setting_name("step_timeout_seconds"));
   // A checkpoint saved past this run's last epoch: rewriting it here would move it back to an

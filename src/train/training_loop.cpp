@@ -61,7 +61,7 @@ EpochTotals TrainingLoop::run(LoaderEpoch& epoch, const AfterStep& after_step) {
     }
     totals.steps_done = step + 1;
     totals.stopped = shared[1] > 0;  // a stop signal reached some rank: every rank stops after this same step
-    after_step(totals.steps_done, totals.stopped);
+    after_step(totals.steps_done, totals.stopped, shared[0]);
     if (totals.stopped) break;
   }
   watchdog_.pause();
@@ -72,10 +72,15 @@ EpochTotals TrainingLoop::run(LoaderEpoch& epoch, const AfterStep& after_step) {
 void TrainingLoop::throw_diverged(std::int64_t epoch, std::int64_t step, bool finite_here, std::int64_t ranks) const {
   // The lowest rank whose loss is not finite speaks for all, as in Communicator::agree.
   const int first = comm_.all_reduce(finite_here ? comm_.size() : comm_.rank(), ReduceOp::min);
+  // Inputs of large magnitude trained as stored diverge at any usual learning rate: say so first.
+  const std::string cure = settings_.normalize_hint.empty()
+                               ? "training diverged (try a lower " + settings_.learning_rate_name + ")"
+                               : "training diverged on inputs that are not normalized (try " +
+                                     settings_.normalize_hint + ", or a lower " + settings_.learning_rate_name + ")";
   throw AgreedError("[rank " + std::to_string(first) + "] the training loss is NaN or infinite at epoch " +
                         std::to_string(epoch) + " step " + std::to_string(step) + " (on " + std::to_string(ranks) +
-                        " of " + std::to_string(comm_.size()) + " ranks): training diverged (try a lower " +
-                        settings_.learning_rate_name + ") or the data holds NaN or infinite values",
+                        " of " + std::to_string(comm_.size()) + " ranks): " + cure +
+                        " or the data holds NaN or infinite values",
                     first, 1);
 }
 

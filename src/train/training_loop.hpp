@@ -43,6 +43,9 @@ struct StepSettings {
   bool stage_next = false;
   /// How the caller names the learning rate in messages ("--lr").
   std::string learning_rate_name = "the learning rate";
+  /// Inputs of large magnitude trained as stored: what a divergence names as the cure ("--normalize auto");
+  /// empty: the inputs are normalized, small, or token sequences.
+  std::string normalize_hint;
 };
 
 /// Runs the steps of a Loader's epochs on a backend. Holds references: everything given must
@@ -59,9 +62,9 @@ class TrainingLoop {
         watchdog_(watchdog),
         hooks_(hooks) {}
 
-  /// Called after every finished step with the steps done in the epoch (from its step 0), and
-  /// whether a stop signal ends the epoch after this step.
-  using AfterStep = std::function<void(std::int64_t steps_done, bool stopping)>;
+  /// Called after every finished step with the steps done in the epoch (from its step 0), whether a
+  /// stop signal ends the epoch after this step, and the step's samples over every rank.
+  using AfterStep = std::function<void(std::int64_t steps_done, bool stopping, std::int64_t samples)>;
 
   /// Collective over comm: every rank must call with its LoaderEpoch of the same epoch. Trains steps
   /// [epoch.first_step(), epoch.end_step()), writing each step's samples to the trace; stops after a

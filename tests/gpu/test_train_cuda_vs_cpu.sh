@@ -28,7 +28,7 @@ mpirun_n 1 "$gen" --kind features --classes 4 --samples 4000 --dim 16 --noise 1 
 train_on() {
   local ranks=$1 backend=$2 accuracy
   mpirun_n "$ranks" "$train" --data "$work/f.h5" --backend "$backend" --model mlp --epochs 3 --batch-size 64 \
-    --seed 7 --lr 0.05 --trace-samples "$work/$backend.np$ranks" --stats-json "$work/$backend.np$ranks.json" \
+    --seed 7 --lr 0.05 --trace-samples "$work/$backend.np$ranks" --json "$work/$backend.np$ranks.json" \
     >"$work/$backend.np$ranks.out" 2>&1 || fail "$ranks rank(s), --backend $backend: exit $? ($(tail -n 3 "$work/$backend.np$ranks.out"))"
   accuracy=$(json_number "$work/$backend.np$ranks.json" eval_accuracy)
   expect_at_least "$ranks rank(s), $backend: evaluation accuracy (margin $(awk -v a="${accuracy:-0}" -v b=$bar \

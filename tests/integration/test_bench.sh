@@ -214,7 +214,7 @@ grep -q "the samples of $work/f.h5 are 32 bytes, cosmoflow's are 2830336" "$work
   pass "--workload on other samples: a warning" || fail "no warning about the sample size: $(cat "$work/wf.txt")"
 expect_error "--workload with --batch-size" "--workload cosmoflow sets --batch-size; drop --batch-size" 30 \
   mpirun_n 2 "$bench" --data "$work/cf.h5" --workload cosmoflow --batch-size 4
-expect_error "unknown --workload" "unknown workload 'bert' \(unet3d, resnet50, cosmoflow\)" 30 \
+expect_error "unknown --workload" "unknown workload 'bert' \(known: unet3d, resnet50, cosmoflow\)$" 30 \
   mpirun_n 2 "$bench" --data "$work/cf.h5" --workload bert
 expect_error "--accelerator-slowdown 0" "--accelerator-slowdown must be a positive number" 30 \
   mpirun_n 1 "$bench" --data "$work/cf.h5" --workload cosmoflow --accelerator-slowdown 0

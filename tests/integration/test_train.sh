@@ -8,7 +8,7 @@ export STRIDER_LOG_LEVEL=warn
 
 # 1. A balanced features set is learned.
 mpirun_n 2 "$gen" --kind features --classes 4 --samples 4000 --dim 16 --seed 1 --out "$work/balanced.h5" --no-progress >/dev/null
-mpirun_n 2 "$train" --data "$work/balanced.h5" --epochs 3 --batch-size 32 --seed 3 --stats-json "$work/balanced.json" >"$work/balanced.out"
+mpirun_n 2 "$train" --data "$work/balanced.h5" --epochs 3 --batch-size 32 --seed 3 --json "$work/balanced.json" >"$work/balanced.out"
 expect_at_least "balanced features: evaluation accuracy" "$(json_number "$work/balanced.json" eval_accuracy)" 0.9
 expect_equal "evaluation counts every sample once" "$(json_number "$work/balanced.json" eval_samples)" 4000
 grep -q "^strider: epoch 3/3: loss" "$work/balanced.out" && pass "a progress line per epoch" || fail "no progress line"
@@ -23,7 +23,7 @@ expect_equal "--store memory: the same loss and accuracy each epoch" "$(losses "
 # An evaluation set whose size does not divide by the ranks is still counted exactly.
 mpirun_n 2 "$gen" --kind features --classes 4 --samples 1001 --dim 16 --seed 2 --out "$work/eval.h5" --no-progress >/dev/null
 mpirun_n 3 "$train" --data "$work/balanced.h5" --eval-data "$work/eval.h5" --epochs 1 --batch-size 32 --seed 3 \
-  --eval-batch-size 7 --stats-json "$work/eval.json" >/dev/null
+  --eval-batch-size 7 --json "$work/eval.json" >/dev/null
 expect_equal "exact evaluation at 3 ranks (1001 samples)" "$(json_number "$work/eval.json" eval_samples)" 1001
 # A bad --eval-data fails before the first epoch (no epoch line), not after the last.
 mpirun_n 1 "$gen" --kind features --classes 4 --samples 100 --dim 8 --out "$work/eval_dim8.h5" --no-progress >/dev/null
@@ -47,7 +47,7 @@ for mode in distributed balanced stratified; do
   extra=()
   [[ $mode == stratified ]] && extra=(--stratify-target uniform)
   mpirun_n 2 "$train" --data "$work/imbalanced.h5" --epochs 3 --batch-size 32 --seed 3 --lr 0.05 --sampler $mode "${extra[@]}" \
-    --stats-json "$work/$mode.json" >/dev/null
+    --json "$work/$mode.json" >/dev/null
   read -r -a recall <<<"$(json_array "$work/$mode.json" per_class_recall)"
   echo "recall with $mode: ${recall[*]}"
   declare "rare1_$mode=${recall[1]}" "rare2_$mode=${recall[2]}"
@@ -173,8 +173,8 @@ mpirun_n 2 "$gen" --kind sequences --classes 4 --samples 3000 --min-len 8 --max-
   --out "$work/sequences.h5" --no-progress >/dev/null
 # (The bag of embeddings averages ~100 tokens per row, so each embedding's gradient is small: lr 2.)
 mpirun_n 2 "$train" --data "$work/sequences.h5" --sampler bucketed --max-tokens 16384 --epochs 2 --seed 2 --lr 2 \
-  --stats-json "$work/bucketed.json" >/dev/null
-mpirun_n 2 "$train" --data "$work/sequences.h5" --batch-size 32 --epochs 2 --seed 2 --lr 2 --stats-json "$work/fixed.json" >/dev/null
+  --json "$work/bucketed.json" >/dev/null
+mpirun_n 2 "$train" --data "$work/sequences.h5" --batch-size 32 --epochs 2 --seed 2 --lr 2 --json "$work/fixed.json" >/dev/null
 expect_at_least "bucketed: padding efficiency" "$(json_number "$work/bucketed.json" padding_efficiency)" 0.85
 expect_at_most "fixed batches of 32: padding efficiency" "$(json_number "$work/fixed.json" padding_efficiency)" 0.5
 expect_at_least "bucketed: the bag-of-embeddings model learns" "$(json_number "$work/bucketed.json" eval_accuracy)" 0.9
@@ -183,7 +183,7 @@ expect_at_least "fixed batches: the bag-of-embeddings model learns" "$(json_numb
 # 6. Weighted sampling re-weighted from per-class recall every epoch: weights change, are recorded,
 #    and a run resumed after a re-weighting continues with the same samples.
 weighted=(--data "$work/imbalanced.h5" --sampler weighted --epochs 3 --batch-size 32 --seed 4 --reweight-every 1 --lr 0.05)
-mpirun_n 2 "$train" "${weighted[@]}" --stats-json "$work/weighted.json" --trace-samples "$work/wfull" >"$work/weighted.out"
+mpirun_n 2 "$train" "${weighted[@]}" --json "$work/weighted.json" --trace-samples "$work/wfull" >"$work/weighted.out"
 weights=$(grep -o '"class_weights":\[[^]]*\]' "$work/weighted.json" | sort -u | wc -l | tr -d ' ')
 expect_at_least "class weights changed between epochs (distinct weight vectors)" "$weights" 2
 grep -q "class weights now" "$work/weighted.out" && pass "re-weighting announced" || fail "no re-weighting line"
@@ -215,8 +215,8 @@ expect_error "a checkpoint in a missing directory" "--checkpoint $work/no/dir/a.
 mkdir -p "$work/a-directory"
 expect_error "a checkpoint that is a directory" "--checkpoint $work/a-directory is a directory" 30 \
   mpirun_n 2 "$train" --data "$work/balanced.h5" --checkpoint "$work/a-directory"
-expect_error "statistics into a missing directory" "--stats-json $work/no/s.json: the directory $work/no does not exist" 30 \
-  mpirun_n 2 "$train" --data "$work/balanced.h5" --stats-json "$work/no/s.json"
+expect_error "statistics into a missing directory" "--json $work/no/s.json: the directory $work/no does not exist" 30 \
+  mpirun_n 2 "$train" --data "$work/balanced.h5" --json "$work/no/s.json"
 expect_error "ranks started with different options" \
   "the command line is '--data $work/balanced.h5 --epochs 2' on rank 1 but '--data $work/balanced.h5 --epochs 1' on rank 0" 30 \
   "$STRIDER_MPIEXEC" --bind-to none -np 1 "$train" --data "$work/balanced.h5" --epochs 1 : \
@@ -263,11 +263,11 @@ with h5py.File(sys.argv[1], "w") as f:
     f["labels"] = labels.astype(np.int64)
 PY
 STRIDER_LOG_LEVEL=info mpirun_n 2 "$train" --data "$work/images.h5" --epochs 1 --model softmax --seed 3 \
-  --stats-json "$work/raw.json" >"$work/raw.out" 2>&1
+  --json "$work/raw.json" >"$work/raw.out" 2>&1
 expect_equal "unnormalized uint8 images: one warning naming --normalize auto" \
   "$(grep -c 'not normalized; pass --normalize auto' "$work/raw.out")" 1
 STRIDER_LOG_LEVEL=info mpirun_n 2 "$train" --data "$work/images.h5" --epochs 2 --model softmax --seed 3 \
-  --normalize auto --checkpoint "$work/norm.ckpt" --stats-json "$work/norm.json" >"$work/norm.out" 2>&1
+  --normalize auto --checkpoint "$work/norm.ckpt" --json "$work/norm.json" >"$work/norm.out" 2>&1
 grep -q "normalizing the inputs: channels-last, 3 means" "$work/norm.out" && pass "--normalize auto: per channel" ||
   fail "normalize log: $(cat "$work/norm.out")"
 expect_at_least "uint8 images with --normalize auto: at least twice chance (0.5 for 4 classes)" \
@@ -275,7 +275,7 @@ expect_at_least "uint8 images with --normalize auto: at least twice chance (0.5 
 expect_equal "--normalize auto: no warning" "$(grep -c 'not normalized' "$work/norm.out")" 0
 # A resume uses the recorded statistics; one that asks for unnormalized inputs is refused.
 mpirun_n 4 "$train" --data "$work/images.h5" --epochs 3 --model softmax --seed 3 --normalize auto --batch-size 16 \
-  --checkpoint "$work/norm.ckpt" --resume --stats-json "$work/resumed.json" >/dev/null 2>&1
+  --checkpoint "$work/norm.ckpt" --resume --json "$work/resumed.json" >/dev/null 2>&1
 expect_at_least "resumed at 4 ranks with the recorded statistics: still learns" \
   "$(json_number "$work/resumed.json" eval_accuracy)" 0.5
 expect_error "resume without the normalization it was trained with" \
@@ -287,7 +287,7 @@ expect_error "--normalize of another kind" "--normalize must be none, auto or a 
 # Statistics from a file strider-inspect stats wrote: the same training; a file for another shape is refused.
 mpirun_n 2 "$STRIDER_BIN/strider-inspect" stats "$work/images.h5" --json >"$work/images.stats.json" 2>/dev/null
 mpirun_n 2 "$train" --data "$work/images.h5" --epochs 2 --model softmax --seed 3 --normalize "$work/images.stats.json" \
-  --stats-json "$work/file.json" >/dev/null 2>&1
+  --json "$work/file.json" >/dev/null 2>&1
 expect_at_least "--normalize FILE.json: at least twice chance" "$(json_number "$work/file.json" eval_accuracy)" 0.5
 mpirun_n 2 "$STRIDER_BIN/strider-inspect" stats "$work/balanced.h5" --json >"$work/balanced.stats.json" 2>/dev/null
 expect_error "--normalize with a stats file for another shape" \

@@ -137,7 +137,7 @@ for sampler in "bucketed --max-tokens 512" "distributed --batch-size 16" "stream
   for data in seq-vlen seq-flat; do
     rm -f "$work/$data.json" "$work/$data.trace".rank*
     mpirun_n 2 "$train" --data "$work/$data.h5" --sampler $sampler --epochs 2 --seed 2 --lr 2 \
-      --stats-json "$work/$data.json" --trace-samples "$work/$data.trace" >"$work/$data.out" 2>&1 ||
+      --json "$work/$data.json" --trace-samples "$work/$data.trace" >"$work/$data.out" 2>&1 ||
       fail "train $data --sampler $sampler: $(tail -n 2 "$work/$data.out")"
   done
   for rank in 0 1; do
@@ -153,9 +153,9 @@ for sampler in "bucketed --max-tokens 512" "distributed --batch-size 16" "stream
 done
 # The in-memory store loads vlen data through the same reader: the same losses as from the file.
 mpirun_n 2 "$train" --data "$work/seq-vlen.h5" --sampler bucketed --max-tokens 512 --epochs 2 --seed 2 --lr 2 \
-  --stats-json "$work/store.json" --store memory >"$work/store.out" 2>&1 || fail "train --store memory: $(tail -n 2 "$work/store.out")"
+  --json "$work/store.json" --store memory >"$work/store.out" 2>&1 || fail "train --store memory: $(tail -n 2 "$work/store.out")"
 mpirun_n 2 "$train" --data "$work/seq-vlen.h5" --sampler bucketed --max-tokens 512 --epochs 2 --seed 2 --lr 2 \
-  --stats-json "$work/file.json" >/dev/null 2>&1
+  --json "$work/file.json" >/dev/null 2>&1
 [[ -n $(losses "$work/file.json") ]] &&
   expect_equal "vlen under --store memory: the losses of the file" "$(losses "$work/store.json")" "$(losses "$work/file.json")" ||
   fail "vlen under --store memory: no losses"

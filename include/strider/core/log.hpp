@@ -24,8 +24,12 @@ LogLevel parse_log_level(std::string_view text);
 void log_line(LogLevel level, std::string_view message);
 
 /// Writes one line "strider: message" to stdout on rank 0 only (or always without MPI): progress
-/// and results that users read.
+/// and results that users read. To stderr instead after reports_to_stderr().
 void print_on_root(std::string_view message);
+
+/// Sends print_on_root's lines to stderr from now on: an app whose stdout carries JSON (`--json`
+/// with no path) keeps it parseable.
+void reports_to_stderr() noexcept;
 
 namespace detail {
 template <typename... Parts>

@@ -34,6 +34,10 @@ struct GpuProbe {
   bool gpu_unusable = false;
 };
 
+/// The CUDA and NCCL this build was compiled against, for --version: "CUDA 12.2, NCCL 2.18.3", or
+/// "CUDA none (built without the CUDA backend)". Reads no device.
+std::string gpu_build_versions();
+
 /// What a probe saw, as numbers and flags, so that the decision can be tested with each case stood in.
 struct GpuProbeFacts {
   bool built_with_cuda = false;

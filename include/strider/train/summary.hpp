@@ -4,6 +4,7 @@
 /// rank's I/O totals (train() returns it), and its JSON form (strider-train --stats-json).
 
 #include <cstdint>
+#include <iosfwd>
 #include <string>
 #include <vector>
 
@@ -55,5 +56,7 @@ struct TrainSummary {
 /// NaN as null. Throws SystemError when the file cannot be written. Not collective
 /// (rank 0 writes).
 void write_train_stats_json(const std::string& path, const TrainSummary& summary);
+/// The same JSON onto a stream (stdout for `--json` without a path).
+void write_train_stats_json(std::ostream& out, const TrainSummary& summary);
 
 }  // namespace strider

@@ -45,6 +45,9 @@ struct TrainerConfig {
   /// the data's). The checkpoint records the statistics and a resume uses the recorded ones.
   std::string normalize = "none";
   std::string channel_axis = "auto";  ///< image samples: which axis holds the channels (auto, 1, last)
+  /// Rank 0 prints a progress line (epoch, step, samples/s, stall, ETA) on stderr this often, in
+  /// seconds (strider/core/progress.hpp); 0: never.
+  double progress_seconds = 0.0;
 
   /// How errors and log lines name this struct's fields: field name ("epochs") -> the caller's
   /// name for it (strider-train: "--epochs"). A field not in the map is named

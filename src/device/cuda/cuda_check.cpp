@@ -69,6 +69,11 @@ static_assert(cudaErrorNoDevice == cuda_codes::no_device);
 static_assert(cudaErrorSystemDriverMismatch == cuda_codes::system_driver_mismatch);
 static_assert(cudaErrorCompatNotSupportedOnDevice == cuda_codes::compat_not_supported);
 
+std::string gpu_build_versions() {
+  return "CUDA " + std::to_string(CUDART_VERSION / 1000) + "." + std::to_string(CUDART_VERSION % 1000 / 10) +
+         ", NCCL " + std::to_string(NCCL_MAJOR) + "." + std::to_string(NCCL_MINOR) + "." + std::to_string(NCCL_PATCH);
+}
+
 GpuProbe probe_gpus() noexcept {
   try {
     GpuProbeFacts facts;
