@@ -32,8 +32,8 @@ std::string version_text(const std::string& program) {
 #endif
   const std::string hdf5 = "HDF5 " + std::to_string(H5_VERS_MAJOR) + "." + std::to_string(H5_VERS_MINOR) + "." +
                            std::to_string(H5_VERS_RELEASE) + hdf5_parallel;
-  const std::string boost = "Boost " + std::to_string(BOOST_VERSION / 100000) + "." +
-                            std::to_string(BOOST_VERSION / 100 % 1000);
+  const std::string boost =
+      "Boost " + std::to_string(BOOST_VERSION / 100000) + "." + std::to_string(BOOST_VERSION / 100 % 1000);
 #if defined(__clang__)
   const std::string compiler = "clang " __clang_version__;
 #elif defined(__GNUC__)
@@ -41,8 +41,8 @@ std::string version_text(const std::string& program) {
 #else
   const std::string compiler = "an unknown compiler";
 #endif
-  return program + " (strider) " + STRIDER_VERSION_STRING + ", commit " + STRIDER_COMMIT + "\n" +
-         "built with " + gpu_build_versions() + ", " + hdf5 + ", " + mpi + ", " + boost + ", " + compiler + "\n";
+  return program + " (strider) " + STRIDER_VERSION_STRING + ", commit " + STRIDER_COMMIT + "\n" + "built with " +
+         gpu_build_versions() + ", " + hdf5 + ", " + mpi + ", " + boost + ", " + compiler + "\n";
 }
 
 }  // namespace strider::cli

@@ -37,7 +37,8 @@ std::string progress_line(const ProgressPoint& point, double seconds, std::int64
   std::snprintf(stall, sizeof stall, "%.1f", seconds > 0 ? 100 * point.stall_seconds / seconds : 0.0);
   line << ", stall " << stall << "%";
   if (point.steps_left >= 0 && steps_done > 0)
-    line << ", ETA " << short_duration(seconds / static_cast<double>(steps_done) * static_cast<double>(point.steps_left));
+    line << ", ETA "
+         << short_duration(seconds / static_cast<double>(steps_done) * static_cast<double>(point.steps_left));
   return line.str();
 }
 

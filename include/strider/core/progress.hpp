@@ -12,13 +12,13 @@ namespace strider {
 
 /// Where a run stands when a progress line is printed.
 struct ProgressPoint {
-  std::int64_t epoch = 0;            ///< counted from 0
-  std::int64_t epochs = 0;           ///< in the run; 0: not known
-  std::int64_t step = 0;             ///< steps done in this epoch
-  std::int64_t steps = 0;            ///< steps in this epoch; 0: not known
-  std::int64_t steps_left = -1;      ///< steps left in the run after this one; -1: not known (no ETA)
-  std::int64_t samples = 0;          ///< samples since the reporter started, every rank together
-  double stall_seconds = 0.0;        ///< this rank's time waiting for batches since the reporter started
+  std::int64_t epoch = 0;        ///< counted from 0
+  std::int64_t epochs = 0;       ///< in the run; 0: not known
+  std::int64_t step = 0;         ///< steps done in this epoch
+  std::int64_t steps = 0;        ///< steps in this epoch; 0: not known
+  std::int64_t steps_left = -1;  ///< steps left in the run after this one; -1: not known (no ETA)
+  std::int64_t samples = 0;      ///< samples since the reporter started, every rank together
+  double stall_seconds = 0.0;    ///< this rank's time waiting for batches since the reporter started
 };
 
 /// The line for `point`, `seconds` after the start and `steps_done` steps into the run:
