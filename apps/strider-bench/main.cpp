@@ -55,7 +55,8 @@ struct BenchOptions {
   std::string compute_mode = "busy";
   std::string json;
   bool cold = false;
-  std::string workload;  // a WorkloadPreset's name, or empty
+  std::string workload;            // a WorkloadPreset's name, or empty
+  std::string shuffle = "global";  // global: the sampler's order; local: each rank's own block (DLIO)
   double accelerator_slowdown = 1.0;
   double ring_memory_gb = 0.0;  // the node's rings together; 0: no limit (with --workload: half the memory available)
   cli::ProgressSetting progress;
@@ -281,6 +282,20 @@ void apply_workload(const po::variables_map& values, BenchOptions& options) {
   options.compute_mode = "sleep";
 }
 
+/// --shuffle local: the block sampler, one block per rank in storage order, one window (DLIO's read
+/// pattern). The sampler options it sets may not be given as well.
+void apply_shuffle(const po::variables_map& values, BenchOptions& options) {
+  check_choice(options.shuffle, {"global", "local"}, "--shuffle");
+  if (options.shuffle == "global") return;
+  for (const char* name : {"sampler", "block-size", "block-window", "no-shuffle"})
+    if (values.count(name) && !values[name].defaulted())
+      STRIDER_THROW(UsageError, std::string("--shuffle local sets --") + name + "; drop --" + name);
+  SamplerOptions& sampler = options.loading.sampler;
+  sampler.mode = "block";
+  sampler.block_size = 0;  // ceil(N/R), from the file
+  sampler.shuffle_blocks = false;
+}
+
 /// Collective: the store's figures, agreed (every rank returns the same).
 StoreFigures store_figures(const Communicator& world, const Loader& loader) {
   StoreFigures figures;
@@ -330,7 +345,11 @@ int bench_main(const Communicator& world, int argc, char** argv) {
       ("an MLPerf Storage workload: " + workload_preset_names() +
        " (sets --batch-size and a sleeping step of the H100 compute time; reports AU against its threshold)")
           .c_str())("accelerator-slowdown", cli::number(&options.accelerator_slowdown, 1.0),
-                    "--workload: the step is this many times an H100's (counts in H100s: ranks / this)");
+                    "--workload: the step is this many times an H100's (counts in H100s: ranks / this)")(
+      "shuffle", po::value<std::string>(&options.shuffle)->default_value(options.shuffle),
+      "global: the sampler's order over the whole dataset | local: what MLPerf Storage's DLIO reads, each rank its "
+      "own contiguous block of ceil(N/R) samples, shuffled inside every epoch (the block sampler with its blocks "
+      "in storage order)");
   po::options_description output("Output");
   cli::json_option(output, &options.json, "write the figures as JSON; the table then goes to stderr");
   cli::progress_options(output, options.progress);
@@ -353,6 +372,7 @@ int bench_main(const Communicator& world, int argc, char** argv) {
     if (options.compute_us < 0) STRIDER_THROW(UsageError, "--compute-us must be >= 0");
     check_choice(options.compute_mode, {"busy", "sleep", "work"}, "--compute-mode");
     apply_workload(result.values, options);
+    apply_shuffle(result.values, options);
     options.progress_seconds = world.is_root() ? cli::progress_interval(result.values, options.progress) : 0.0;
     if (world.is_root() && !options.json.empty() && !cli::json_to_stdout(options.json))
       check_output_path(options.json, "--json");
@@ -549,8 +569,8 @@ void report(const Communicator& world, const BenchOptions& options, const std::v
   std::ostringstream table;
   table << std::fixed << std::setprecision(3);
   table << "strider-bench: " << options.loading.data_path << ", " << world.size() << " ranks, sampler "
-        << options.loading.sampler.mode << ", batch " << options.loading.sampler.batch_size << ", engine "
-        << options.loading.reader.engine
+        << options.loading.sampler.mode << (options.shuffle == "local" ? " (local shuffle)" : "") << ", batch "
+        << options.loading.sampler.batch_size << ", engine " << options.loading.reader.engine
         << (options.loading.reader.odirect ? ", O_DIRECT"
             : options.cold                 ? ", cold cache"
                                            : ", warm cache")
@@ -622,6 +642,7 @@ void report(const Communicator& world, const BenchOptions& options, const std::v
     json.field("data", options.loading.data_path);
     json.field("world", world.size());
     json.field("sampler", options.loading.sampler.mode);
+    if (options.shuffle != "global") json.field("shuffle", options.shuffle);
     json.field("engine", options.loading.reader.engine);
     json.field("batch_size", options.loading.sampler.batch_size);
     json.field("sample_bytes", options.sample_bytes);

@@ -279,12 +279,13 @@ for workload in $workloads; do
     "$samples" "$strider_cap" "$peer_cap" "$peer_workers" "$copy_threads" "$target" >"$out/setup-$workload.json"
 
   # ---- strider ----
-  # strider_run COUNT SLOWDOWN NAME: one run, $out/NAME.json and logs/NAME.log; returns as search's RUN.
+  # strider_run COUNT SLOWDOWN NAME [OPTION...]: one run, $out/NAME.json and logs/NAME.log; returns as
+  # search's RUN.
   strider_run() {
     local count=$1 result=$out/$3.json
     if ! "${launch[@]}" -np "$count" "$bin/strider-bench" --data "$file" --workload "$workload" \
       --accelerator-slowdown "$2" --engine direct --odirect --copy-threads "$copy_threads" --epochs "$epochs" \
-      --steps "$steps" --ring-memory-gb "$ring_memory_gb" --seed $seed "${prefetch[@]}" --json "$result" \
+      --steps "$steps" --ring-memory-gb "$ring_memory_gb" --seed $seed "${prefetch[@]}" --json "$result" "${@:4}" \
       >"$out/logs/$3.log" 2>&1; then
       log "strider $workload at $count (x$2): FAILED (see $out/logs/$3.log)"
       return 2
@@ -298,6 +299,14 @@ for workload in $workloads; do
   }
   search "$strider_cap" run_strider
   if ((searched_held > 0 && refine_steps > 0)); then refine "$searched_held"; fi
+  # DLIO's own order at each count the grid ran, the same step: each rank its contiguous block,
+  # shuffled inside (--shuffle local), which is what the published AU results read.
+  for grid_run in "$out"/strider-"$workload"-*.json; do
+    [[ -f $grid_run ]] || continue
+    count=${grid_run##*-}
+    count=${count%.json}
+    strider_run "$count" "$slowdown" "local-$workload-$count" --shuffle local || true
+  done
 
   # ---- the peer ----
   [[ $peer_ready == 1 ]] || continue

@@ -69,6 +69,7 @@ def main(out, quick):
     for setup in setups:
         workload = setup["workload"]
         strider, peer = runs(out, "strider", workload), runs(out, "peer", workload)
+        local = runs(out, "local", workload)  # strider-bench --shuffle local: DLIO's read order
         limits = {entry["jobs"]: entry for entry in fio if entry["workload"] == workload}
         best, peer_best = largest_held(strider), largest_held(peer)
         copy_threads = setup["copy_threads"]
@@ -82,7 +83,7 @@ def main(out, quick):
             run["fraction_of_fio"] = run["bytes_per_s"] / limit if limit else None
         fractions = [run for run in strider if run["fraction_of_fio"] is not None]
         entry = dict(setup, demand_bytes_per_s=demand, fio=sorted(limits.values(), key=lambda e: e["jobs"]),
-                     strider=strider, peer=peer, feedable_by_fio=feedable,
+                     strider=strider, strider_local=local, peer=peer, feedable_by_fio=feedable,
                      strider_best_fraction=max(fractions, key=lambda r: r["fraction_of_fio"]) if fractions else None)
         if best:
             limit = limits.get(best["accelerators"] * copy_threads, {}).get("random_bytes_per_s", 0)
@@ -175,15 +176,14 @@ def main(out, quick):
                f"({entry['strider_best_fraction']['accelerators']}) | " if entry["strider_best_fraction"] else "- | ")
             + refined_text + f"{peer_text} | {peer_au} | {ratio} |")
     lines.append("")
-    lines.append("AU at each count (strider / peer):")
+    lines.append("AU at each count (strider with a global shuffle / strider with DLIO's local shuffle / peer):")
     for workload, setup, best, peer_best, entry, peer in rows:
         by_count = {}
-        for run in entry["strider"]:
-            by_count.setdefault(run["accelerators"], ["-", "-"])[0] = f"{100 * run['au']:.1f}%"
-        for run in entry["peer"]:
-            by_count.setdefault(run["accelerators"], ["-", "-"])[1] = f"{100 * run['au']:.1f}%"
+        for column, key in enumerate(("strider", "strider_local", "peer")):
+            for run in entry[key]:
+                by_count.setdefault(run["accelerators"], ["-", "-", "-"])[column] = f"{100 * run['au']:.1f}%"
         lines.append(f"- {workload} (threshold {100 * setup['au_threshold']:.0f}%): " +
-                     ", ".join(f"{count}: {pair[0]} / {pair[1]}" for count, pair in sorted(by_count.items())))
+                     ", ".join(f"{count}: {' / '.join(cells)}" for count, cells in sorted(by_count.items())))
     lines.append("")
     lines.append("Refinement at the largest count that held (strider; each run's slowdown, the rate its ranks ask for, its AU):")
     for workload, setup, best, peer_best, entry, peer in rows:

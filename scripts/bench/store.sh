@@ -83,7 +83,8 @@ log "limit gather (one core): $(cat "$out/store/limit-gather.json")"
 # against the store's own request and reply (scripts/bench/store_exchange_bench.cpp), batches of 256
 # rows of 256 B and of 64 KiB, under MPI_THREAD_MULTIPLE. A component that cannot make the window is
 # logged and skipped.
-mpicxx -O2 -std=c++17 -I"$repo_root/include" -I"$bench_build/include" -I"$repo_root/src" -o "$out/store_exchange_bench" \
+lib_dir=$(strider_lib_dir) && config_include=$(strider_config_include "$lib_dir") || exit 1
+mpicxx -O2 -std=c++17 -I"$repo_root/include" -I"$config_include" -I"$repo_root/src" -o "$out/store_exchange_bench" \
   "$here/store_exchange_bench.cpp" "$repo_root"/src/{pipeline/store_exchange,core/error,core/log,comm/communicator,comm/backoff}.cpp
 for row_bytes in 256 65536; do
   for mode in rma-sm rma-ucx request; do
@@ -98,8 +99,8 @@ done
 
 # A decompressed-chunk cache for --lookahead, simulated from the plan (no file read): decompressions
 # per epoch of rank 0 of 2, windows of 256 steps, without a cache and with 16-240 MiB of chunks.
-mpicxx -O2 -std=c++17 -I"$repo_root/include" -I"$bench_build/include" -I"$repo_root/src" -o "$out/chunk_cache_sim" \
-  "$here/chunk_cache_sim.cpp" -L"$bench_build/src" -lstrider -Wl,-rpath,"$bench_build/src"
+mpicxx -O2 -std=c++17 -I"$repo_root/include" -I"$config_include" -I"$repo_root/src" -o "$out/chunk_cache_sim" \
+  "$here/chunk_cache_sim.cpp" -L"$lib_dir" -lstrider -Wl,-rpath,"$lib_dir"
 "$out/chunk_cache_sim" --samples 1000000 --chunk-rows 1024 --row-bytes 256 --batch 256 --ranks 2 --lookahead 256 \
   --cache-mib 16,64,128,240 >"$out/store/chunk-cache.json"
 log "chunk cache (simulated): $(cat "$out/store/chunk-cache.json")"

@@ -87,6 +87,7 @@ KEY_NOTES = {
                                    "its node made (each node shuffles an epoch once)",
     "epochs[].bytes_read_file": "bytes read from the file (epoch 0 includes the store's load)",
     "store_bytes_per_node": "summed PSS of a node's mappings of its store segment (the largest node's)",
+    "shuffle": "`local`: each rank its own block, shuffled inside (DLIO's order); absent with the global shuffle",
 }
 
 JSON_SECTIONS = [
@@ -184,6 +185,8 @@ def json_outputs(bin_dir, work):
             ("`--workload W`", one + [app("strider-bench"), "--data", "f.h5", "--epochs", "1", "--workload",
                                       "cosmoflow", "--accelerator-slowdown", "0.001", "--steps", "2", "--json",
                                       "out.json"], "out.json"),
+            ("`--shuffle local`", one + [app("strider-bench"), "--data", "f.h5", "--epochs", "1", "--shuffle",
+                                         "local", "--json", "out.json"], "out.json"),
         ],
         "info": [
             ("fixed-size samples", [app("strider-inspect"), "info", "f.h5", "--json"], None),

@@ -34,8 +34,9 @@ BlockSampler::BlockSampler(const BlockSamplerConfig& config, int world_size, int
 
 void BlockSampler::on_epoch() {
   if (!config_.shuffle) return;
-  block_order_ =
-      FeistelPermutation(static_cast<std::uint64_t>(full_blocks_), derive_seed(seed(), epoch(), block_stream));
+  if (config_.shuffle_blocks)
+    block_order_ =
+        FeistelPermutation(static_cast<std::uint64_t>(full_blocks_), derive_seed(seed(), epoch(), block_stream));
   const std::int64_t per_rank = partition().samples_per_rank();
   const std::int64_t windows = per_rank / window_size_ + (per_rank % window_size_ != 0 ? 1 : 0);
   const std::uint64_t window_key = derive_seed(seed(), epoch(), window_stream);
@@ -71,7 +72,7 @@ void BlockSampler::order_positions(std::int64_t first, std::int64_t count, std::
 }
 
 void BlockSampler::samples_at(std::int64_t* positions, std::size_t count) const {
-  if (!config_.shuffle || full_blocks_ <= 1) return;  // the order is the dataset's
+  if (!config_.shuffle || !config_.shuffle_blocks || full_blocks_ <= 1) return;  // the blocks in storage order
   const std::int64_t block_size = config_.block_size, shuffled_end = full_blocks_ * block_size;
   std::vector<std::int64_t> offsets(count);  // in-block offset, or ~position for the tail block
   for (std::size_t k = 0; k < count; ++k) {
@@ -111,6 +112,7 @@ std::uint64_t BlockSampler::config_hash() const {
   hash.add(static_cast<std::uint8_t>(config_.shuffle));
   hash.add(config_.block_size);
   hash.add(config_.block_window);
+  if (!config_.shuffle_blocks) hash.add(std::uint8_t{0x4c});  // "L": local; absent otherwise, so hashes stay
   hash.add(world_size());  // the plan depends on R, not only on R*B: no elastic resume
   return hash.value();
 }

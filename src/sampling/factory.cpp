@@ -63,6 +63,12 @@ std::unique_ptr<Sampler> make_sampler(const SamplerOptions& options, int world_s
     BlockSamplerConfig config = fixed_size_config<BlockSamplerConfig>(options);
     config.block_size = options.block_size;
     config.block_window = options.block_window;
+    config.shuffle_blocks = options.shuffle_blocks;
+    if (!options.shuffle_blocks && options.block_size == 0) {  // one block per rank, one window: DLIO's local shuffle
+      const std::int64_t ranks = std::max(1, world_size);
+      config.block_size = std::max<std::int64_t>(1, options.dataset_size / ranks + (options.dataset_size % ranks != 0));
+      config.block_window = 1;
+    }
     return std::make_unique<BlockSampler>(config, world_size, rank);
   }
   if (auto sampler = detail::make_class_aware_sampler(options, world_size, rank)) return sampler;

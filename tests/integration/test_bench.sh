@@ -214,6 +214,15 @@ grep -q "the samples of $work/f.h5 are 32 bytes, cosmoflow's are 2830336" "$work
   pass "--workload on other samples: a warning" || fail "no warning about the sample size: $(cat "$work/wf.txt")"
 expect_error "--workload with --batch-size" "--workload cosmoflow sets --batch-size; drop --batch-size" 30 \
   mpirun_n 2 "$bench" --data "$work/cf.h5" --workload cosmoflow --batch-size 4
+# --shuffle local: DLIO's order (each rank its own block, shuffled inside): the block sampler, every
+# sample once per epoch, marked in the JSON; the sampler options it sets are refused beside it.
+mpirun_n 2 "$bench" --data "$work/f.h5" --shuffle local --epochs 2 --json "$work/local.json" >"$work/local.txt" 2>&1 ||
+  fail "--shuffle local: $(tail -n 3 "$work/local.txt")"
+expect_equal "--shuffle local: the block sampler, marked" \
+  "$(grep -o '"sampler":"[a-z]*","shuffle":"[a-z]*"' "$work/local.json")" '"sampler":"block","shuffle":"local"'
+expect_equal "--shuffle local: every sample of both epochs" "$(json_number "$work/local.json" samples)" 10000
+expect_error "--shuffle local with --sampler" "--shuffle local sets --sampler; drop --sampler" 30 \
+  mpirun_n 2 "$bench" --data "$work/f.h5" --shuffle local --sampler balanced
 expect_error "unknown --workload" "unknown workload 'bert' \(known: unet3d, resnet50, cosmoflow\)$" 30 \
   mpirun_n 2 "$bench" --data "$work/cf.h5" --workload bert
 expect_error "--accelerator-slowdown 0" "--accelerator-slowdown must be a positive number" 30 \

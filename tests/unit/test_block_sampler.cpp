@@ -1,11 +1,14 @@
 // The block sampler: invariants, exact coverage, locality of reads, 64-bit sizes, errors.
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <memory>
 #include <set>
 #include <tuple>
 
 #include "sampler_properties.hpp"
 #include "strider/core/error.hpp"
 #include "strider/sampling/block_sampler.hpp"
+#include "strider/sampling/factory.hpp"
 
 using namespace strider;
 using strider::testing::all_batches;
@@ -148,4 +151,42 @@ TEST_CASE("block sampler: errors and no elastic resume", "[block][errors]") {
   BlockSampler two(block_config(1000, 8, 16, 2), 2, 0);
   REQUIRE_THROWS_AS(two.resume(four.state(3)), UsageError);
   REQUIRE_THROWS_WITH(two.resume(four.state(3)), Catch::Contains("resumes only at the one it was saved at"));
+}
+
+TEST_CASE("block sampler: blocks in storage order give each rank its own range (DLIO's local shuffle)", "[block]") {
+  // Through make_sampler as strider-bench --shuffle local asks: block_size 0, blocks not shuffled.
+  SamplerOptions options;
+  options.mode = "block";
+  options.dataset_size = 1003;  // M = ceil(1003 / 4) = 251: the last rank's range wraps by 1
+  options.batch_size = 16;
+  options.seed = 9;
+  options.shuffle_blocks = false;
+  const int ranks = 4;
+  const std::int64_t m = 251;
+  std::vector<std::int64_t> previous;
+  for (std::int64_t epoch = 0; epoch < 2; ++epoch) {
+    for (int rank = 0; rank < ranks; ++rank) {
+      std::unique_ptr<Sampler> sampler = make_sampler(options, ranks, rank);
+      sampler->set_epoch(epoch);
+      std::vector<std::int64_t> indices = rank_epoch(*sampler);
+      REQUIRE(static_cast<std::int64_t>(indices.size()) == m);
+      std::vector<std::int64_t> own;
+      for (std::int64_t k = 0; k < m; ++k) own.push_back((rank * m + k) % 1003);
+      const std::vector<std::int64_t> order = indices;
+      std::sort(indices.begin(), indices.end());
+      std::sort(own.begin(), own.end());
+      CHECK(indices == own);  // the same range every epoch
+      CHECK(order != own);    // shuffled inside
+      if (rank == 0) {
+        CHECK(order != previous);  // another order each epoch
+        previous = order;
+      }
+    }
+  }
+  // The configuration is its own: a checkpoint of the global block order does not resume it.
+  SamplerOptions global = options;
+  global.shuffle_blocks = true;
+  global.block_size = m;
+  global.block_window = 1;
+  CHECK(make_sampler(options, ranks, 0)->config_hash() != make_sampler(global, ranks, 0)->config_hash());
 }

@@ -16,6 +16,10 @@ namespace strider {
 struct BlockSamplerConfig : PartitionConfig {
   std::int64_t block_size = 0;    ///< S: contiguous samples per block (> 0)
   std::int64_t block_window = 8;  ///< W: a rank's samples are shuffled within windows of W*S positions
+  /// false: the blocks stay in storage order (rank r reads [r*M, (r+1)*M) every epoch); only the
+  /// windows are shuffled. With S = M and W = 1: each rank's own block, shuffled inside, which is
+  /// what MLPerf Storage's DLIO reads.
+  bool shuffle_blocks = true;
 };
 
 /// The epoch's order is the N/S full blocks [jS, (j+1)S) in a keyed random order (a

@@ -45,6 +45,11 @@ struct SamplerOptions : PartitionConfig {
   bool most_expensive_first = false;     ///< bucketed: the costliest batch runs at step 0
   std::int64_t block_size = 0;           ///< block: contiguous samples per block (> 0)
   std::int64_t block_window = 8;         ///< block: blocks per within-rank shuffle window
+  /// block: false keeps the blocks in storage order, so that rank r reads the same range every epoch,
+  /// shuffled within its windows; with block_size 0, one block per rank of ceil(N/R) samples and one
+  /// window: MLPerf Storage's (DLIO's) local shuffle. Not a command-line option of its own
+  /// (strider-bench --shuffle local).
+  bool shuffle_blocks = true;
 };
 
 /// The modes make_sampler knows, in the order the CLI lists them.
