@@ -11,7 +11,9 @@
 #   train     all of these
 # Public core headers include no MPI or HDF5 header either, so that sampling stays MPI-free through
 # them. Apps (apps/, bench/, examples/, and bindings/ or python/ where they exist) include public
-# headers (strider/...) only, plus their own folder and apps/common. strider/config.hpp counts as core.
+# headers (strider/...) only, plus their own folder and apps/common; bench/ (the measurement wing,
+# strider/bench/...) is one of them, so the library, which may not include strider/bench/, never
+# depends on what exists to measure it. strider/config.hpp counts as core.
 # Usage: scripts/check-layers.sh [ROOT]   (ROOT: a tree to check, default this repository)
 set -euo pipefail
 root=${1:-$(cd "$(dirname "$0")/.." && pwd)}

@@ -6,11 +6,11 @@
 #include <sstream>
 
 #include "common/cli.hpp"
+#include "strider/bench/workload_preset.hpp"
 #include "strider/comm/mpi_runtime.hpp"
 #include "strider/core/log.hpp"
 #include "strider/core/option_text.hpp"
 #include "strider/io/synthetic_dataset.hpp"
-#include "strider/pipeline/workload_preset.hpp"
 
 namespace {
 

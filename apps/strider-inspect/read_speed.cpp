@@ -54,7 +54,7 @@ int read_speed_main(Communicator& world, int argc, char** argv) {
   loading.plan_ahead = false;
   loading.prefetch = 1;
   loading.labels_in_memory = true;
-  loading.read_rows_one_by_one = per_row;
+  loading.diagnostics.read_rows_one_by_one = per_row;
   loading.max_steps_per_epoch = steps;
   Loader loader(world, loading);
   steps = steps > 0 ? loader.steps(0) : 0;

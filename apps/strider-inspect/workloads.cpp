@@ -7,9 +7,9 @@
 #include <sstream>
 
 #include "common/cli.hpp"
+#include "strider/bench/workload_preset.hpp"
 #include "strider/comm/mpi_runtime.hpp"
 #include "strider/core/json_writer.hpp"
-#include "strider/pipeline/workload_preset.hpp"
 #include "subcommands.hpp"
 
 namespace strider::inspect {

@@ -162,7 +162,7 @@ struct Loader::State {
   // CPU time spent planning whole epochs (set_epoch), on any thread, in nanoseconds: the planning
   // thread adds to it while the consumer may read it.
   std::shared_ptr<std::atomic<std::int64_t>> epoch_plan_cpu_ns = std::make_shared<std::atomic<std::int64_t>>(0);
-  // Each epoch's order made once per node (plan_per_node; null where not shared), and its count of
+  // Each epoch's order made once per node (diagnostics.plan_per_node; null where not shared), and its count of
   // orders copied when the stats were last reset.
   std::shared_ptr<pipeline_detail::NodeOrder> node_order;
   std::int64_t orders_copied_before = 0;
@@ -383,7 +383,7 @@ Loader::Loader(const Communicator& comm, LoaderOptions options) : state_(std::ma
   comm.collective_try([&] { s.depth = depth_within_ring_memory(s.depth, s.options, s.info); });
   // Each epoch's order once per node. NodeOrder::create is collective: after the agreed checks
   // above, and on every rank or none (agreed here, whatever options a rank was given).
-  const bool share_order = s.options.plan_per_node && s.options.split == LoaderSplit::sampler &&
+  const bool share_order = s.options.diagnostics.plan_per_node && s.options.split == LoaderSplit::sampler &&
                            s.options.sampler.mode == "distributed" && s.options.sampler.shuffle;
   if (comm.all_reduce(share_order ? 1 : 0, ReduceOp::min) == 1)
     s.options.sampler.shared_order = s.node_order =
@@ -402,7 +402,7 @@ Loader::Loader(const Communicator& comm, LoaderOptions options) : state_(std::ma
   prefetcher_options.io_thread = s.options.io_thread;
   prefetcher_options.measure_layout = s.options.measure_thread_layout;
   prefetcher_options.spare_core = pipeline_detail::has_spare_core(comm.local_size());
-  prefetcher_options.read_rows_one_by_one = s.options.read_rows_one_by_one;
+  prefetcher_options.read_rows_one_by_one = s.options.diagnostics.read_rows_one_by_one;
   if (s.options.lookahead > 0) {
     // Merged reads pay where a row costs a whole chunk (chunked data through HDF5), and where rows
     // come from other nodes (the store, partitioned): one request per owner node per window of

@@ -199,7 +199,7 @@ std::vector<LoaderOption> build_table() {
           "plan-per-rank", "diagnostics",
           "distributed sampler: every rank shuffles each epoch's whole order itself, rather than once per node "
           "into memory the node's ranks share (the same batches; for measuring)",
-          [](auto& o) -> auto& { return o.plan_per_node; }, true),
+          [](auto& o) -> auto& { return o.diagnostics.plan_per_node; }, true),
       LoaderOption{"copy-threads", "pipeline", OptionType::int32, "",
                    "direct/mmap: threads that copy one batch; hdf5: threads that inflate its deflate chunks",
                    [](LoaderOptions& o, std::string_view text) {

@@ -154,7 +154,7 @@ TEST_CASE("loader: the same batches with each epoch's order shared per node or s
     const NodeGroups groups = NodeGroups::split(comm);
     for (bool per_node : {true, false}) {
       LoaderOptions options = base;
-      options.plan_per_node = per_node;
+      options.diagnostics.plan_per_node = per_node;
       Loader loader(comm, options);
       // Epochs in an order plan-ahead does not guess (2 after 0, then 1 and 0 again).
       for (std::int64_t epoch : {0, 2, 1, 0})

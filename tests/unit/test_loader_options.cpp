@@ -54,7 +54,7 @@ const std::map<std::string, Expectation>& expectations() {
       {"block-window", {"2", [](const LoaderOptions& o) { return o.sampler.block_window == 2; }}},
       {"seed", {"-12", [](const LoaderOptions& o) { return o.seed == std::int64_t{-12}; }}},
       {"prefetch", {"64", [](const LoaderOptions& o) { return o.prefetch == 64; }}},
-      {"plan-per-rank", {"true", [](const LoaderOptions& o) { return !o.plan_per_node; }}},
+      {"plan-per-rank", {"true", [](const LoaderOptions& o) { return !o.diagnostics.plan_per_node; }}},
       {"copy-threads", {"3", [](const LoaderOptions& o) { return o.reader.copy_threads == 3; }}},
       {"max-open-files", {"5", [](const LoaderOptions& o) { return o.reader.max_open_files == 5; }}},
       {"store", {"memory", [](const LoaderOptions& o) { return o.store.mode == "memory"; }}},

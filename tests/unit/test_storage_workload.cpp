@@ -2,9 +2,9 @@
 // (AU) arithmetic on a fixed trace. Every expected value is written out here, worked by hand.
 #include <catch2/catch.hpp>
 
+#include "strider/bench/accelerator_utilization.hpp"
+#include "strider/bench/workload_preset.hpp"
 #include "strider/core/error.hpp"
-#include "strider/pipeline/accelerator_utilization.hpp"
-#include "strider/pipeline/workload_preset.hpp"
 
 using namespace strider;
 

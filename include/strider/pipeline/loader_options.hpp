@@ -37,6 +37,18 @@ inline constexpr std::int64_t kDefaultBatchSize = 32;
 /// (times any world size) and its step arithmetic cannot overflow 64 bits.
 inline constexpr std::int64_t kMaxBatchSize = std::int64_t{1} << 40;
 
+/// The Loader's switches for measuring, each turning off one saving so that a benchmark can show
+/// what it saves. Every setting yields the same batches.
+struct LoaderDiagnostics {
+  /// The distributed sampler with shuffle: each epoch's order is shuffled once per node, by its
+  /// first rank into memory the node's ranks share, and every rank copies its positions out,
+  /// instead of every rank shuffling all N (pipeline/node_order.hpp). Off (`--plan-per-rank`)
+  /// measures what it saves.
+  bool plan_per_node = true;
+  /// One read() call per sample instead of one per batch (measures what batching saves).
+  bool read_rows_one_by_one = false;
+};
+
 /// Everything a Loader is built from. The defaults are the option table's defaults.
 struct LoaderOptions {
   LoaderOptions() { sampler.batch_size = kDefaultBatchSize; }
@@ -81,11 +93,6 @@ struct LoaderOptions {
   /// distributed sampler's permutation). The batches are the same with it on or off; it holds a
   /// second plan in memory.
   bool plan_ahead = true;
-  /// The distributed sampler with shuffle: each epoch's order is shuffled once per node, by its
-  /// first rank into memory the node's ranks share, and every rank copies its positions out,
-  /// instead of every rank shuffling all N (pipeline/node_order.hpp). The batches are the same with
-  /// it on or off; off (`--plan-per-rank`) measures what it saves.
-  bool plan_per_node = true;
   /// true: a background I/O thread reads ahead (the prefetcher). false: batches are read on the
   /// caller's thread when it asks for them (measuring the reader, a rank with no core to spare).
   bool io_thread = true;
@@ -97,9 +104,6 @@ struct LoaderOptions {
   /// The batches are the same either way. Not with the hdf5 engine (its reads stay on the thread
   /// that read first). `--io-thread auto|yes|no` sets both fields.
   bool measure_thread_layout = true;
-  /// One read() call per sample instead of one per batch (the same batches; measures what batching
-  /// saves).
-  bool read_rows_one_by_one = false;
   /// At every epoch's start the ranks check that every shard's size and modification time are
   /// those it had when opened, and refuse to go on otherwise.
   bool check_data_unchanged = true;
@@ -111,6 +115,9 @@ struct LoaderOptions {
   /// once per batch; the next L batches are read while these are delivered (two windows in memory).
   /// 0: off. Elsewhere a no-op, logged.
   std::int64_t lookahead = 0;
+  /// Switches that exist to measure what a design choice saves (strider-bench, strider-inspect
+  /// read-speed); a trainer leaves them alone.
+  LoaderDiagnostics diagnostics;
 };
 
 /// The type of an option's value, as a command line parses it.

@@ -119,7 +119,7 @@ struct PrefetchStats {
   /// (a Prefetcher is handed planned samplers: 0 there).
   double epoch_plan_cpu_seconds = 0.0;
   /// Epochs whose shuffled order this rank copied from the one its node's first rank made
-  /// (LoaderOptions::plan_per_node) rather than shuffling it; filled by Loader::stats().
+  /// (LoaderDiagnostics::plan_per_node) rather than shuffling it; filled by Loader::stats().
   std::int64_t epoch_orders_copied = 0;
 
   /// stall_seconds / wall_seconds: the one definition of stall fraction used everywhere.

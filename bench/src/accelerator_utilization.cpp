@@ -1,4 +1,4 @@
-#include "strider/pipeline/accelerator_utilization.hpp"
+#include "strider/bench/accelerator_utilization.hpp"
 
 #include <algorithm>
 #include <map>

@@ -1,4 +1,4 @@
-#include "strider/pipeline/workload_preset.hpp"
+#include "strider/bench/workload_preset.hpp"
 
 #include "strider/core/error.hpp"
 #include "strider/core/option_text.hpp"

@@ -17,6 +17,9 @@
 #include <thread>
 
 #include "common/cli.hpp"
+#include "strider/bench/accelerator_utilization.hpp"
+#include "strider/bench/step_emulator.hpp"
+#include "strider/bench/workload_preset.hpp"
 #include "strider/comm/mpi_runtime.hpp"
 #include "strider/core/error.hpp"
 #include "strider/core/json_writer.hpp"
@@ -24,10 +27,8 @@
 #include "strider/core/option_text.hpp"
 #include "strider/core/progress.hpp"
 #include "strider/io/data_paths.hpp"
-#include "strider/pipeline/accelerator_utilization.hpp"
 #include "strider/pipeline/loader.hpp"
 #include "strider/pipeline/memory_store.hpp"
-#include "strider/pipeline/workload_preset.hpp"
 
 namespace {
 
@@ -106,60 +107,6 @@ double cpu_seconds(clockid_t clock) {
   clock_gettime(clock, &now);
   return static_cast<double>(now.tv_sec) + 1e-9 * static_cast<double>(now.tv_nsec);
 }
-
-/// The emulated step (--compute-mode):
-///   busy   spins on the clock until `microseconds` have passed: a GPU step the host thread spin-waits
-///          for (it ends on time even when the thread was preempted meanwhile);
-///   sleep  sleeps that long: a GPU step the host thread blocks on (the CPU is free);
-///   work   runs a fixed amount of CPU work calibrated to take that long on an idle core: a CPU-bound
-///          step (the CPU backend), which takes longer when it shares its core.
-class StepEmulator {
- public:
-  StepEmulator(double microseconds, std::string mode) : microseconds_(microseconds), mode_(std::move(mode)) {
-    if (mode_ == "work" && microseconds_ > 0) iterations_ = calibrate();
-  }
-  void run() {
-    if (microseconds_ <= 0) return;
-    if (mode_ == "work") {
-      sink_ = spin(iterations_, sink_);
-      return;
-    }
-    const auto end = Clock::now() + std::chrono::nanoseconds(static_cast<std::int64_t>(microseconds_ * 1000));
-    if (mode_ == "sleep") {
-      std::this_thread::sleep_until(end);
-      return;
-    }
-    while (Clock::now() < end) {
-    }
-  }
-
- private:
-  /// A dependent chain of integer operations the compiler cannot fold away.
-  static std::uint64_t spin(std::int64_t iterations, std::uint64_t state) {
-    for (std::int64_t i = 0; i < iterations; ++i) {
-      state ^= state << 13;
-      state ^= state >> 7;
-      state ^= state << 17;
-    }
-    return state;
-  }
-  /// Iterations that take `microseconds_` on this core: the fastest of several timed trials (the
-  /// one least disturbed by other threads).
-  std::int64_t calibrate() {
-    constexpr std::int64_t trial = 1 << 20;
-    double best = 1e30;
-    for (int attempt = 0; attempt < 7; ++attempt) {
-      const Clock::time_point start = Clock::now();
-      sink_ = spin(trial, sink_ + 1);
-      best = std::min(best, std::chrono::duration<double>(Clock::now() - start).count());
-    }
-    return std::max<std::int64_t>(1, std::llround(microseconds_ * 1e-6 / (best / trial)));
-  }
-  double microseconds_;
-  std::string mode_;
-  std::int64_t iterations_ = 0;
-  std::uint64_t sink_ = 88172645463325252ULL;
-};
 
 void drop_from_page_cache(const std::string& path) {
   const int descriptor = ::open(path.c_str(), O_RDONLY);
