@@ -17,7 +17,8 @@ The template is the page's prose with placeholders:
                                   objects of the results files the page uses ("one machine: **...**";
                                   where they differ, each is numbered and each table names its own)
     {{table:NAME}}                a table made from one results file (NAME: compare, stall, memory,
-                                  samplers, python, storage, cpu, store; see TABLES)
+                                  samplers, epoch-plan, python, storage, cpu,
+                                  store; see TABLES)
     {{list:NAME}}                 a list made from one results file (NAME: storage-au)
     {{value:FILE.PATH}}           one figure of bench/results/FILE.json; PATH is dot-separated keys,
     {{value:FILE.PATH|SPEC}}      list indices, or KEY=VALUE to pick the list item whose KEY is VALUE
@@ -182,6 +183,20 @@ def samplers_table(data):
     return markdown_table(["mode", "indices/s (`batch()`)", "`set_epoch`"], rows)
 
 
+def epoch_plan_table(data):
+    def size(n):
+        exponent = len(str(n)) - 1
+        return f"10^{exponent}" if n == 10**exponent else f"{n:,}"
+
+    def duration(ms):
+        return figure(ms / 1e3, ".2f") + " s" if ms >= 1000 else figure(ms, ".1f") + " ms"
+
+    rows = [[size(run["n"]), figure(run["order_bytes"] / 1e6, ",.0f") + " MB", duration(run["epoch_ms"]),
+             duration(run["epoch_cpu_ms"]), figure(run["ns_per_sample"], ".1f"), duration(run["first_epoch_ms"])]
+            for run in data["runs"]]
+    return markdown_table(["N", "order", "per epoch", "CPU per epoch", "ns per sample", "first epoch"], rows)
+
+
 def python_table(data):
     def with_range(run, key, unit):
         text = figure(run[key]) + unit
@@ -323,6 +338,7 @@ TABLES = {
     "stall": ("stall", stall_table),
     "memory": ("memory", memory_table),
     "samplers": ("samplers", samplers_table),
+    "epoch-plan": ("epoch_plan", epoch_plan_table),
     "python": ("python", python_table),
     "storage": ("storage", storage_table),
     "cpu": ("cpu", cpu_table),

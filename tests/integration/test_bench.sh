@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # strider-bench end to end: the JSON contract (job and per-rank keys), sample counts that follow from
 # the sampler, the auto prefetch depth, labels read per batch unless the sampler needs them, and the
-# three step emulations, and the MLPerf Storage workloads (--workload: the preset's batch and step, the AU
-# keys and their arithmetic, the ring's memory limit). No timing is asserted (performance lives in
-# scripts/bench/compare.sh and scripts/bench/storage.sh).
+# three step emulations, and the MLPerf Storage workloads (--workload: the preset's batch and step,
+# the AU keys and their arithmetic, the ring's memory limit); strider-epoch-plan-bench's JSON and
+# refusals. No timing is asserted (performance lives in scripts/bench/compare.sh,
+# scripts/bench/storage.sh and scripts/bench/epoch_plan.py).
 source "$(dirname "$0")/common.sh"
 gen=$STRIDER_BIN/strider-gen
 bench=$STRIDER_BIN/strider-bench
@@ -234,4 +235,19 @@ expect_error "--ring-memory-gb too small" \
 # --odirect reads with the direct engine only.
 expect_error "--odirect with --engine mmap" "--odirect reads with the direct engine" 30 \
   mpirun_n 2 "$bench" --data "$work/cf.h5" --engine mmap --odirect
+# strider-epoch-plan-bench: one run per size, the order's bytes 8N, its times positive; bad sizes
+# are refused before anything is planned.
+plan_bench=$STRIDER_BIN/strider-epoch-plan-bench
+"$plan_bench" --sizes 1000,2e4 --repeats 2 >"$work/plan.json" || fail "strider-epoch-plan-bench exited non-zero"
+expect_equal "epoch-plan sizes" "$(grep -o '"n": [0-9]*' "$work/plan.json" | cut -d' ' -f2 | tr '\n' ' ')" "1000 20000 "
+expect_equal "epoch-plan order bytes" "$(grep -o '"order_bytes": [0-9]*' "$work/plan.json" | cut -d' ' -f2 | tr '\n' ' ')" \
+  "8000 160000 "
+/usr/bin/python3 -c 'import json, sys
+runs = json.load(open(sys.argv[1]))["runs"]
+bad = [r for r in runs if not (r["epoch_ms"] > 0 and r["epoch_ms_min"] <= r["epoch_ms"] and r["ns_per_sample"] > 0
+                                 and r["first_epoch_ms"] > 0 and r["repeats"] == 2)]
+sys.exit(1 if bad else 0)' "$work/plan.json" || fail "epoch-plan figures: $(cat "$work/plan.json")"
+expect_error "epoch-plan --sizes 0" "--sizes: '0' is not a whole number of samples" 10 "$plan_bench" --sizes 0
+expect_error "epoch-plan --sizes 1x" "--sizes: '1x' is not a count" 10 "$plan_bench" --sizes 1x
+expect_error "epoch-plan --repeats 0" "--repeats: '0' is not a count" 10 "$plan_bench" --repeats 0
 finish
