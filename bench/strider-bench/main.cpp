@@ -18,6 +18,7 @@
 
 #include "common/cli.hpp"
 #include "strider/bench/accelerator_utilization.hpp"
+#include "strider/bench/prefetch_account.hpp"
 #include "strider/bench/step_emulator.hpp"
 #include "strider/bench/workload_preset.hpp"
 #include "strider/comm/mpi_runtime.hpp"
@@ -348,6 +349,9 @@ int bench_main(const Communicator& world, int argc, char** argv) {
     ring_bytes_per_node = static_cast<double>(std::max<std::int64_t>(0, node_memory().mem_available)) / 2;
   if (ring_bytes_per_node > 0)
     options.loading.max_ring_bytes = static_cast<std::int64_t>(ring_bytes_per_node / world.local_size());
+  // The per-batch account (where the reading's time goes) subscribes to the pipeline's events.
+  const auto prefetch_account = std::make_shared<PrefetchAccount>();
+  options.loading.diagnostics.observer = prefetch_account;
   Loader loader(world, options.loading);
   world.collective_try([&] { loader.require_steps(0); });
   if (world.is_root() && !options.workload.empty() &&
@@ -372,6 +376,7 @@ int bench_main(const Communicator& world, int argc, char** argv) {
   if (options.warmup_epochs > 0) {
     world.barrier();
     loader.reset_stats();
+    prefetch_account->reset();
     for (std::int64_t epoch = 0; epoch < options.warmup_epochs; ++epoch) {
       LoaderEpoch batches = loader.epoch(epoch);  // collective, its errors agreed
       world.collective_try([&] {
@@ -394,6 +399,7 @@ int bench_main(const Communicator& world, int argc, char** argv) {
                consumer_cpu_start = cpu_seconds(CLOCK_THREAD_CPUTIME_ID);
   double step_seconds = 0;
   loader.reset_stats();
+  prefetch_account->reset();
   const auto since_start = [&start] { return std::chrono::duration<double>(Clock::now() - start).count(); };
   // Per epoch: seconds, samples, bytes from the file, from other nodes, from this node's memory.
   std::vector<double> epoch_seconds;
@@ -443,20 +449,21 @@ int bench_main(const Communicator& world, int argc, char** argv) {
   mine.steady_samples_per_s = summarize_utilization({windows}, 0.0).samples_per_s;
   mine.step_seconds = step_seconds;
   const PrefetchStats stats = loader.stats();
-  mine.io_thread_cpu_seconds = stats.io_thread_cpu_seconds;
-  mine.epoch_plan_cpu_seconds = stats.epoch_plan_cpu_seconds;
-  mine.epoch_orders_copied = stats.epoch_orders_copied;
-  mine.plan_seconds = stats.plan_seconds;
-  mine.copy_seconds = stats.copy_seconds;
-  mine.labels_seconds = stats.labels_seconds;
-  mine.handoff_seconds = stats.handoff_seconds;
-  mine.io_idle_seconds = stats.io_idle_seconds;
-  mine.consumer_handoff_seconds = stats.consumer_handoff_seconds;
-  mine.consumer_sleeps = stats.consumer_sleeps;
-  mine.io_wakeups = stats.io_wakeups;
-  mine.io_voluntary_switches = stats.io_voluntary_switches;
-  mine.io_involuntary_switches = stats.io_involuntary_switches;
-  mine.caller_thread_batches = stats.caller_thread_batches;
+  const PrefetchAccountFigures account = prefetch_account->figures();
+  mine.io_thread_cpu_seconds = account.io_thread_cpu_seconds;
+  mine.epoch_plan_cpu_seconds = account.epoch_plan_cpu_seconds;
+  mine.epoch_orders_copied = account.epoch_orders_copied;
+  mine.plan_seconds = account.plan_seconds;
+  mine.copy_seconds = account.copy_seconds;
+  mine.labels_seconds = account.labels_seconds;
+  mine.handoff_seconds = account.handoff_seconds;
+  mine.io_idle_seconds = account.io_idle_seconds;
+  mine.consumer_handoff_seconds = account.consumer_handoff_seconds;
+  mine.consumer_sleeps = account.consumer_sleeps;
+  mine.io_wakeups = account.io_wakeups;
+  mine.io_voluntary_switches = account.io_voluntary_switches;
+  mine.io_involuntary_switches = account.io_involuntary_switches;
+  mine.caller_thread_batches = account.caller_thread_batches;
   mine.layout = loader.thread_layout();
   mine.rank = world.rank();
   mine.stall_seconds = stats.stall_seconds;

@@ -26,6 +26,13 @@
 # BENCH_ONLY=python runs only what the Python comparison needs (w1: strider-bench, the Python loop, the peer, the
 # limits): about 2 minutes with the file present.
 #
+# BENCH_ONLY=baseline BASELINE_BIN=DIR compares two builds of strider-bench on w1 (DIR's, e.g. the
+# commit before a change, against $STRIDER_BIN's): at each rank count, W1_REPEATS runs of each,
+# alternating (each build first in half the pairs), so that both see the same phases of the
+# machine's drift. Prints each build's
+# median samples/s and the median of the pairs' ratios (this build / the baseline), and writes
+# $BENCH_OUT/baseline.json. Needs neither torch nor the limits.
+#
 # Environment: STRIDER_BIN (the folder with strider-gen and strider-bench; default build/bin), STRIDER_PYTHONPATH
 # (where `import strider` is found; default $STRIDER_BIN/../python),
 # SAMPLER_BENCH (default $STRIDER_BIN/../bench/strider_sampler_bench),
@@ -51,8 +58,13 @@ seed=0
 for tool in strider-gen strider-bench; do
   [[ -x $bin/$tool ]] || { echo "compare: $bin/$tool is missing: build first (or set STRIDER_BIN)" >&2; exit 1; }
 done
-$python -c "import torch, h5py, numpy" 2>/dev/null ||
-  { echo "compare: the peer needs python3-torch and python3-h5py-mpi: run scripts/bench/setup-bench.sh" >&2; exit 1; }
+if [[ $only == baseline ]]; then
+  [[ -x ${BASELINE_BIN:-}/strider-bench ]] ||
+    { echo "compare: BENCH_ONLY=baseline needs BASELINE_BIN, a folder with another build's strider-bench" >&2; exit 1; }
+else
+  $python -c "import torch, h5py, numpy" 2>/dev/null ||
+    { echo "compare: the peer needs python3-torch and python3-h5py-mpi: run scripts/bench/setup-bench.sh" >&2; exit 1; }
+fi
 mkdir -p "$data" "$out/logs"
 rm -rf "$out"/*.json "$out/runs"
 mkdir -p "$out/runs"
@@ -77,6 +89,26 @@ generate() {  # NAME strider-gen options...
   echo "$stamp" >"$file.options"
 }
 generate w1 --kind features --samples 1000000 --dim 64 --classes 10
+if [[ $only == baseline ]]; then
+  w1_args=(--data "$data/w1.h5" --batch-size 256 --epochs 10 --warmup-epochs 3)
+  for ranks in $ranks_list; do
+    for ((k = 1; k <= w1_repeats; ++k)); do
+      builds="baseline current"
+      ((k % 2 == 0)) && builds="current baseline"  # each build goes first in half the pairs
+      for build in $builds; do
+        build_bin=$bin
+        [[ $build == baseline ]] && build_bin=$BASELINE_BIN
+        "${launch[@]}" -np "$ranks" "$build_bin/strider-bench" --seed "$seed" "${w1_args[@]}" \
+          --json "$out/runs/$build-w1-r$ranks.$k.json" >"$out/logs/$build-w1-r$ranks.$k.log" 2>&1 ||
+          { log "$build w1 at $ranks ranks FAILED (see $out/logs/$build-w1-r$ranks.$k.log)"; exit 1; }
+      done
+      log "w1 at $ranks ranks, pair $k of $w1_repeats done"
+    done
+  done
+  $python "$here/summarize_baseline.py" "$out" "$w1_repeats" $ranks_list
+  log "done in $(($(date +%s) - started)) s: $out/baseline.json"
+  exit 0
+fi
 if [[ $only != python ]]; then
   generate w2 --kind features --samples 8192 --dim 16384 --classes 10
   generate w3 --kind sequences --samples 200000 --median-len 64 --max-len 512 --classes 10

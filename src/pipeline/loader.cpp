@@ -3,7 +3,6 @@
 #include <sys/stat.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <exception>
 #include <future>
@@ -159,13 +158,8 @@ struct Loader::State {
   std::unique_ptr<Sampler> current, upcoming;
   std::optional<std::int64_t> current_epoch, upcoming_epoch;
   std::future<void> planning;  // upcoming->set_epoch on another thread
-  // CPU time spent planning whole epochs (set_epoch), on any thread, in nanoseconds: the planning
-  // thread adds to it while the consumer may read it.
-  std::shared_ptr<std::atomic<std::int64_t>> epoch_plan_cpu_ns = std::make_shared<std::atomic<std::int64_t>>(0);
-  // Each epoch's order made once per node (diagnostics.plan_per_node; null where not shared), and its count of
-  // orders copied when the stats were last reset.
+  // Each epoch's order made once per node (diagnostics.plan_per_node; null where not shared).
   std::shared_ptr<pipeline_detail::NodeOrder> node_order;
-  std::int64_t orders_copied_before = 0;
 
   // The position: the epoch last started (or resumed) and the steps done in it.
   std::uint64_t epoch_id = 0;  // of the running LoaderEpoch
@@ -182,16 +176,32 @@ struct Loader::State {
     return make_sampler(options.sampler, comm.size(), comm.rank());
   }
 
-  /// sampler->set_epoch(epoch), its CPU time counted in epoch_plan_cpu_ns (any thread).
-  static void plan_epoch(Sampler& sampler, std::int64_t epoch, std::atomic<std::int64_t>& cpu_ns) {
+  /// sampler->set_epoch(epoch) on any thread; with an observer (diagnostics), its CPU time and
+  /// whether the order was copied from the node's are sent as a plan event (a failed plan's too).
+  /// Plans are made one at a time (the queries and the next epoch wait for a plan made ahead), so
+  /// the node order's count of copies moves only with this one.
+  static void plan_epoch(Sampler& sampler, std::int64_t epoch, PrefetchObserver* observer,
+                         const pipeline_detail::NodeOrder* node_order) {
+    if (observer == nullptr) {
+      sampler.set_epoch(epoch);
+      return;
+    }
     const double start = pipeline_detail::ThreadUsage::cpu_seconds_now();
+    const std::int64_t copied_before = node_order ? node_order->counts().copied : 0;
+    const auto send = [&] {
+      const std::int64_t copied = node_order ? node_order->counts().copied - copied_before : 0;
+      observer->on_plan(PrefetchPlanEvent{epoch, pipeline_detail::ThreadUsage::cpu_seconds_now() - start, copied});
+    };
     try {
       sampler.set_epoch(epoch);
     } catch (...) {
-      cpu_ns += static_cast<std::int64_t>(1e9 * (pipeline_detail::ThreadUsage::cpu_seconds_now() - start));
+      send();
       throw;
     }
-    cpu_ns += static_cast<std::int64_t>(1e9 * (pipeline_detail::ThreadUsage::cpu_seconds_now() - start));
+    send();
+  }
+  void plan_epoch(Sampler& sampler, std::int64_t epoch) const {
+    plan_epoch(sampler, epoch, options.diagnostics.observer.get(), node_order.get());
   }
 
   /// Waits for the plan made ahead; rethrows its failure (then nothing is planned ahead).
@@ -231,12 +241,12 @@ struct Loader::State {
     Sampler* idle = upcoming ? upcoming.get() : running ? nullptr : current.get();
     if (idle == nullptr) {
       std::unique_ptr<Sampler> plan = make_plan();
-      plan_epoch(*plan, epoch, *epoch_plan_cpu_ns);
+      plan_epoch(*plan, epoch);
       return {plan.get(), std::move(plan)};
     }
     std::optional<std::int64_t>& planned = idle == current.get() ? current_epoch : upcoming_epoch;
     planned.reset();
-    plan_epoch(*idle, epoch, *epoch_plan_cpu_ns);
+    plan_epoch(*idle, epoch);
     planned = epoch;
     return {idle, nullptr};
   }
@@ -250,7 +260,7 @@ struct Loader::State {
     }
     if (current_epoch != epoch) {
       current_epoch.reset();
-      plan_epoch(*current, epoch, *epoch_plan_cpu_ns);
+      plan_epoch(*current, epoch);
       current_epoch = epoch;
     }
   }
@@ -261,8 +271,10 @@ struct Loader::State {
     upcoming_epoch = epoch;  // valid once `planning` completed without error
     Sampler* sampler = upcoming.get();
     try {
-      planning = std::async(std::launch::async,
-                            [sampler, epoch, cpu_ns = epoch_plan_cpu_ns] { plan_epoch(*sampler, epoch, *cpu_ns); });
+      planning =
+          std::async(std::launch::async, [sampler, epoch, observer = options.diagnostics.observer, order = node_order] {
+            plan_epoch(*sampler, epoch, observer.get(), order.get());
+          });
     } catch (...) {  // no thread to spare: the epoch is planned when it starts
       upcoming_epoch.reset();
     }
@@ -403,6 +415,7 @@ Loader::Loader(const Communicator& comm, LoaderOptions options) : state_(std::ma
   prefetcher_options.measure_layout = s.options.measure_thread_layout;
   prefetcher_options.spare_core = pipeline_detail::has_spare_core(comm.local_size());
   prefetcher_options.read_rows_one_by_one = s.options.diagnostics.read_rows_one_by_one;
+  prefetcher_options.observer = s.options.diagnostics.observer;
   if (s.options.lookahead > 0) {
     // Merged reads pay where a row costs a whole chunk (chunked data through HDF5), and where rows
     // come from other nodes (the store, partitioned): one request per owner node per window of
@@ -608,11 +621,7 @@ std::int64_t Loader::store_resident_bytes() const {
 }
 
 PrefetchStats Loader::stats() const {
-  PrefetchStats stats = state_->closed ? state_->final_stats : state_->prefetcher->stats();
-  stats.epoch_plan_cpu_seconds = 1e-9 * static_cast<double>(state_->epoch_plan_cpu_ns->load());
-  if (state_->node_order)
-    stats.epoch_orders_copied = state_->node_order->counts().copied - state_->orders_copied_before;
-  return stats;
+  return state_->closed ? state_->final_stats : state_->prefetcher->stats();
 }
 
 LayoutMeasurement Loader::thread_layout() const {
@@ -622,8 +631,6 @@ LayoutMeasurement Loader::thread_layout() const {
 void Loader::reset_stats() {
   state_->check_open();
   state_->prefetcher->reset_stats();
-  *state_->epoch_plan_cpu_ns = 0;
-  if (state_->node_order) state_->orders_copied_before = state_->node_order->counts().copied;
 }
 
 SharedView<std::int32_t> Loader::labels() const {

@@ -117,6 +117,19 @@ struct Prefetcher::ReadFigures {
   double seconds = 0, plan_seconds = 0, copy_seconds = 0, labels_seconds = 0;
   std::int64_t bytes_read = 0, read_calls = 0;
   std::int64_t bytes_local = 0, bytes_remote = 0, remote_requests = 0;  // the in-memory store's
+
+  /// The observer's event for this read of `steps` batches.
+  PrefetchReadEvent event(std::int64_t steps, bool caller_thread, double handoff_seconds) const noexcept {
+    PrefetchReadEvent read;
+    read.steps = steps;
+    read.caller_thread = caller_thread;
+    read.seconds = seconds;
+    read.plan_seconds = plan_seconds;
+    read.copy_seconds = copy_seconds;
+    read.labels_seconds = labels_seconds;
+    read.handoff_seconds = handoff_seconds;
+    return read;
+  }
 };
 
 namespace {
@@ -198,7 +211,8 @@ struct Prefetcher::State {
   PrefetchStats stats;
   bool stats_clock_started = false;
   Clock::time_point stats_start;
-  pipeline_detail::ThreadUsage io_usage;  // the I/O thread's usage when last counted (touched by the I/O thread only)
+  std::shared_ptr<PrefetchObserver> observer;  // null: no events
+  pipeline_detail::ThreadUsage io_usage;       // with an observer, the I/O thread's usage when last sent (its own)
 
   std::int64_t fail_at_step = -1;  // test-only fault injection (STRIDER_TEST_FAIL_READ)
   std::int64_t read_delay_us = 0;  // test-only: every read this much slower (STRIDER_TEST_READ_DELAY_US)
@@ -291,6 +305,7 @@ Prefetcher::Prefetcher(std::unique_ptr<BatchReader> reader, PrefetcherOptions op
   state_->fail_at_step = hooks.fail_read_step;
   state_->read_delay_us = hooks.read_delay_us;
   state_->read_rows_one_by_one = options.read_rows_one_by_one;
+  state_->observer = std::move(options.observer);
   if (options.lookahead_steps > 0)
     state_->lookahead = std::make_unique<pipeline_detail::LookaheadReader>(*state_->reader, options.lookahead_steps);
   if (!state_->lookahead && !state_->read_rows_one_by_one)
@@ -407,6 +422,7 @@ std::optional<Batch> Prefetcher::next(const std::function<void()>& between_waits
   std::unique_lock<std::mutex> lock(s.mutex);
   if (s.trial.active && s.epoch_open) measure_layout_step();
   double waited_seconds = 0;
+  bool slept = false;
   while (s.ready.empty()) {
     if (!s.epoch_open) return std::nullopt;
     if (s.next_deliver_step >= s.end_step) {
@@ -454,7 +470,7 @@ std::optional<Batch> Prefetcher::next(const std::function<void()>& between_waits
       s.consumer_wake.wait(lock, delivered);
     }
     s.consumer_wants = 0;
-    s.stats.consumer_sleeps += 1;
+    slept = true;
     waited_seconds += seconds_since(wait_start);
   }
   s.stats.stall_seconds += waited_seconds;
@@ -466,7 +482,7 @@ std::optional<Batch> Prefetcher::next(const std::function<void()>& between_waits
     std::rethrow_exception(delivery.error);
   }
   Batch batch = deliver(delivery.slot);
-  s.stats.consumer_handoff_seconds += seconds_since(entered) - waited_seconds;
+  if (s.observer) s.observer->on_deliver(PrefetchDeliverEvent{seconds_since(entered) - waited_seconds, slept});
   return batch;
 }
 
@@ -494,10 +510,12 @@ std::optional<Batch> Prefetcher::next_on_caller_thread(std::unique_lock<std::mut
     s.epoch_open = false;
     std::rethrow_exception(figures.error);
   }
-  s.stats.caller_thread_batches += static_cast<std::int64_t>(slots.size());
   for (std::size_t k = 1; k < slots.size(); ++k) s.ready.push_back(Delivery{slots[k], nullptr});
   Batch batch = deliver(slots[0]);
-  s.stats.consumer_handoff_seconds += seconds_since(entered) - figures.seconds;
+  if (s.observer) {
+    s.observer->on_read(figures.event(static_cast<std::int64_t>(slots.size()), true, 0.0));
+    s.observer->on_deliver(PrefetchDeliverEvent{seconds_since(entered) - figures.seconds, false});
+  }
   return batch;
 }
 
@@ -599,9 +617,6 @@ std::int64_t Prefetcher::take_next_read(std::vector<int>& slots) {
 void Prefetcher::count_read(const ReadFigures& figures) noexcept {
   PrefetchStats& stats = state_->stats;
   stats.io_seconds += figures.seconds;
-  stats.plan_seconds += figures.plan_seconds;
-  stats.copy_seconds += figures.copy_seconds;
-  stats.labels_seconds += figures.labels_seconds;
   stats.bytes_read += figures.bytes_read;
   stats.read_calls += figures.read_calls;
   stats.bytes_local += figures.bytes_local;
@@ -740,31 +755,33 @@ void Prefetcher::reset_stats() {
   state_->stats_start = Clock::now();
 }
 
-void Prefetcher::count_io_thread_usage() noexcept {
+void Prefetcher::send_io_usage() noexcept {
   State& s = *state_;
+  if (!s.observer) return;
   const auto now = pipeline_detail::ThreadUsage::now();
-  s.stats.io_thread_cpu_seconds += now.cpu_seconds - s.io_usage.cpu_seconds;
-  s.stats.io_voluntary_switches += now.voluntary_switches - s.io_usage.voluntary_switches;
-  s.stats.io_involuntary_switches += now.involuntary_switches - s.io_usage.involuntary_switches;
+  s.observer->on_io_usage(PrefetchIoUsageEvent{now.cpu_seconds - s.io_usage.cpu_seconds,
+                                               now.voluntary_switches - s.io_usage.voluntary_switches,
+                                               now.involuntary_switches - s.io_usage.involuntary_switches});
   s.io_usage = now;
 }
 
 void Prefetcher::io_loop() noexcept {
   State& s = *state_;
   std::unique_lock<std::mutex> lock(s.mutex);
-  s.io_usage = pipeline_detail::ThreadUsage::now();
+  if (s.observer) s.io_usage = pipeline_detail::ThreadUsage::now();
   std::vector<int> slots;  // the buffers of one read
   for (;;) {
     if (!s.shutdown && !s.io_can_read()) {
-      count_io_thread_usage();  // before sleeping: the figures are current whenever the thread is idle
+      send_io_usage();  // before sleeping: an account is current whenever the thread is idle
       const Clock::time_point idle_start = Clock::now();
       s.io_sleeping = true;
       while (!s.shutdown && !s.io_can_read()) {
         s.io_wake.wait(lock);
-        s.stats.io_wakeups += 1;  // every wake-up, one that finds nothing to read included
+        if (s.observer)
+          s.observer->on_idle(PrefetchIdleEvent{0.0, 1});  // every wake-up, one that finds nothing to read included
       }
       s.io_sleeping = false;
-      s.stats.io_idle_seconds += seconds_since(idle_start);
+      if (s.observer) s.observer->on_idle(PrefetchIdleEvent{seconds_since(idle_start), 0});
     }
     if (s.shutdown) break;
     const std::uint64_t generation = s.generation;
@@ -785,7 +802,7 @@ void Prefetcher::io_loop() noexcept {
       continue;
     }
     count_read(figures);
-    if (last) count_io_thread_usage();  // current when the consumer takes the epoch's last batch
+    if (last) send_io_usage();  // current when the consumer takes the epoch's last batch
     if (figures.error) {
       for (int slot : slots) s.free_slots.push_back(slot);
       s.ready.push_back(Delivery{-1, figures.error});
@@ -794,7 +811,8 @@ void Prefetcher::io_loop() noexcept {
       for (int slot : slots) s.ready.push_back(Delivery{slot, nullptr});
     }
     if (s.consumer_wants > 0 && (s.ready.size() >= s.consumer_wants || figures.error)) s.consumer_wake.notify_all();
-    s.stats.handoff_seconds += seconds_since(handoff_start);
+    if (s.observer)
+      s.observer->on_read(figures.event(static_cast<std::int64_t>(slots.size()), false, seconds_since(handoff_start)));
   }
   s.io_busy = false;
   s.consumer_wake.notify_all();

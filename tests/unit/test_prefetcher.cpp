@@ -17,6 +17,7 @@
 #include "batch_hashes.hpp"
 #include "fake_reader.hpp"
 #include "pipeline/thread_layout.hpp"
+#include "strider/bench/prefetch_account.hpp"
 #include "strider/core/error.hpp"
 #include "strider/core/hash.hpp"
 #include "strider/pipeline/prefetcher.hpp"
@@ -468,6 +469,17 @@ TEST_CASE("a batch's samples, labels and offsets all come from the ring's alloca
   }
 }
 
+namespace {
+
+/// Prefetcher options with the bench's account subscribed to the events.
+PrefetcherOptions observed(int depth, const std::shared_ptr<strider::PrefetchAccount>& account) {
+  PrefetcherOptions options{depth, nullptr};
+  options.observer = account;
+  return options;
+}
+
+}  // namespace
+
 TEST_CASE("a consumer that finds the ring empty is woken per several batches, not per batch", "[prefetcher]") {
   // A slow reader and a consumer with nothing to do: the consumer always waits, and sleeps until
   // half the ring (8 of 16) is ready, so at most one sleep per 8 batches (plus the epoch's first
@@ -477,35 +489,45 @@ TEST_CASE("a consumer that finds the ring empty is woken per several batches, no
   options.delay = std::chrono::microseconds(100);
   DistributedSampler sampler = make_sampler(options.samples, 1, 1, 0);  // 200 steps
   const auto expected = direct_hashes(options, sampler);
-  Prefetcher prefetcher(std::make_unique<FakeReader>(options), PrefetcherOptions{16, nullptr});
+  const auto account = std::make_shared<strider::PrefetchAccount>();
+  Prefetcher prefetcher(std::make_unique<FakeReader>(options), observed(16, account));
   REQUIRE(strider::testing::prefetched_batch_hashes(prefetcher, sampler) == expected);
-  const PrefetchStats stats = prefetcher.stats();
-  REQUIRE(stats.batches == 200);
-  REQUIRE(stats.consumer_sleeps >= 1);  // it did wait for the slow reader
-  REQUIRE(stats.consumer_sleeps <= 200 / 8 + 2);
+  REQUIRE(prefetcher.stats().batches == 200);
+  const strider::PrefetchAccountFigures figures = account->figures();
+  REQUIRE(figures.consumer_sleeps >= 1);  // it did wait for the slow reader
+  REQUIRE(figures.consumer_sleeps <= 200 / 8 + 2);
 }
 
-TEST_CASE("the prefetcher's account: phases within the read time, the I/O thread's CPU counted", "[prefetcher]") {
+TEST_CASE("the observer's account: phases within the read time, the I/O thread's CPU counted", "[prefetcher]") {
   for (bool io_thread : {true, false}) {
     CAPTURE(io_thread);
     FakeReaderOptions options;
     options.samples = 2000;
     DistributedSampler sampler = make_sampler(options.samples, 4);  // 250 steps on this rank
-    PrefetcherOptions prefetcher_options{8, nullptr};
+    const auto account = std::make_shared<strider::PrefetchAccount>();
+    PrefetcherOptions prefetcher_options = observed(8, account);
     prefetcher_options.io_thread = io_thread;
     Prefetcher prefetcher(std::make_unique<FakeReader>(options), prefetcher_options);
     REQUIRE(strider::testing::prefetched_batch_hashes(prefetcher, sampler) == direct_hashes(options, sampler));
     const PrefetchStats stats = prefetcher.stats();
+    const strider::PrefetchAccountFigures figures = account->figures();
     REQUIRE(stats.batches == 250);
-    REQUIRE(stats.plan_seconds > 0);
-    REQUIRE(stats.plan_seconds + stats.copy_seconds + stats.labels_seconds <= stats.io_seconds);
-    REQUIRE(stats.caller_thread_batches == (io_thread ? 0 : 250));
+    REQUIRE(figures.plan_seconds > 0);
+    REQUIRE(figures.plan_seconds + figures.copy_seconds + figures.labels_seconds <= stats.io_seconds);
+    REQUIRE(figures.consumer_handoff_seconds > 0);
+    REQUIRE(figures.caller_thread_batches == (io_thread ? 0 : 250));
     if (io_thread) {
-      REQUIRE(stats.io_thread_cpu_seconds > 0);
+      REQUIRE(figures.io_thread_cpu_seconds > 0);
+      REQUIRE(figures.handoff_seconds > 0);
+      REQUIRE(figures.io_wakeups >= 1);  // at least the epoch's start woke it
     } else {
-      REQUIRE(stats.io_thread_cpu_seconds == 0);
-      REQUIRE(stats.consumer_sleeps == 0);
+      REQUIRE(figures.io_thread_cpu_seconds == 0);
+      REQUIRE(figures.handoff_seconds == 0);
+      REQUIRE(figures.consumer_sleeps == 0);
     }
+    account->reset();
+    REQUIRE(account->figures().plan_seconds == 0);
+    REQUIRE(account->figures().caller_thread_batches == 0);
   }
 }
 
@@ -562,7 +584,8 @@ TEST_CASE("measuring the thread layout switches readers mid-epoch and changes no
     FakeReaderOptions options;
     options.samples = 1500;
     DistributedSampler sampler = make_sampler(options.samples, 1, 1, 0);  // 1500 steps
-    PrefetcherOptions prefetcher_options{8, nullptr};
+    const auto account = std::make_shared<strider::PrefetchAccount>();
+    PrefetcherOptions prefetcher_options = observed(8, account);
     prefetcher_options.measure_layout = true;
     Prefetcher prefetcher(std::make_unique<FakeReader>(options), prefetcher_options);
     for (std::int64_t epoch = 0; epoch < 2; ++epoch) {
@@ -584,9 +607,8 @@ TEST_CASE("measuring the thread layout switches readers mid-epoch and changes no
         REQUIRE(layout.steps_measured == 3 * 64);
         REQUIRE(layout.io_thread_us_per_step > 0);
         REQUIRE(layout.caller_thread_us_per_step > 0);
-        const PrefetchStats stats = prefetcher.stats();
-        REQUIRE(stats.caller_thread_batches >= 3 * 64);
-        REQUIRE(stats.caller_thread_batches <= 1500);
+        REQUIRE(account->figures().caller_thread_batches >= 3 * 64);
+        REQUIRE(account->figures().caller_thread_batches <= 1500);
       }
     }
   }
@@ -599,7 +621,8 @@ TEST_CASE("epochs too short to time a layout block end the measurement on the I/
   FakeReaderOptions options;
   options.samples = 100;
   DistributedSampler long_epochs = make_sampler(100, 1, 1, 0), short_epochs = make_sampler(50, 1, 1, 0);
-  PrefetcherOptions prefetcher_options{8, nullptr};
+  const auto account = std::make_shared<strider::PrefetchAccount>();
+  PrefetcherOptions prefetcher_options = observed(8, account);
   prefetcher_options.measure_layout = true;
   Prefetcher prefetcher(std::make_unique<FakeReader>(options), prefetcher_options);
   std::int64_t caller_batches_before = 0;
@@ -608,12 +631,12 @@ TEST_CASE("epochs too short to time a layout block end the measurement on the I/
     sampler.set_epoch(epoch);
     REQUIRE(strider::testing::prefetched_batch_hashes(prefetcher, sampler) == direct_hashes(options, sampler));
     if (epoch == 1) {
-      caller_batches_before = prefetcher.stats().caller_thread_batches;
+      caller_batches_before = account->figures().caller_thread_batches;
       REQUIRE(caller_batches_before >= 50);  // epoch 1 was read on the caller's thread, its block cut
     }
   }
   REQUIRE_FALSE(prefetcher.layout().decided);
-  REQUIRE(prefetcher.stats().caller_thread_batches == caller_batches_before);  // epochs 2, 3: the I/O thread
+  REQUIRE(account->figures().caller_thread_batches == caller_batches_before);  // epochs 2, 3: the I/O thread
 }
 
 TEST_CASE("the agreed layout ends a measurement and sets where batches are read", "[prefetcher]") {
@@ -622,7 +645,8 @@ TEST_CASE("the agreed layout ends a measurement and sets where batches are read"
   FakeReaderOptions options;
   options.samples = 300;
   DistributedSampler sampler = make_sampler(300, 1, 1, 0);
-  PrefetcherOptions prefetcher_options{8, nullptr};
+  const auto account = std::make_shared<strider::PrefetchAccount>();
+  PrefetcherOptions prefetcher_options = observed(8, account);
   prefetcher_options.measure_layout = true;
   Prefetcher prefetcher(std::make_unique<FakeReader>(options), prefetcher_options);
   REQUIRE(prefetcher.layout().measuring);
@@ -633,12 +657,12 @@ TEST_CASE("the agreed layout ends a measurement and sets where batches are read"
     sampler.set_epoch(epoch);
     REQUIRE(strider::testing::prefetched_batch_hashes(prefetcher, sampler) == direct_hashes(options, sampler));
   }
-  REQUIRE(prefetcher.stats().caller_thread_batches == 600);
+  REQUIRE(account->figures().caller_thread_batches == 600);
   prefetcher.use_layout(false);
   REQUIRE_FALSE(prefetcher.layout().caller_thread);
   sampler.set_epoch(2);
   REQUIRE(strider::testing::prefetched_batch_hashes(prefetcher, sampler) == direct_hashes(options, sampler));
-  REQUIRE(prefetcher.stats().caller_thread_batches == 600);  // the I/O thread read epoch 2
+  REQUIRE(account->figures().caller_thread_batches == 600);  // the I/O thread read epoch 2
 }
 
 namespace {
@@ -682,7 +706,8 @@ TEST_CASE("a slow reader and a slow consumer in turns: every wake-up arrives, ba
       options.delay_phase_reads = 40;
       DistributedSampler sampler = make_sampler(options.samples, 1, 1, 0);  // 400 steps
       const auto expected = direct_hashes(options, sampler);
-      Prefetcher prefetcher(std::make_unique<FakeReader>(options), PrefetcherOptions{depth, nullptr});
+      const auto account = std::make_shared<strider::PrefetchAccount>();
+      Prefetcher prefetcher(std::make_unique<FakeReader>(options), observed(depth, account));
       std::vector<std::uint64_t> seen;
       within(std::chrono::seconds(60), "slow reader / slow consumer", [&] {
         std::deque<Batch> kept;
@@ -695,9 +720,10 @@ TEST_CASE("a slow reader and a slow consumer in turns: every wake-up arrives, ba
         }
       });
       REQUIRE(seen == expected);
-      const PrefetchStats stats = prefetcher.stats();
-      REQUIRE(stats.consumer_sleeps >= 1);  // the consumer waited for the slow reader
-      REQUIRE(stats.io_wakeups >= 1);       // the I/O thread waited for the slow consumer
+      const strider::PrefetchAccountFigures figures = account->figures();
+      REQUIRE(figures.consumer_sleeps >= 1);  // the consumer waited for the slow reader
+      REQUIRE(figures.io_wakeups >= 1);       // the I/O thread waited for the slow consumer
+      REQUIRE(figures.io_idle_seconds > 0);
     }
   }
 }
@@ -710,7 +736,8 @@ TEST_CASE("an I/O thread with nothing left to read is not woken when buffers com
   FakeReaderOptions options;
   options.samples = 100;
   DistributedSampler sampler = make_sampler(options.samples, 1, 1, 0);  // 100 steps
-  Prefetcher prefetcher(std::make_unique<FakeReader>(options), PrefetcherOptions{16, nullptr});
+  const auto account = std::make_shared<strider::PrefetchAccount>();
+  Prefetcher prefetcher(std::make_unique<FakeReader>(options), observed(16, account));
   std::int64_t steps = 0;
   within(std::chrono::seconds(60), "slow consumer", [&] {
     for (std::int64_t epoch = 0; epoch < 2; ++epoch) {
@@ -723,10 +750,10 @@ TEST_CASE("an I/O thread with nothing left to read is not woken when buffers com
     }
   });
   REQUIRE(steps == 200);
-  const PrefetchStats stats = prefetcher.stats();
+  const strider::PrefetchAccountFigures figures = account->figures();
   // Per epoch: two at its start (stop, start), then one per 4 buffers freed while steps remain to
   // read ((100 - 16) / 4), and a few to spare.
-  CAPTURE(stats.io_wakeups);
-  REQUIRE(stats.io_wakeups >= 2 * (100 - 16) / 8);
-  REQUIRE(stats.io_wakeups <= 2 * (2 + (100 - 16) / 4 + 5));
+  CAPTURE(figures.io_wakeups);
+  REQUIRE(figures.io_wakeups >= 2 * (100 - 16) / 8);
+  REQUIRE(figures.io_wakeups <= 2 * (2 + (100 - 16) / 4 + 5));
 }

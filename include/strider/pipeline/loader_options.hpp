@@ -17,6 +17,7 @@
 #include "strider/io/batch_reader.hpp"
 #include "strider/pipeline/host_allocator.hpp"
 #include "strider/pipeline/memory_store.hpp"
+#include "strider/pipeline/prefetch_observer.hpp"
 #include "strider/sampling/factory.hpp"
 
 namespace strider {
@@ -37,8 +38,9 @@ inline constexpr std::int64_t kDefaultBatchSize = 32;
 /// (times any world size) and its step arithmetic cannot overflow 64 bits.
 inline constexpr std::int64_t kMaxBatchSize = std::int64_t{1} << 40;
 
-/// The Loader's switches for measuring, each turning off one saving so that a benchmark can show
-/// what it saves. Every setting yields the same batches.
+/// What the Loader offers for measuring it: switches that each turn off one saving so that a
+/// benchmark can show what it saves, and an observer of its events. Every setting yields the same
+/// batches.
 struct LoaderDiagnostics {
   /// The distributed sampler with shuffle: each epoch's order is shuffled once per node, by its
   /// first rank into memory the node's ranks share, and every rank copies its positions out,
@@ -47,6 +49,9 @@ struct LoaderDiagnostics {
   bool plan_per_node = true;
   /// One read() call per sample instead of one per batch (measures what batching saves).
   bool read_rows_one_by_one = false;
+  /// Receives the prefetcher's read, deliver and wait events and the epoch plans
+  /// (strider/pipeline/prefetch_observer.hpp; strider-bench's account subscribes one).
+  std::shared_ptr<PrefetchObserver> observer = nullptr;
 };
 
 /// Everything a Loader is built from. The defaults are the option table's defaults.

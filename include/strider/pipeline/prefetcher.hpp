@@ -29,6 +29,7 @@
 #include "strider/core/shared_view.hpp"
 #include "strider/io/batch_reader.hpp"
 #include "strider/pipeline/host_allocator.hpp"
+#include "strider/pipeline/prefetch_observer.hpp"
 #include "strider/sampling/sampler.hpp"
 
 namespace strider {
@@ -62,6 +63,9 @@ struct PrefetcherOptions {
   /// Two such windows are in memory at once: one delivered, the next read meanwhile. Meant for
   /// chunked data read through HDF5, where a row costs its whole chunk (LoaderOptions::lookahead).
   std::int64_t lookahead_steps = 0;
+  /// Receives the read, deliver and wait events (strider/pipeline/prefetch_observer.hpp); null:
+  /// none, the usual case.
+  std::shared_ptr<PrefetchObserver> observer = nullptr;
 };
 
 /// The ring depth for a `--prefetch` value: `requested` when it is positive; for 0 (auto) enough
@@ -84,7 +88,9 @@ int prefetch_depth(int requested, const DatasetInfo& info, std::int64_t batch_si
 /// rows of the mean length.
 double expected_batch_bytes(const DatasetInfo& info, std::int64_t batch_size, std::int64_t max_tokens) noexcept;
 
-/// Counters of one rank's prefetcher, cumulative since construction (or reset_stats()).
+/// Counters of one rank's prefetcher, cumulative since construction (or reset_stats()): what a
+/// trainer logs. Where the time inside a read or a handoff goes is for a PrefetchObserver
+/// (strider/pipeline/prefetch_observer.hpp) to add up.
 struct PrefetchStats {
   double stall_seconds = 0.0;                 ///< time the consumer waited inside next() for a batch
   double wall_seconds = 0.0;                  ///< time since the first start_epoch (or reset_stats)
@@ -98,29 +104,6 @@ struct PrefetchStats {
   std::int64_t bytes_local = 0;               ///< in-memory store: bytes copied from this node's memory
   std::int64_t bytes_remote = 0;              ///< in-memory store: bytes received from other nodes
   std::int64_t remote_requests = 0;           ///< in-memory store: requests to other nodes
-
-  // Where the reading goes, for a per-batch account (strider-bench prints it). Wall-clock seconds
-  // of the thread that reads (the I/O thread, or the consumer without one); on a loaded machine
-  // they include time the thread was preempted.
-  double plan_seconds = 0.0;    ///< computing each batch's indices (Sampler::batch); part of io_seconds
-  double copy_seconds = 0.0;    ///< inside the reader: samples, and labels where gathered with them; part of io_seconds
-  double labels_seconds = 0.0;  ///< inside the reader: labels read apart from the samples; part of io_seconds
-  double handoff_seconds = 0.0;  ///< the I/O thread between reads: locking, queueing a batch, waking the consumer
-  double io_idle_seconds = 0.0;  ///< the I/O thread waiting for a free buffer or for an epoch (no CPU)
-  double consumer_handoff_seconds = 0.0;     ///< the consumer inside next(), not waiting and not reading
-  double io_thread_cpu_seconds = 0.0;        ///< CPU time (user + system) of the I/O thread
-  std::int64_t consumer_sleeps = 0;          ///< times next() blocked until the I/O thread woke it
-  std::int64_t io_wakeups = 0;               ///< times the I/O thread was woken (to sleep again included)
-  std::int64_t io_voluntary_switches = 0;    ///< the I/O thread's context switches: it blocked
-  std::int64_t io_involuntary_switches = 0;  ///< ... it was preempted
-  /// Batches read on the consumer's thread (no I/O thread, or the caller's layout chosen).
-  std::int64_t caller_thread_batches = 0;
-  /// CPU time planning whole epochs (Sampler::set_epoch) on any thread; filled by Loader::stats()
-  /// (a Prefetcher is handed planned samplers: 0 there).
-  double epoch_plan_cpu_seconds = 0.0;
-  /// Epochs whose shuffled order this rank copied from the one its node's first rank made
-  /// (LoaderDiagnostics::plan_per_node) rather than shuffling it; filled by Loader::stats().
-  std::int64_t epoch_orders_copied = 0;
 
   /// stall_seconds / wall_seconds: the one definition of stall fraction used everywhere.
   double stall_fraction() const noexcept { return wall_seconds > 0 ? stall_seconds / wall_seconds : 0.0; }
@@ -264,8 +247,9 @@ class Prefetcher {
   std::int64_t take_next_read(std::vector<int>& slots);
   /// Counts a read into the stats (mutex held).
   void count_read(const ReadFigures& figures) noexcept;
-  /// Counts the I/O thread's CPU time and context switches since it last did (I/O thread, mutex held).
-  void count_io_thread_usage() noexcept;
+  /// With an observer: sends it the I/O thread's CPU time and context switches since the last time
+  /// (I/O thread, mutex held).
+  void send_io_usage() noexcept;
   /// The layout measurement's step at a next() call (consumer, mutex held): times blocks of steps
   /// and switches the layout between them.
   void measure_layout_step();
