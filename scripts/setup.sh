@@ -26,7 +26,7 @@ packages=("${core[@]}")
   catch2                                 # tests (Catch2 2.13)
   procps                                 # tests: pgrep/ps find a rank to kill
   time                                   # tests: /usr/bin/time measures a run's peak RSS
-  fio                                    # tests: scripts/bench/storage.sh (fio's limit, the summary)
+  fio                                    # tests: bench/scripts/storage.sh (fio's limit, the summary)
   clang-format-14                        # scripts/check-format.sh: the one pinned formatter
   python3-h5py                           # tests: files written as users write them (h5py)
   munge slurmctld slurmd slurm-client    # tests: a real one-node Slurm cluster (test_slurm.sh)
@@ -38,7 +38,7 @@ packages=("${core[@]}")
 # python3-torch is the largest: about 80 MB to download and 1 GB installed with its dependencies
 # (libtorch-dev, the LibTorch example's headers, is a few MB more), about 1.5 minutes to install here.
 # Extra packages for optional parts, named in the environment (e.g. STRIDER_EXTRA_PACKAGES="clang").
-# The benchmarks' peers (torch, h5py-mpi) come this way: scripts/bench/setup-bench.sh.
+# The benchmarks' peers (torch, h5py-mpi) come this way: bench/scripts/setup-bench.sh.
 read -r -a extra <<<"${STRIDER_EXTRA_PACKAGES:-}"
 packages+=("${extra[@]}")
 

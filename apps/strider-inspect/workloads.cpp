@@ -1,6 +1,6 @@
 // strider-inspect workloads [--json]: the MLPerf Storage workload presets that strider-gen and
 // strider-bench take with --workload (DLIO's H100 configurations), one a line or as JSON. Scripts
-// (scripts/bench/storage.sh) read the sizes from here rather than keeping their own copy.
+// (bench/scripts/storage.sh) read the sizes from here rather than keeping their own copy.
 
 #include <iomanip>
 #include <iostream>

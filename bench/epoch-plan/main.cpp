@@ -13,7 +13,7 @@
 //
 //   strider-epoch-plan-bench [--sizes N[,N...]] [--repeats R]
 //
-// N may be written 1e6, 1000000 or 1M/1G (powers of ten). scripts/bench/epoch_plan.py runs it and
+// N may be written 1e6, 1000000 or 1M/1G (powers of ten). bench/scripts/epoch_plan.py runs it and
 // writes bench/results/epoch_plan.json with the machine it ran on.
 
 #include <time.h>

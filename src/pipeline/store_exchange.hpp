@@ -7,7 +7,7 @@
 // Why not one-sided MPI_Get: with Open MPI 4.1 on ob1/vader the shared-memory windows come from the
 // `sm` one-sided component, which covers one host only; a window over every node would take `pt2pt`
 // (no MPI_THREAD_MULTIPLE) or `rdma` (needs a single-copy mechanism), and `ucx` where UCX is
-// installed. Measured (scripts/bench/store_exchange_bench.cpp, README): one MPI_Get per row costs
+// installed. Measured (bench/scripts/store_exchange_bench.cpp, README): one MPI_Get per row costs
 // a batch of 256 rows of 256 B 1.3x this exchange with `sm` and 2.2x with `ucx`; rows of 64 KiB
 // go 2.5x faster by MPI_Get (one copy instead of three on one host).
 // Two-sided messages work on every transport; the request doubles the message count of a planned

@@ -3,8 +3,8 @@
 # the sampler, the auto prefetch depth, labels read per batch unless the sampler needs them, and the
 # three step emulations, and the MLPerf Storage workloads (--workload: the preset's batch and step,
 # the AU keys and their arithmetic, the ring's memory limit); strider-epoch-plan-bench's JSON and
-# refusals. No timing is asserted (performance lives in scripts/bench/compare.sh,
-# scripts/bench/storage.sh and scripts/bench/epoch_plan.py).
+# refusals. No timing is asserted (performance lives in bench/scripts/compare.sh,
+# bench/scripts/storage.sh and bench/scripts/epoch_plan.py).
 source "$(dirname "$0")/common.sh"
 gen=$STRIDER_BIN/strider-gen
 bench=$STRIDER_BIN/strider-bench

@@ -3,7 +3,7 @@
 # the tested shell and Python blocks (the README's quick starts among them) run as written in a fresh
 # directory on small files, and docs/reference/ matches what scripts/docs/gen-reference.py generates
 # from the apps and the sources, the network table of docs/design/scaling.md what
-# scripts/bench/summarize_network.py makes of bench/results/network.json, and docs/performance.md
+# bench/scripts/summarize_network.py makes of bench/results/network.json, and docs/performance.md
 # what scripts/docs/gen-performance.py makes of bench/results/ and docs/performance.md.in (a copy of
 # the page with one figure changed must fail that check).
 source "$(dirname "$0")/common.sh"
@@ -44,7 +44,7 @@ else
   cat "$work/performance-changed.log"
   fail "gen-performance.py --check failed on a changed figure without showing it"
 fi
-if "$python" "$STRIDER_SOURCE_DIR/scripts/bench/summarize_network.py" --results "$STRIDER_SOURCE_DIR/bench/results/network.json" \
+if "$python" "$STRIDER_SOURCE_DIR/bench/scripts/summarize_network.py" --results "$STRIDER_SOURCE_DIR/bench/results/network.json" \
   --doc "$STRIDER_SOURCE_DIR/docs/design/scaling.md" --check >"$work/network.log" 2>&1; then
   pass "docs/design/scaling.md's network table matches bench/results/network.json"
 else

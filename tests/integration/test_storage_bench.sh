@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # ctest-label: plain-only
-# scripts/bench/storage.sh end to end on tiny settings (STORAGE_QUICK=1): the files, fio, strider at 1
+# bench/scripts/storage.sh end to end on tiny settings (STORAGE_QUICK=1): the files, fio, strider at 1
 # and 2 simulated accelerators with O_DIRECT, the peer where torch and h5py are installed (else the
 # line that says it was skipped), and the summary. No figure is asserted (they live in the script's
 # output); the results' structure and their arithmetic are.
@@ -13,7 +13,7 @@ dd if="$work/probe" of=/dev/null iflag=direct bs=4096 count=1 status=none 2>/dev
   { echo "skipped: /tmp refuses O_DIRECT, which the benchmark reads with"; exit 77; }
 
 out=$work/storage/results
-if BENCH_DIR=$work/storage STORAGE_QUICK=1 STRIDER_BIN=$STRIDER_BIN bash "$STRIDER_SOURCE_DIR/scripts/bench/storage.sh" \
+if BENCH_DIR=$work/storage STORAGE_QUICK=1 STRIDER_BIN=$STRIDER_BIN bash "$STRIDER_SOURCE_DIR/bench/scripts/storage.sh" \
   >"$work/storage.txt" 2>&1; then
   pass "storage.sh ran: $(grep -o 'done in [0-9]* s' "$work/storage.txt")"
 else
@@ -113,7 +113,7 @@ expect_equal "results: every workload, fio, strider's counts and refinement, con
 # The peer computes the AU as strider does: the unit test's job of two ranks (test_storage_workload.cpp;
 # rank 1's trace is one that has the windows that test gives rank 1): AU 0.675, lowest 0.6, 9.4
 # samples/s and 940 bytes/s (the ranks' rates summed per epoch, averaged over epochs).
-expect_equal "the peer's AU arithmetic on the fixed traces" "$(cd "$STRIDER_SOURCE_DIR/scripts/bench" && $python -c "
+expect_equal "the peer's AU arithmetic on the fixed traces" "$(cd "$STRIDER_SOURCE_DIR/bench/scripts" && $python -c "
 from storage_peer import epoch_windows, summarize_utilization
 rank0 = [(0, 0.0, 1.0, 2.0, 7, 700), (0, 2.0, 2.5, 3.5, 7, 700), (0, 3.5, 3.5, 4.5, 7, 700),
        (1, 5.0, 7.0, 8.0, 9, 900), (1, 8.0, 8.0, 8.5, 3, 300), (1, 8.5, 10.0, 10.5, 5, 500)]
@@ -126,7 +126,7 @@ if ((!peer_ready)); then
     pass "no torch here: the peer is skipped, and the output says so" || fail "no line saying the peer was skipped"
 fi
 # (Quick, and no workload to run, should the check be lost.)
-refuse=$(REFINE_STEPS=two STORAGE_QUICK=1 WORKLOADS=none BENCH_DIR=$work/refuse STRIDER_BIN=$STRIDER_BIN bash "$STRIDER_SOURCE_DIR/scripts/bench/storage.sh" 2>&1) &&
+refuse=$(REFINE_STEPS=two STORAGE_QUICK=1 WORKLOADS=none BENCH_DIR=$work/refuse STRIDER_BIN=$STRIDER_BIN bash "$STRIDER_SOURCE_DIR/bench/scripts/storage.sh" 2>&1) &&
   fail "REFINE_STEPS=two was accepted" ||
   expect_equal "REFINE_STEPS=two: one line" "$refuse" "storage: REFINE_STEPS must be a whole number >= 0, got 'two'"
 grep -q "STORAGE_QUICK=1: no goals" "$work/storage.txt" && pass "quick mode claims no goals" || fail "quick mode printed goals"

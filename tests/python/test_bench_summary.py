@@ -1,4 +1,4 @@
-"""scripts/bench/summarize.py's pairing of repeats: each ratio the goals read is the median of the
+"""bench/scripts/summarize.py's pairing of repeats: each ratio the goals read is the median of the
 repeats' own ratios (compare.sh runs a repeat's runs back to back), never one series' median over
 another's."""
 
@@ -10,7 +10,7 @@ from conftest import SOURCE_DIR
 
 
 def load_summarize():
-    spec = importlib.util.spec_from_file_location("summarize", os.path.join(SOURCE_DIR, "scripts", "bench", "summarize.py"))
+    spec = importlib.util.spec_from_file_location("summarize", os.path.join(SOURCE_DIR, "bench", "scripts", "summarize.py"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -344,7 +344,7 @@ def plot(out, rows):
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        print("(no matplotlib: no plot; scripts/bench/setup-bench.sh installs it)")
+        print("(no matplotlib: no plot; bench/scripts/setup-bench.sh installs it)")
         return
     labels = [f"{r['workload']}\n{r['ranks']} rank{'s' if r['ranks'] > 1 else ''}" for r in rows]
     series = [("strider", "strider_samples_per_s"), ("strider from Python", "python_samples_per_s"),

@@ -10,7 +10,7 @@ torch.from_numpy), which is what the Python layer adds to strider-bench's C++ lo
 forth, the Batch object), the views (batch.samples and batch.labels), the wrapping, and the loop
 itself (what remains).
 
-    mpirun -np 2 python3 scripts/bench/python_loop.py --data w1.h5 --batch-size 256 --epochs 2 --json out.json
+    mpirun -np 2 python3 bench/scripts/python_loop.py --data w1.h5 --batch-size 256 --epochs 2 --json out.json
 """
 
 import argparse

@@ -16,7 +16,7 @@
 // ranks), gets per batch (rma), and the one-sided component Open MPI chose (from the window's
 // info where it says, else OMPI_MCA_osc).
 //
-//   mpicxx -O2 -std=c++17 -Iinclude -Ibuild/include -Isrc scripts/bench/store_exchange_bench.cpp \
+//   mpicxx -O2 -std=c++17 -Iinclude -Ibuild/include -Isrc bench/scripts/store_exchange_bench.cpp \
 //       -Lbuild/lib -lstrider -Wl,-rpath,$PWD/build/lib -o store_exchange_bench
 //   mpirun -np 4 store_exchange_bench --row-bytes 256 --batch 256 [--rows N] [--seconds S]
 //       [--node-size 2] [--mode rma|request|both]

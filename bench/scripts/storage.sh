@@ -6,9 +6,9 @@
 # PyTorch DataLoader + h5py; and what share of fio's bandwidth strider delivers there. Prints a table
 # and writes $BENCH_OUT/storage.json, storage.md and storage.png.
 #
-#   scripts/bench/setup-bench.sh              # once: fio, torch, h5py-mpi, matplotlib (Debian packages)
-#   scripts/bench/storage.sh                  # see the README (Performance) for how long it takes
-#   STORAGE_QUICK=1 scripts/bench/storage.sh  # tiny files, counts 1 and 2: the script end to end (CI)
+#   bench/scripts/setup-bench.sh              # once: fio, torch, h5py-mpi, matplotlib (Debian packages)
+#   bench/scripts/storage.sh                  # see the README (Performance) for how long it takes
+#   STORAGE_QUICK=1 bench/scripts/storage.sh  # tiny files, counts 1 and 2: the script end to end (CI)
 #
 # Per workload:
 #   1. the file: strider-gen --workload W (records of the preset's sample size, rows 4 KiB-aligned),
@@ -45,7 +45,7 @@
 # SLOWDOWN_unet3d / SLOWDOWN_resnet50 / SLOWDOWN_cosmoflow.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-source "$here/../common.sh"
+source "$here/../../scripts/common.sh"
 
 quick=${STORAGE_QUICK:-0}
 bin=${STRIDER_BIN:-$build_dir/bin}
@@ -68,7 +68,7 @@ seed=0
 for tool in strider-gen strider-bench strider-inspect; do
   [[ -x $bin/$tool ]] || { echo "storage: $bin/$tool is missing: build first (or set STRIDER_BIN)" >&2; exit 1; }
 done
-command -v fio >/dev/null || { echo "storage: fio is missing: run scripts/bench/setup-bench.sh" >&2; exit 1; }
+command -v fio >/dev/null || { echo "storage: fio is missing: run bench/scripts/setup-bench.sh" >&2; exit 1; }
 [[ -x $python ]] || { echo "storage: $python is missing (the summary needs it): run scripts/setup.sh" >&2; exit 1; }
 peer_ready=1
 peer_missing=$($python -c "import torch, h5py" 2>&1 | tail -n 1) || peer_ready=0
@@ -90,7 +90,7 @@ filesystem="$(df -h --output=source,fstype,size "$data" | tail -n 1 | awk '{ pri
   echo "memory for batches read ahead: $ring_memory_gb GB (of $((available_kib / 1048576)) GiB available)"
   echo "peer page cache drop: $peer_drop ($([[ $peer_drop == file ]] && echo 'posix_fadvise DONTNEED on the file, every rank' || echo '/proc/sys/vm/drop_caches'))"
   [[ $quick == 1 ]] && echo "STORAGE_QUICK=1: tiny records, counts 1 and 2, slowdown 1: the figures are not the workloads'"
-  [[ $peer_ready == 1 ]] || echo "peer skipped: python3-torch and python3-h5py-mpi are needed ($peer_missing): scripts/bench/setup-bench.sh"
+  [[ $peer_ready == 1 ]] || echo "peer skipped: python3-torch and python3-h5py-mpi are needed ($peer_missing): bench/scripts/setup-bench.sh"
 } | tee "$out/machine.txt"
 
 # The presets, as strider-bench --workload sets them.

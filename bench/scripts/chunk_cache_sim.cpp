@@ -5,7 +5,7 @@
 // saves the rest. Prints one JSON object: per epoch, the distinct chunks (the least possible), the
 // decompressions without a cache, and with each cache size (chunks and MiB of decompressed rows).
 //
-//   g++ -O2 -std=c++17 -Iinclude -Ibuild/include -Isrc scripts/bench/chunk_cache_sim.cpp \
+//   g++ -O2 -std=c++17 -Iinclude -Ibuild/include -Isrc bench/scripts/chunk_cache_sim.cpp \
 //       -Lbuild/lib -lstrider -Wl,-rpath,$PWD/build/lib -o chunk_cache_sim
 //   chunk_cache_sim [--samples 1000000] [--chunk-rows 1024] [--row-bytes 256] [--batch 256]
 //       [--ranks 2] [--rank 0] [--lookahead 256] [--epochs 2] [--sampler distributed] [--seed 0]

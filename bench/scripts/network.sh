@@ -3,23 +3,23 @@
 # namespace each, veths to a bridge) at several link rates, against the model of
 # docs/design/scaling.md. As root; about 3 minutes on 2 cores with the files present (+1 min to make
 # them):
-#   scripts/bench/network.sh
+#   bench/scripts/network.sh
 # For each rate (the unshaped link, then RATES, and a half and a quarter of the unshaped figure):
 #   - the link itself: one TCP stream from host 1 to host 2, then two each way at once, 2 s each
-#     (scripts/bench/link_rate.py);
+#     (bench/scripts/link_rate.py);
 #   - strider-bench at 2 hosts x 2 ranks, --store memory --store-layout partition, 3 epochs, on
 #     wc (1,000,000 x 64 float32, deflate 4 in chunks of 1024 rows: compressed W1, batches of 256)
 #     and on w64k (8,192 rows of 64 KiB, batches of 32).
-# scripts/bench/summarize_network.py then sets each run against the model (the network term at the
+# bench/scripts/summarize_network.py then sets each run against the model (the network term at the
 # measured link rate, the CPU limit from the unshaped run) and writes $BENCH_OUT/network.json.
 # Environment: STRIDER_BIN, BENCH_DIR (default /tmp/strider-bench), BENCH_OUT (default
 # $BENCH_DIR/results), RATES (default "1gbit"), EPOCHS (3).
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-# shellcheck source=scripts/bench/settings.sh
+# shellcheck source=bench/scripts/settings.sh
 source "$here/settings.sh"
 epochs=${EPOCHS:-3}
-hosts=$here/../cluster/hosts.sh
+hosts=$here/../../scripts/cluster/hosts.sh
 ((EUID == 0)) || { echo "network bench: needs root (the hosts are namespaces)" >&2; exit 1; }
 for tool in strider-gen strider-bench; do
   [[ -x $bin/$tool ]] || { echo "network bench: $bin/$tool is missing: build first (or set STRIDER_BIN)" >&2; exit 1; }

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Reads the JSON files scripts/bench/store.sh wrote in DIR, prints the in-memory store's and
+"""Reads the JSON files bench/scripts/store.sh wrote in DIR, prints the in-memory store's and
 --lookahead's figures against their goals, and writes DIR/store.json."""
 
 import glob

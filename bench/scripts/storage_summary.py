@@ -217,7 +217,7 @@ def main(out, quick):
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        print("no plot: python3-matplotlib is not installed (scripts/bench/setup-bench.sh)")
+        print("no plot: python3-matplotlib is not installed (bench/scripts/setup-bench.sh)")
         return 0
     if not rows:
         return 0

@@ -3,7 +3,7 @@
 (bench/epoch-plan/main.cpp) at N = 1e6, 1e8 and 1e9 and writes the figures with the machine they
 were measured on.
 
-    scripts/bench/epoch_plan.py [--bin DIR] [--sizes 1e6,1e8,1e9] [--repeats 5] [--out RESULTS]
+    bench/scripts/epoch_plan.py [--bin DIR] [--sizes 1e6,1e8,1e9] [--repeats 5] [--out RESULTS]
 
 --bin is the folder holding strider-epoch-plan-bench (default: $STRIDER_BIN, else build/bin).
 --out defaults to bench/results/epoch_plan.json; scripts/docs/gen-performance.py makes the

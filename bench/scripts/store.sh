@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The in-memory store and --lookahead measured in one run against the file read without them
 # (compare.sh runs it as its store section; it also runs alone):
-#   scripts/bench/store.sh      # about 2 minutes on 2 cores with the files present (+1 min to make them)
+#   bench/scripts/store.sh      # about 2 minutes on 2 cores with the files present (+1 min to make them)
 #
 # Files (kept in $BENCH_DIR): wc, 1,000,000 x 64 float32 rows, deflate level 4 in 1024-row chunks
 # (242 MB; the issue's file), and wk, the same rows contiguous (256 MB).
@@ -10,25 +10,25 @@
 #   - the store on wc, 3 epochs (2 ranks: auto, one node holds every row; 4 ranks: partition);
 #   - --lookahead 256 on wc without the store, 2 windows of steps;
 #   - the store on wk with a cold page cache (--cold), 1 epoch, at 2 ranks;
-# and the limits, measured by readers of their own in the same run (scripts/bench/read_limit.py,
+# and the limits, measured by readers of their own in the same run (bench/scripts/read_limit.py,
 # gather_limit.cpp): wc read in chunk order with each chunk read and decompressed once (the in-order
 # limit), wk read sequentially from a cold page cache, and one core gathering shuffled rows of wk
 # from memory; and rows of another node by one-sided MPI_Get against the store's request and reply
 # (store_exchange_bench.cpp); and what a decompressed-chunk cache would save --lookahead, simulated
-# from the plan (chunk_cache_sim.cpp). scripts/bench/summarize_store.py prints the goals and writes $BENCH_OUT/store.json.
+# from the plan (chunk_cache_sim.cpp). bench/scripts/summarize_store.py prints the goals and writes $BENCH_OUT/store.json.
 #
 # Environment: STRIDER_BIN, BENCH_DIR (default /tmp/strider-bench), BENCH_OUT (default
 # $BENCH_DIR/results), SHUFFLED_STEPS (6: a shuffled step of wc costs about a second per rank here).
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-# shellcheck source=scripts/bench/settings.sh
+# shellcheck source=bench/scripts/settings.sh
 source "$here/settings.sh"
 shuffled_steps=${SHUFFLED_STEPS:-6}
 for tool in strider-gen strider-bench; do
   [[ -x $bin/$tool ]] || { echo "store bench: $bin/$tool is missing: build first (or set STRIDER_BIN)" >&2; exit 1; }
 done
 $python -c "import h5py, mpi4py" 2>/dev/null ||
-  { echo "store bench: the limits need python3-h5py and python3-mpi4py: run scripts/bench/setup-bench.sh" >&2; exit 1; }
+  { echo "store bench: the limits need python3-h5py and python3-mpi4py: run bench/scripts/setup-bench.sh" >&2; exit 1; }
 mkdir -p "$data" "$out/logs" "$out/store"
 rm -f "$out"/store/*.json
 launch=(mpirun --bind-to none)
@@ -80,7 +80,7 @@ cat "$data/wk.h5" >/dev/null
 log "limit gather (one core): $(cat "$out/store/limit-gather.json")"
 
 # Rows of another node, 4 ranks as 2 nodes of 2: one-sided MPI_Get (Open MPI's osc sm and osc ucx)
-# against the store's own request and reply (scripts/bench/store_exchange_bench.cpp), batches of 256
+# against the store's own request and reply (bench/scripts/store_exchange_bench.cpp), batches of 256
 # rows of 256 B and of 64 KiB, under MPI_THREAD_MULTIPLE. A component that cannot make the window is
 # logged and skipped.
 lib_dir=$(strider_lib_dir) && config_include=$(strider_config_include "$lib_dir") || exit 1

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Optional extras for the side-by-side benchmarks (scripts/bench/compare.sh, storage.sh), on top of
+# Optional extras for the side-by-side benchmarks (bench/scripts/compare.sh, storage.sh), on top of
 # what scripts/setup.sh installs for the build and tests: the PyTorch + h5py peer (h5py against the
 # same parallel HDF5), mpi4py, matplotlib for the plots, Google Benchmark for the sampler
 # microbenchmarks, and fio (storage.sh's limit; setup.sh has it too, for storage.sh's quick test). Not
@@ -8,4 +8,4 @@
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 STRIDER_EXTRA_PACKAGES="${STRIDER_EXTRA_PACKAGES:-} python3-torch python3-numpy python3-h5py-mpi python3-mpi4py python3-matplotlib libbenchmark-dev fio" \
-  exec "$here/../setup.sh"
+  exec "$here/../../scripts/setup.sh"

@@ -3,8 +3,8 @@
 # in one run (DESIGN.md section 5). Prints a table with the ratios and writes
 # $BENCH_OUT/results.json and $BENCH_OUT/compare.png.
 #
-#   scripts/bench/setup-bench.sh        # once: torch, h5py-mpi, mpi4py, matplotlib (Debian packages)
-#   scripts/bench/compare.sh            # about 10 minutes on 2 cores, the first time with the files
+#   bench/scripts/setup-bench.sh        # once: torch, h5py-mpi, mpi4py, matplotlib (Debian packages)
+#   bench/scripts/compare.sh            # about 10 minutes on 2 cores, the first time with the files
 #
 # Workloads, each at 1 and 2 ranks (RANKS="1 2"):
 #   w1  1,000,000 x 64 float32 with labels, shuffled (distributed sampler), batches of 256; measured in
@@ -12,14 +12,14 @@
 #   w2  8,192 x 64 KiB (16384 float32) rows, shuffled, batches of 32
 #   w3  200,000 sequences (median 64, max 512 int32 tokens), bucketed under 16384 tokens per batch
 #   w4  1,000,000 x 64 float32, 10 classes, imbalance 100, class-balanced (weighted sampler, 1/count)
-# plus, on w1: strider from Python (scripts/bench/python_loop.py: strider.Loader, each batch wrapped with
+# plus, on w1: strider from Python (bench/scripts/python_loop.py: strider.Loader, each batch wrapped with
 # torch.from_numpy) beside strider-bench's C++ loop and the peer; the same rows split over 8 shards (read as one
 # dataset; strider-bench within 10% of the one file is the target); runs with --compute-us at 1x, 2x (and 4x) the
 # measured time to read a batch, as a busy wait on the clock, a sleep and fixed CPU work (stall fraction; with CPU
 # work also with each thread layout forced: --io-thread yes / no), --cold, and the streaming sampler's peak RSS at
 # N = 100,000, 1,000,000 and 10,000,000 (with and without the labels dataset; the distributed sampler beside it).
 #
-# Then the in-memory store and --lookahead (scripts/bench/store.sh: its own files, goals and
+# Then the in-memory store and --lookahead (bench/scripts/store.sh: its own files, goals and
 # $BENCH_OUT/store/store.json; about 2 minutes), and last the sampler microbenchmarks
 # (bench/sampler_bench.cpp, built when Google Benchmark is installed).
 #
@@ -43,7 +43,7 @@
 # each with its gathers and its Python loop beside it; the ratios are the median of the pairs').
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-# shellcheck source=scripts/bench/settings.sh
+# shellcheck source=bench/scripts/settings.sh
 source "$here/settings.sh"
 ranks_list=${RANKS:-1 2}
 peer_batches=${PEER_BATCHES:-500}
@@ -63,7 +63,7 @@ if [[ $only == baseline ]]; then
     { echo "compare: BENCH_ONLY=baseline needs BASELINE_BIN, a folder with another build's strider-bench" >&2; exit 1; }
 else
   $python -c "import torch, h5py, numpy" 2>/dev/null ||
-    { echo "compare: the peer needs python3-torch and python3-h5py-mpi: run scripts/bench/setup-bench.sh" >&2; exit 1; }
+    { echo "compare: the peer needs python3-torch and python3-h5py-mpi: run bench/scripts/setup-bench.sh" >&2; exit 1; }
 fi
 mkdir -p "$data" "$out/logs"
 rm -rf "$out"/*.json "$out/runs"

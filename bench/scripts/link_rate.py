@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""One TCP stream's rate between two hosts (scripts/bench/network.sh runs it in their namespaces).
+"""One TCP stream's rate between two hosts (bench/scripts/network.sh runs it in their namespaces).
 
   link_rate.py receive PORT            accepts one connection, counts what arrives until the sender
                                        closes, prints {"bytes": ..., "seconds": ..., "bytes_per_s": ...}

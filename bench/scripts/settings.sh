@@ -1,8 +1,8 @@
-# Shared by the benchmark scripts (sourced, with $here set to scripts/bench): the MPI environment of
+# Shared by the benchmark scripts (sourced, with $here set to bench/scripts): the MPI environment of
 # scripts/common.sh, where the apps, the data files and the results are (STRIDER_BIN, BENCH_DIR,
 # BENCH_OUT), the Python that runs the helpers, and generate.
 # shellcheck source=scripts/common.sh
-source "$here/../common.sh"
+source "$here/../../scripts/common.sh"
 bin=${STRIDER_BIN:-$build_dir/bin}
 # The build (or install) folder the apps come from, which may be outside the repository.
 bench_build=$(cd "$bin/.." && pwd)
