@@ -10,20 +10,17 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <fstream>
-#include <iomanip>
 #include <iostream>
-#include <sstream>
 #include <thread>
 
 #include "common/cli.hpp"
 #include "strider/bench/accelerator_utilization.hpp"
 #include "strider/bench/prefetch_account.hpp"
+#include "strider/bench/report.hpp"
 #include "strider/bench/step_emulator.hpp"
 #include "strider/bench/workload_preset.hpp"
 #include "strider/comm/mpi_runtime.hpp"
 #include "strider/core/error.hpp"
-#include "strider/core/json_writer.hpp"
 #include "strider/core/log.hpp"
 #include "strider/core/option_text.hpp"
 #include "strider/core/progress.hpp"
@@ -65,42 +62,6 @@ struct BenchOptions {
   double progress_seconds = 0.0;  // rank 0's progress interval; 0: none
 };
 
-/// One epoch's figures, summed over ranks (seconds: the slowest rank's).
-struct EpochFigures {
-  double seconds = 0;
-  std::int64_t samples = 0, bytes_read_file = 0, bytes_remote = 0, bytes_local = 0, remote_requests = 0;
-};
-
-/// The store's figures (--store memory): the job's load time, file bytes read by the load, and the
-/// node memory it takes (per node: the summed PSS of its ranks' mappings; the largest node's).
-struct StoreFigures {
-  bool on = false;
-  std::string layout;
-  int nodes = 1;
-  double load_seconds = 0;
-  std::int64_t load_bytes_read = 0, bytes_per_node = 0, segment_bytes = 0;
-};
-
-/// One rank's figures.
-struct RankFigures {
-  int rank = 0;
-  double wall_seconds = 0, stall_seconds = 0, io_seconds = 0, time_to_first_batch_seconds = 0;
-  double au = 0;                    // this rank's accelerator utilization (accelerator_utilization.hpp)
-  double steady_samples_per_s = 0;  // over this rank's AU windows; the job's is the ranks' sum
-  std::int64_t samples = 0, batches = 0, useful_bytes = 0, bytes_read = 0, peak_rss_bytes = 0;
-  // The CPU account: where this rank's CPU time went (seconds over the measured epochs).
-  double cpu_seconds = 0;           // the whole process, user + system, every thread
-  double consumer_cpu_seconds = 0;  // the thread that takes the batches (the emulated step included)
-  double step_seconds = 0;          // wall time in the emulated step
-  double io_thread_cpu_seconds = 0, epoch_plan_cpu_seconds = 0;
-  double plan_seconds = 0, copy_seconds = 0, labels_seconds = 0, handoff_seconds = 0, io_idle_seconds = 0,
-         consumer_handoff_seconds = 0;
-  std::int64_t epoch_orders_copied = 0;  // epochs whose order this rank copied from its node's writer
-  std::int64_t consumer_sleeps = 0, io_wakeups = 0, io_voluntary_switches = 0, io_involuntary_switches = 0,
-               caller_thread_batches = 0;
-  LayoutMeasurement layout;  // the thread layout measured (--io-thread auto)
-};
-
 /// CPU seconds (user + system) of this process (CLOCK_PROCESS_CPUTIME_ID) or of the calling thread
 /// (CLOCK_THREAD_CPUTIME_ID).
 double cpu_seconds(clockid_t clock) {
@@ -123,77 +84,6 @@ std::int64_t peak_rss_bytes() {
   getrusage(RUSAGE_SELF, &usage_now);
   return static_cast<std::int64_t>(usage_now.ru_maxrss) * 1024;
 }
-
-void write_figures(JsonWriter& json, double samples_per_s, double bytes_per_s, double stall, double first_batch,
-                   double amplification, std::int64_t rss) {
-  json.field("samples_per_s", samples_per_s);
-  json.field("bytes_per_s", bytes_per_s);
-  json.field("stall_fraction", stall);
-  json.field("time_to_first_batch_s", first_batch);
-  json.field("read_amplification", amplification);
-  json.field("peak_rss_bytes", rss);
-}
-
-/// Where a rank read its batches: "io-thread", "caller", or "measuring" (--io-thread auto, undecided).
-std::string thread_layout_name(const LoaderOptions& loading, const LayoutMeasurement& layout) {
-  if (layout.decided) return layout.caller_thread ? "caller" : "io-thread";
-  if (layout.measuring) return "measuring";
-  return loading.io_thread ? "io-thread" : "caller";
-}
-
-/// One line of the CPU account: a JSON key, a label for the table, and its value per batch.
-struct AccountLine {
-  std::string key, label;
-  double value;
-};
-
-/// The per-batch account of one rank: CPU by thread (process = consumer + I/O thread + epoch
-/// planning + other), the reading thread's wall time by phase, and the kernel round trips. Times in
-/// microseconds per batch, counts per batch.
-std::vector<AccountLine> account_lines(const RankFigures& rank) {
-  const double batches = static_cast<double>(std::max<std::int64_t>(rank.batches, 1));
-  const auto us = [&](double seconds) { return 1e6 * seconds / batches; };
-  const auto per = [&](std::int64_t count) { return static_cast<double>(count) / batches; };
-  const double other =
-      rank.cpu_seconds - rank.consumer_cpu_seconds - rank.io_thread_cpu_seconds - rank.epoch_plan_cpu_seconds;
-  return {
-      {"cpu", "CPU, whole process", us(rank.cpu_seconds)},
-      {"cpu_consumer", "  consumer thread (step included)", us(rank.consumer_cpu_seconds)},
-      {"cpu_io_thread", "  I/O thread", us(rank.io_thread_cpu_seconds)},
-      {"cpu_epoch_planning", "  planning epochs (set_epoch)", us(rank.epoch_plan_cpu_seconds)},
-      {"cpu_other", "  other threads (MPI, copy threads)", us(std::max(0.0, other))},
-      {"step", "step (wall, emulated)", us(rank.step_seconds)},
-      {"batch_indices", "reading: batch indices", us(rank.plan_seconds)},
-      {"copy", "reading: copy (samples, fused labels)", us(rank.copy_seconds)},
-      {"labels", "reading: labels apart", us(rank.labels_seconds)},
-      {"io_handoff", "I/O thread: lock, queue, wake", us(rank.handoff_seconds)},
-      {"io_idle", "I/O thread: idle (no free buffer)", us(rank.io_idle_seconds)},
-      {"consumer_handoff", "consumer: in next(), not waiting", us(rank.consumer_handoff_seconds)},
-      {"consumer_wait", "consumer: waiting (stall)", us(rank.stall_seconds)},
-      {"consumer_sleeps", "consumer sleeps (count)", per(rank.consumer_sleeps)},
-      {"io_wakeups", "I/O thread wake-ups (count)", per(rank.io_wakeups)},
-      {"io_voluntary_switches", "I/O thread blocked (count)", per(rank.io_voluntary_switches)},
-      {"io_involuntary_switches", "I/O thread preempted (count)", per(rank.io_involuntary_switches)},
-      {"caller_thread_batches", "batches read on the consumer (share)", per(rank.caller_thread_batches)},
-  };
-}
-
-/// The account as a table: one column per rank, microseconds (or counts) per batch.
-void write_account(std::ostringstream& table, const std::vector<RankFigures>& ranks) {
-  std::vector<std::vector<AccountLine>> lines;
-  for (const RankFigures& rank : ranks) lines.push_back(account_lines(rank));
-  table << "  per batch (us; counts)                 ";
-  for (const RankFigures& rank : ranks) table << std::setw(9) << ("rank " + std::to_string(rank.rank));
-  table << "\n";
-  for (std::size_t line = 0; line < lines.front().size(); ++line) {
-    table << "    " << std::left << std::setw(39) << lines.front()[line].label << std::right;
-    for (const auto& rank_lines : lines) table << std::setw(9) << std::setprecision(2) << rank_lines[line].value;
-    table << "\n";
-  }
-}
-
-void report(const Communicator& world, const BenchOptions& options, const std::vector<RankFigures>& ranks,
-            const UtilizationSummary& utilization, const std::vector<EpochFigures>& epochs, const StoreFigures& store);
 
 /// Collective: every rank's AU windows, on every rank (ranks[r] = rank r's). Every rank has as many
 /// epochs, so mostly as many windows; shorter lists are padded with empty windows and trimmed back.
@@ -491,203 +381,29 @@ int bench_main(const Communicator& world, int argc, char** argv) {
   // The store reads the file while the Loader is built, before the first epoch: its bytes count there.
   if (store.on && !epochs.empty() && options.warmup_epochs == 0) epochs[0].bytes_read_file += store.load_bytes_read;
   world.collective_try([&] {
-    if (world.is_root()) report(world, options, ranks, utilization, epochs, store);
+    if (!world.is_root()) return;
+    BenchSetup setup;
+    setup.loading = options.loading;
+    setup.world = world.size();
+    setup.shuffle = options.shuffle;
+    setup.sample_bytes = options.sample_bytes;
+    setup.prefetch = options.prefetch;
+    setup.labels_per_batch = options.labels_per_batch;
+    setup.compute_us = options.compute_us;
+    setup.cold = options.cold;
+    setup.warmup_epochs = options.warmup_epochs;
+    setup.workload = options.workload;
+    setup.accelerator_slowdown = options.accelerator_slowdown;
+    const BenchFigures figures{ranks, utilization, epochs, store};
+    // The table goes to stderr where the JSON takes stdout.
+    (cli::json_to_stdout(options.json) ? std::cerr : std::cout) << bench_table(setup, figures) << std::flush;
+    if (!options.json.empty()) {
+      cli::JsonOutput out(options.json);
+      write_bench_json(out.stream(), setup, figures);
+      out.finish();
+    }
   });
   return 0;
-}
-
-/// Rank 0: the table on stdout and the JSON file.
-void report(const Communicator& world, const BenchOptions& options, const std::vector<RankFigures>& ranks,
-            const UtilizationSummary& utilization, const std::vector<EpochFigures>& epochs, const StoreFigures& store) {
-  double max_wall = 0, stall = 0, wall = 0, first_batch = 0, io_max = 0, io_sum = 0;
-  std::int64_t samples = 0, useful = 0, read = 0, rss = 0;
-  for (const RankFigures& rank : ranks) {
-    max_wall = std::max(max_wall, rank.wall_seconds);
-    stall += rank.stall_seconds;
-    wall += rank.wall_seconds;
-    first_batch = std::max(first_batch, rank.time_to_first_batch_seconds);
-    io_max = std::max(io_max, rank.io_seconds);
-    io_sum += rank.io_seconds;
-    samples += rank.samples;
-    useful += rank.useful_bytes;
-    read += rank.bytes_read;
-    rss = std::max(rss, rank.peak_rss_bytes);
-  }
-  const double samples_per_s = max_wall > 0 ? static_cast<double>(samples) / max_wall : 0;
-  const double bytes_per_s = max_wall > 0 ? static_cast<double>(useful) / max_wall : 0;
-  const double stall_fraction = wall > 0 ? stall / wall : 0;
-  const double amplification = useful > 0 ? static_cast<double>(read) / static_cast<double>(useful) : 0;
-  const double imbalance = io_sum > 0 ? io_max / (io_sum / static_cast<double>(ranks.size())) : 1.0;
-  const WorkloadPreset* preset = options.workload.empty() ? nullptr : &workload_preset(options.workload);
-
-  std::ostringstream table;
-  table << std::fixed << std::setprecision(3);
-  table << "strider-bench: " << options.loading.data_path << ", " << world.size() << " ranks, sampler "
-        << options.loading.sampler.mode << (options.shuffle == "local" ? " (local shuffle)" : "") << ", batch "
-        << options.loading.sampler.batch_size << ", engine " << options.loading.reader.engine
-        << (options.loading.reader.odirect ? ", O_DIRECT"
-            : options.cold                 ? ", cold cache"
-                                           : ", warm cache")
-        << ", compute " << options.compute_us << " us"
-        << (options.warmup_epochs > 0 ? ", after " + std::to_string(options.warmup_epochs) + " warm-up epochs" : "")
-        << "\n";
-  table << "  rank  samples/s     GB/s  stall  first-batch(s)  read/useful  io(s)\n";
-  for (const RankFigures& rank : ranks) {
-    table << "  " << std::setw(4) << rank.rank << std::setw(11) << std::setprecision(0)
-          << (rank.wall_seconds > 0 ? static_cast<double>(rank.samples) / rank.wall_seconds : 0) << std::setw(9)
-          << std::setprecision(3)
-          << (rank.wall_seconds > 0 ? static_cast<double>(rank.useful_bytes) / rank.wall_seconds / 1e9 : 0)
-          << std::setw(6) << std::setprecision(1)
-          << 100 * (rank.wall_seconds > 0 ? rank.stall_seconds / rank.wall_seconds : 0) << "%" << std::setw(16)
-          << std::setprecision(4) << rank.time_to_first_batch_seconds << std::setw(13) << std::setprecision(3)
-          << (rank.useful_bytes > 0 ? static_cast<double>(rank.bytes_read) / static_cast<double>(rank.useful_bytes) : 0)
-          << std::setw(7) << rank.io_seconds << "\n";
-  }
-  table << "  total " << std::setprecision(0) << samples_per_s << " samples/s, " << std::setprecision(3)
-        << bytes_per_s / 1e9 << " GB/s useful, stall " << std::setprecision(1) << 100 * stall_fraction
-        << "%, first batch " << std::setprecision(4) << first_batch << " s, read/useful " << std::setprecision(3)
-        << amplification << ", peak RSS " << std::setprecision(1) << static_cast<double>(rss) / 1048576.0
-        << " MiB, read-time imbalance " << std::setprecision(3) << imbalance << "\n";
-  if (options.compute_us > 0) {
-    table << "  AU " << std::setprecision(1) << 100 * utilization.au << "% (lowest rank " << 100 * utilization.au_min
-          << "%)";
-    if (preset != nullptr)
-      table << (utilization.passed ? " >= " : " < ") << 100 * preset->au_threshold
-            << "%: " << (utilization.passed ? "passed" : "failed") << "; " << world.size() << " accelerators of "
-            << options.workload << " x" << std::setprecision(3) << options.accelerator_slowdown << " = "
-            << world.size() / options.accelerator_slowdown << " H100s";
-    table << "; " << std::setprecision(3) << utilization.bytes_per_s / 1e9
-          << " GB/s useful in the AU window (each epoch's first step left out)\n";
-  }
-  if (store.on)
-    table << "  store: " << store.layout << " over " << store.nodes << (store.nodes == 1 ? " node" : " nodes")
-          << ", loaded in " << std::setprecision(3) << store.load_seconds << " s (" << std::setprecision(1)
-          << static_cast<double>(store.load_bytes_read) / 1e6 << " MB from the file), "
-          << static_cast<double>(store.bytes_per_node) / 1048576.0 << " MiB resident per node\n";
-  for (std::size_t e = 0; e < epochs.size() && (epochs.size() > 1 || store.on); ++e)
-    table << "  epoch " << options.warmup_epochs + static_cast<std::int64_t>(e) << ": " << std::setprecision(0)
-          << (epochs[e].seconds > 0 ? static_cast<double>(epochs[e].samples) / epochs[e].seconds : 0)
-          << " samples/s, file " << std::setprecision(1) << static_cast<double>(epochs[e].bytes_read_file) / 1e6
-          << " MB, remote " << static_cast<double>(epochs[e].bytes_remote) / 1e6 << " MB in "
-          << epochs[e].remote_requests << " requests, local " << static_cast<double>(epochs[e].bytes_local) / 1e6
-          << " MB\n";
-  double cpu = 0;
-  for (const RankFigures& rank : ranks) cpu += rank.cpu_seconds;
-  const double samples_per_cpu_s = cpu > 0 ? static_cast<double>(samples) / cpu : 0;
-  table << "  cpu " << std::setprecision(3) << cpu
-        << " s (user + system, all ranks and threads): " << std::setprecision(0) << samples_per_cpu_s
-        << " samples per CPU-second\n";
-  write_account(table, ranks);
-  for (const RankFigures& rank : ranks) {
-    if (!rank.layout.decided) continue;
-    table << "  rank " << rank.rank << " thread layout: "
-          << (rank.layout.caller_thread ? "read on the consumer's thread" : "read ahead on the I/O thread")
-          << std::setprecision(2) << " (per step " << rank.layout.io_thread_us_per_step << " us with the I/O thread, "
-          << rank.layout.caller_thread_us_per_step << " us on the consumer's"
-          << (rank.layout.spare_core ? ")\n" : "; no core to spare for an I/O thread)\n");
-  }
-  (cli::json_to_stdout(options.json) ? std::cerr : std::cout) << table.str() << std::flush;
-
-  if (!options.json.empty()) {
-    cli::JsonOutput out(options.json);
-    std::ostream& file = out.stream();
-    JsonWriter json(file);
-    json.begin_object();
-    json.field("data", options.loading.data_path);
-    json.field("world", world.size());
-    json.field("sampler", options.loading.sampler.mode);
-    if (options.shuffle != "global") json.field("shuffle", options.shuffle);
-    json.field("engine", options.loading.reader.engine);
-    json.field("batch_size", options.loading.sampler.batch_size);
-    json.field("sample_bytes", options.sample_bytes);
-    json.field("compute_us", options.compute_us);
-    json.field("prefetch", options.prefetch);
-    json.field("labels_per_batch", options.labels_per_batch);
-    json.field("cold", options.cold);
-    json.field("warmup_epochs", options.warmup_epochs);
-    json.field("samples", samples);
-    json.field("useful_bytes", useful);
-    json.field("bytes_read", read);
-    json.field("wall_s", max_wall);
-    json.field("read_time_imbalance", imbalance);
-    json.field("odirect", options.loading.reader.odirect);
-    json.field("au", utilization.au);
-    json.field("au_min", utilization.au_min);
-    json.field("steady_samples_per_s", utilization.samples_per_s);
-    json.field("steady_bytes_per_s", utilization.bytes_per_s);
-    if (preset != nullptr) {
-      json.field("workload", options.workload);
-      json.field("au_threshold", utilization.au_threshold);
-      json.field("passed", utilization.passed);
-      json.field("accelerator_slowdown", options.accelerator_slowdown);
-      json.field("h100_equivalents", world.size() / options.accelerator_slowdown);
-      json.field("preset_sample_bytes", preset->sample_bytes);
-    }
-    write_figures(json, samples_per_s, bytes_per_s, stall_fraction, first_batch, amplification, rss);
-    json.field("store", store.on ? std::string("memory") : std::string("none"));
-    json.field("lookahead", options.loading.lookahead);
-    if (store.on) {
-      json.field("store_layout", store.layout);
-      json.field("store_nodes", store.nodes);
-      json.field("store_load_seconds", store.load_seconds);
-      json.field("store_load_bytes_read", store.load_bytes_read);
-      json.field("store_bytes_per_node", store.bytes_per_node);
-      json.field("store_segment_bytes", store.segment_bytes);
-    }
-    json.field("cpu_seconds", cpu);
-    json.field("samples_per_cpu_s", samples_per_cpu_s);
-    json.key("ranks");
-    json.begin_array();
-    for (const RankFigures& rank : ranks) {
-      json.begin_object();
-      json.field("rank", rank.rank);
-      write_figures(
-          json, rank.wall_seconds > 0 ? static_cast<double>(rank.samples) / rank.wall_seconds : 0,
-          rank.wall_seconds > 0 ? static_cast<double>(rank.useful_bytes) / rank.wall_seconds : 0,
-          rank.wall_seconds > 0 ? rank.stall_seconds / rank.wall_seconds : 0, rank.time_to_first_batch_seconds,
-          rank.useful_bytes > 0 ? static_cast<double>(rank.bytes_read) / static_cast<double>(rank.useful_bytes) : 0,
-          rank.peak_rss_bytes);
-      json.field("io_seconds", rank.io_seconds);
-      json.field("samples", rank.samples);
-      json.field("au", rank.au);
-      json.field("steady_samples_per_s", rank.steady_samples_per_s);
-      json.field("batches", rank.batches);
-      json.field("cpu_seconds", rank.cpu_seconds);
-      json.field("samples_per_cpu_s", rank.cpu_seconds > 0 ? static_cast<double>(rank.samples) / rank.cpu_seconds : 0);
-      json.field("epoch_orders_copied", rank.epoch_orders_copied);
-      json.field("thread_layout", thread_layout_name(options.loading, rank.layout));
-      if (rank.layout.decided) {
-        json.field("layout_io_thread_us_per_step", rank.layout.io_thread_us_per_step);
-        json.field("layout_caller_us_per_step", rank.layout.caller_thread_us_per_step);
-        json.field("layout_spare_core", rank.layout.spare_core);
-      }
-      json.key("account_us_per_batch");
-      json.begin_object();
-      for (const AccountLine& line : account_lines(rank)) json.field(line.key, line.value);
-      json.end_object();
-      json.end_object();
-    }
-    json.end_array();
-    // Per measured epoch, summed over ranks (the seconds: the slowest rank's); without warm-up epochs
-    // the first one's file bytes include the store's load.
-    json.key("epochs");
-    json.begin_array();
-    for (const EpochFigures& epoch : epochs) {
-      json.begin_object();
-      json.field("seconds", epoch.seconds);
-      json.field("samples", epoch.samples);
-      json.field("samples_per_s", epoch.seconds > 0 ? static_cast<double>(epoch.samples) / epoch.seconds : 0.0);
-      json.field("bytes_read_file", epoch.bytes_read_file);
-      json.field("bytes_remote", epoch.bytes_remote);
-      json.field("bytes_local", epoch.bytes_local);
-      json.field("remote_requests", epoch.remote_requests);
-      json.end_object();
-    }
-    json.end_array();
-    json.end_object();
-    file << "\n";
-    out.finish();
-  }
 }
 
 }  // namespace
