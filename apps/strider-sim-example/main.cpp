@@ -18,6 +18,8 @@
 #include "strider/config.hpp"
 #include "strider/core/error.hpp"
 #include "strider/device/backend.hpp"
+#include "strider/device/gpu_probe.hpp"
+#include "strider/io/hdf5_handle.hpp"
 #include "strider/pipeline/loader.hpp"
 #include "strider/train/batch_input.hpp"
 #include "strider/train/model.hpp"
@@ -94,7 +96,10 @@ int run(strider::Communicator& comm, int argc, char** argv) {
     return 0;
   }
   if (values.count("version")) {
-    if (comm.is_root()) std::cout << "strider-sim-example (strider) " << STRIDER_VERSION_STRING << std::endl;
+    if (comm.is_root())
+      std::cout << "strider-sim-example (strider) " << STRIDER_VERSION_STRING << "\nbuilt with "
+                << strider::gpu_build_versions() << ", " << strider::hdf5_build_version() << ", "
+                << strider::mpi_build_version() << std::endl;
     return 0;
   }
   // 2. The backend first: it says where batches should live (pinned memory for a GPU).

@@ -55,6 +55,16 @@ MpiRuntime::MpiRuntime(int& argc, char**& argv) {
   }
 }
 
+std::string mpi_build_version() {
+#if defined(OPEN_MPI)
+  std::string version = "Open MPI " + std::to_string(OMPI_MAJOR_VERSION) + "." + std::to_string(OMPI_MINOR_VERSION) +
+                        "." + std::to_string(OMPI_RELEASE_VERSION);
+#else
+  std::string version = "MPI";
+#endif
+  return version + " (MPI " + std::to_string(MPI_VERSION) + "." + std::to_string(MPI_SUBVERSION) + ")";
+}
+
 const char* thread_level_name(int level) noexcept {
   if (level == MPI_THREAD_SINGLE) return "MPI_THREAD_SINGLE";
   if (level == MPI_THREAD_FUNNELED) return "MPI_THREAD_FUNNELED";

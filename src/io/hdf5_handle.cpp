@@ -22,6 +22,16 @@ void silence_hdf5_errors() noexcept {
   std::call_once(once, [] { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); });
 }
 
+std::string hdf5_build_version() {
+#ifdef H5_HAVE_PARALLEL
+  const char* parallel = " (parallel)";
+#else
+  const char* parallel = " (serial)";
+#endif
+  return "HDF5 " + std::to_string(H5_VERS_MAJOR) + "." + std::to_string(H5_VERS_MINOR) + "." +
+         std::to_string(H5_VERS_RELEASE) + parallel;
+}
+
 namespace detail {
 
 void throw_hdf5_error(long long code, const char* call, const char* file, int line, const std::string& hint) {

@@ -13,8 +13,8 @@ py=${STRIDER_PYTHON:-/usr/bin/python3}
 "$bin/strider-gen" --kind features --samples 2000 --dim 8 --classes 4 --out "$work/f.h5" >/dev/null 2>&1 ||
   fail "strider-gen did not write the test file"
 
-# --version: the app, strider's version and commit; the apps built with the project also name
-# what they were built with.
+# --version: the app, strider's version and commit, and what it was built with; the sim example,
+# which uses the public API only, names the library's CUDA/NCCL, HDF5 and MPI.
 for app in strider-gen strider-inspect strider-train strider-bench strider-convert; do
   "$bin/$app" --version >"$work/version" 2>&1
   if grep -qE "^$app \(strider\) [0-9]+\.[0-9]+\.[0-9]+, commit [0-9a-f]+" "$work/version" &&
@@ -25,7 +25,9 @@ for app in strider-gen strider-inspect strider-train strider-bench strider-conve
   fi
 done
 mpirun_n 1 "$bin/strider-sim-example" --version >"$work/version" 2>&1
-grep -qE "^strider-sim-example \(strider\) [0-9]+\.[0-9]+" "$work/version" && pass "strider-sim-example --version" ||
+grep -qE "^strider-sim-example \(strider\) [0-9]+\.[0-9]+" "$work/version" &&
+  grep -qE "^built with CUDA .*, HDF5 [0-9.]+ \((parallel|serial)\), .*MPI [0-9]\.[0-9]\)$" "$work/version" &&
+  pass "strider-sim-example --version: $(tr '\n' ' ' <"$work/version")" ||
   fail "strider-sim-example --version: $(cat "$work/version")"
 
 # A mistyped name gets the nearest one, before the file (which does not exist) is opened.

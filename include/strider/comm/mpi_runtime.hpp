@@ -4,6 +4,7 @@
 /// line "strider: error: <reason>" on stderr (printed once, by rank 0) and a non-zero exit.
 
 #include <functional>
+#include <string>
 
 #include "strider/comm/communicator.hpp"
 
@@ -43,6 +44,10 @@ bool mpi_io_is_thread_safe() noexcept;
 
 /// The name of an MPI thread level ("MPI_THREAD_SERIALIZED"), or "unknown" for another value.
 const char* thread_level_name(int level) noexcept;
+
+/// The MPI strider was built with, as --version names it: "Open MPI 4.1.4 (MPI 3.1)" (another
+/// implementation: "MPI (MPI 3.1)").
+std::string mpi_build_version();
 
 /// The check MpiRuntime makes on what MPI_Init_thread (or MPI_Query_thread) provided: throws MpiError,
 /// one line naming the provided and the needed level, when `provided` is below MPI_THREAD_MULTIPLE.

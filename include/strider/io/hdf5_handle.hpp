@@ -56,6 +56,9 @@ using H5Attribute = UniqueHandle<detail::Hdf5HandleTraits<H5Aclose>>;
 /// reports HDF5 failures through Hdf5Error instead.
 void silence_hdf5_errors() noexcept;
 
+/// The HDF5 strider was built with, as --version names it: "HDF5 1.10.8 (parallel)".
+std::string hdf5_build_version();
+
 }  // namespace strider
 
 /// Evaluates an H5* call and returns its value; throws strider::Hdf5Error when it is negative.
