@@ -82,10 +82,12 @@ int convert_main(Communicator& world, int argc, char** argv) {
   LoaderOptions options;
   std::string out;
   const cli::Parsed parsed = world.collective_try([&] {
-    po::options_description description("strider-convert options");
-    description.add_options()("out", po::value<std::string>(&out)->required(), "the file to write (must not exist)");
+    po::options_description input("Input"), output("Output");
+    output.add_options()("out", po::value<std::string>(&out)->required(), "the file to write (must not exist)");
     cli::SharedOptions shared;
-    shared.add(description, cli::loader_option_names("data", {"engine"}), {}, {"data"});
+    shared.add(input, cli::loader_option_names("data", {"engine"}), {}, {"data"});
+    po::options_description description;
+    description.add(input).add(output);
     cli::Parsed result = cli::parse(cli::arguments(argc, argv, 1), description, usage);
     if (!result.help) shared.apply(result.values, options);
     return result;

@@ -46,11 +46,9 @@ int gen_main(strider::Communicator& world, int argc, char** argv) {
   std::string out, class_counts, workload;
   const std::vector<std::string> args = cli::arguments_every_rank_shares(world, argc, argv, 1);
   const cli::Parsed parsed = world.collective_try([&] {
-    po::options_description description("strider-gen options");
-    description.add_options()("out", po::value<std::string>(&out)->required(),
-                              "the file to write (truncated if it exists)")(
-        "kind", po::value<std::string>(&options.kind)->default_value(options.kind),
-        "features | images | sequences | records")(
+    po::options_description dataset("Dataset");
+    dataset.add_options()("kind", po::value<std::string>(&options.kind)->default_value(options.kind),
+                          "features | images | sequences | records")(
         "workload", po::value<std::string>(&workload),
         ("records of an MLPerf-Storage workload's samples: " + workload_preset_names() +
          " (sets --kind records, --record-bytes, --align 4096)")
@@ -61,8 +59,10 @@ int gen_main(strider::Communicator& world, int argc, char** argv) {
         "largest / smallest class count (1: balanced); counts fall geometrically from class 0")(
         "class-counts", po::value<std::string>(&class_counts),
         "rows per class, e.g. 10000,200,50 (overrides --samples/--classes)")(
-        "seed", po::value<std::int64_t>(&options.seed)->default_value(options.seed), "the seed")(
-        "dim", po::value<std::int64_t>(&options.dim)->default_value(options.dim), "features: floats per sample")(
+        "seed", po::value<std::int64_t>(&options.seed)->default_value(options.seed), "the seed");
+    po::options_description samples("Samples, per kind");
+    samples.add_options()("dim", po::value<std::int64_t>(&options.dim)->default_value(options.dim),
+                          "features: floats per sample")(
         "dtype", po::value<std::string>(&options.dtype)->default_value(options.dtype),
         "features: float32 | float16 (IEEE binary16, as h5py writes np.float16)")(
         "noise", po::value<double>(&options.noise)->default_value(options.noise),
@@ -78,7 +78,9 @@ int gen_main(strider::Communicator& world, int argc, char** argv) {
         "sequences: median length")("vocab", po::value<std::int64_t>(&options.vocab)->default_value(options.vocab),
                                     "sequences: tokens in [0, vocab)")(
         "record-bytes", po::value<std::int64_t>(&options.record_bytes)->default_value(options.record_bytes),
-        "records: bytes per sample")(
+        "records: bytes per sample");
+    po::options_description output("Output");
+    output.add_options()("out", po::value<std::string>(&out)->required(), "the file to write (truncated if it exists)")(
         "align", po::value<std::int64_t>(&options.alignment_bytes)->default_value(options.alignment_bytes),
         "datasets of at least this many bytes start at a multiple of it (4096: rows aligned for --odirect); 0: "
         "HDF5's layout")("layout", po::value<std::string>(&options.layout)->default_value(options.layout),
@@ -88,7 +90,9 @@ int gen_main(strider::Communicator& world, int argc, char** argv) {
         "compress", po::value<int>(&options.compression)->default_value(0),
         "deflate level 1..9 (implies chunked); 0: none")("no-progress", po::bool_switch(), "no progress lines");
     cli::SharedOptions shared;
-    shared.add(description, {"data-key", "label-key", "tokens-key", "offsets-key"});
+    shared.add(output, {"data-key", "label-key", "tokens-key", "offsets-key"});
+    po::options_description description;
+    description.add(dataset).add(samples).add(output);
     cli::Parsed result = cli::parse(args, description, usage);
     if (!result.help) {
       LoaderOptions names;
