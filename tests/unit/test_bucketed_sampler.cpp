@@ -1,7 +1,9 @@
 // The bucketed sampler: token budget, multiples, errors, world-size independence, elastic resume,
 // and the padding/balance targets on a log-normal length distribution.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <numeric>
 
 #include "sampler_properties.hpp"
 #include "strider/core/error.hpp"
@@ -184,4 +186,33 @@ TEST_CASE("bucketed sampler: padding and balance targets (log-normal, 16384 toke
                                << bucketed.worst_step_imbalance << "); fixed batches of " << options.batch_size
                                << ": efficiency " << fixed.padding_efficiency << ", imbalance "
                                << fixed.step_imbalance);
+}
+
+TEST_CASE("bucketed sampler: a window's samples are formed into batches by ascending (length, index)", "[bucketed]") {
+  // One window (megabatch 0) of shuffled samples, one rank: each batch is a run of the window
+  // sorted by length, ties by index, so the batches put back in order of their first sample are
+  // every sample in that order. Sizes that take the packed keys' radix sort (5,000 and 70,000
+  // samples, several passes) and the comparison sort (300), with many ties (lengths 1..40) and
+  // with few (1..4,000).
+  for (const std::int64_t n : {300, 5000, 70000}) {
+    for (const std::int64_t longest : {40, 4000}) {
+      CAPTURE(n, longest);
+      const auto lengths = std::make_shared<const std::vector<std::int64_t>>(
+          synthetic_lengths("uniform:min=1,max=" + std::to_string(longest), n, 3));
+      const auto before = [&](std::int64_t a, std::int64_t b) {
+        const std::int64_t la = (*lengths)[static_cast<std::size_t>(a)], lb = (*lengths)[static_cast<std::size_t>(b)];
+        return la != lb ? la < lb : a < b;
+      };
+      BucketedSampler sampler(bucketed_config(lengths, 8192, 0), 1, 0);
+      sampler.set_epoch(0);
+      std::vector<std::vector<std::int64_t>> batches = all_batches(sampler);
+      std::sort(batches.begin(), batches.end(), [&](const auto& a, const auto& b) { return before(a[0], b[0]); });
+      std::vector<std::int64_t> formed;
+      for (const std::vector<std::int64_t>& batch : batches) formed.insert(formed.end(), batch.begin(), batch.end());
+      std::vector<std::int64_t> expected(static_cast<std::size_t>(n));
+      std::iota(expected.begin(), expected.end(), std::int64_t{0});
+      std::sort(expected.begin(), expected.end(), before);
+      REQUIRE(formed == expected);
+    }
+  }
 }

@@ -75,8 +75,9 @@ class BucketedSampler final : public Sampler {
 
   BucketedSamplerConfig config_;
   std::uint64_t lengths_hash_ = 0;
-  std::vector<std::int64_t> samples_;  // sample indices, batch after batch, in order of formation
-  std::vector<Span> sequence_;         // the epoch's batches in run order
+  std::vector<std::int64_t> samples_;             // sample indices, batch after batch, in order of formation
+  std::vector<Span> sequence_;                    // the epoch's batches in run order
+  std::vector<std::uint64_t> keys_, spare_keys_;  // pack_window's sort keys, reused across windows and epochs
   std::int64_t largest_batch_ = 0;
 };
 
