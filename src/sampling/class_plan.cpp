@@ -9,24 +9,8 @@
 namespace strider::detail {
 
 namespace {
-constexpr std::uint64_t golden_gamma = 0x9e3779b97f4a7c15ULL;
 constexpr std::uint64_t batch_order_stream = 0xba7c400000000000ULL;
 }  // namespace
-
-CounterStream::CounterStream(std::uint64_t key, std::uint64_t counter) : state_(mix64(key ^ mix64(counter))) {}
-
-std::uint64_t CounterStream::next() {
-  return mix64(state_ + golden_gamma * ++drawn_);
-}
-
-std::uint64_t CounterStream::below(std::uint64_t bound) {
-  if (bound <= 1) return 0;
-  std::uint64_t mask = bound - 1;
-  for (int shift = 1; shift < 64; shift *= 2) mask |= mask >> shift;
-  std::uint64_t value = next() & mask;
-  while (value >= bound) value = next() & mask;
-  return value;
-}
 
 void ClassCycler::build(const ClassIndex& index, bool shuffle, std::int64_t seed, std::int64_t epoch,
                         std::uint64_t stream) {

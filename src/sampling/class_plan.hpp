@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "strider/core/hash.hpp"
 #include "strider/sampling/class_index.hpp"
 
 namespace strider::detail {
@@ -19,14 +20,23 @@ inline std::uint64_t mul_div(std::uint64_t a, std::uint64_t b, std::uint64_t c) 
 
 /// A counter-based stream of 64-bit words: word i of the stream keyed by (key, counter) is a pure
 /// function of the three, so that any position of an epoch can be drawn without the ones before.
+/// Inline: the weighted sampler draws two or three words per sample.
 class CounterStream {
  public:
-  CounterStream(std::uint64_t key, std::uint64_t counter);
-  std::uint64_t next();
+  CounterStream(std::uint64_t key, std::uint64_t counter) noexcept : state_(mix64(key ^ mix64(counter))) {}
+  std::uint64_t next() noexcept { return mix64(state_ + kGoldenGamma * ++drawn_); }
   /// An unbiased integer in [0, bound) (masked rejection: fewer than two words on average).
-  std::uint64_t below(std::uint64_t bound);
+  std::uint64_t below(std::uint64_t bound) noexcept {
+    if (bound <= 1) return 0;
+    std::uint64_t mask = bound - 1;
+    for (int shift = 1; shift < 64; shift *= 2) mask |= mask >> shift;
+    std::uint64_t value = next() & mask;
+    while (value >= bound) value = next() & mask;
+    return value;
+  }
 
  private:
+  static constexpr std::uint64_t kGoldenGamma = 0x9e3779b97f4a7c15ULL;
   std::uint64_t state_;
   std::uint64_t drawn_ = 0;
 };

@@ -131,19 +131,53 @@ double WeightedSampler::class_probability(int label) const {
 }
 
 std::int64_t WeightedSampler::sample_at(std::int64_t position) const {
-  detail::CounterStream stream(derive_seed(seed(), epoch(), draw_stream), static_cast<std::uint64_t>(position));
-  const std::uint64_t ticket = stream.below(cumulative_.back());
-  const auto chosen =
-      static_cast<std::size_t>(std::upper_bound(cumulative_.begin(), cumulative_.end(), ticket) - cumulative_.begin());
-  if (config_.sample_weights) return static_cast<std::int64_t>(chosen);
-  const int label = static_cast<int>(chosen);
+  std::int64_t sample = position;
+  draw_samples(derive_seed(seed(), epoch(), draw_stream), &sample, 1);
+  return sample;
+}
+
+void WeightedSampler::draw_samples(std::uint64_t key, std::int64_t* positions, std::size_t count) const {
+  // Position p's stream (key, p) draws a ticket that picks the class (or the sample) by weight,
+  // then with class weights the member of that class. The members are random accesses into the
+  // class index (8 bytes a sample): drawn for a group of positions first, their entries fetched
+  // while the rest of the group is drawn, then read.
+  constexpr std::size_t kGroup = 32;
+  const std::uint64_t total = cumulative_.back();
+  // The first cumulative weight above the ticket: counted without branches over a few classes,
+  // by binary search over many (sample weights).
+  const auto chosen_by = [&](std::uint64_t ticket) {
+    if (cumulative_.size() <= 64) {
+      std::size_t at_or_below = 0;
+      for (const std::uint64_t bound : cumulative_) at_or_below += bound <= ticket ? 1 : 0;
+      return at_or_below;
+    }
+    return static_cast<std::size_t>(std::upper_bound(cumulative_.begin(), cumulative_.end(), ticket) -
+                                    cumulative_.begin());
+  };
+  if (config_.sample_weights) {
+    for (std::size_t k = 0; k < count; ++k) {
+      detail::CounterStream stream(key, static_cast<std::uint64_t>(positions[k]));
+      positions[k] = static_cast<std::int64_t>(chosen_by(stream.below(total)));
+    }
+    return;
+  }
   const ClassIndex& index = *config_.classes;
-  return index.members(label)[stream.below(static_cast<std::uint64_t>(index.count(label)))];
+  const std::int64_t* members[kGroup];
+  for (std::size_t first = 0; first < count; first += kGroup) {
+    const std::size_t group = std::min(kGroup, count - first);
+    for (std::size_t k = 0; k < group; ++k) {
+      detail::CounterStream stream(key, static_cast<std::uint64_t>(positions[first + k]));
+      const int label = static_cast<int>(chosen_by(stream.below(total)));
+      members[k] = index.members(label) + stream.below(static_cast<std::uint64_t>(index.count(label)));
+      __builtin_prefetch(members[k]);
+    }
+    for (std::size_t k = 0; k < group; ++k) positions[first + k] = *members[k];
+  }
 }
 
 void WeightedSampler::batch(std::int64_t step, std::vector<std::int64_t>& indices) const {
   positions_.batch(step, indices);  // global positions of this rank's batch
-  for (std::int64_t& entry : indices) entry = sample_at(entry);
+  draw_samples(derive_seed(seed(), epoch(), draw_stream), indices.data(), indices.size());
 }
 
 std::uint64_t WeightedSampler::config_hash() const {

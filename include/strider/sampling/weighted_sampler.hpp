@@ -3,6 +3,7 @@
 /// Weighted sampling with replacement (torch's WeightedRandomSampler, distributed): per-class or
 /// per-sample weights, a fixed number of draws per epoch, weights that may change between epochs.
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -75,6 +76,8 @@ class WeightedSampler final : public Sampler {
  private:
   void on_epoch() override {}
   void build_cumulative();
+  /// Replaces each of `count` global positions by the sample drawn there, with the epoch's draw key.
+  void draw_samples(std::uint64_t key, std::int64_t* positions, std::size_t count) const;
 
   WeightedSamplerConfig config_;
   DistributedSampler positions_;           // splits positions 0..num_samples-1 over ranks
