@@ -29,9 +29,12 @@
 # BENCH_ONLY=baseline BASELINE_BIN=DIR compares two builds of strider-bench on w1 (DIR's, e.g. the
 # commit before a change, against $STRIDER_BIN's): at each rank count, W1_REPEATS runs of each,
 # alternating (each build first in half the pairs), so that both see the same phases of the
-# machine's drift. Prints each build's
-# median samples/s and the median of the pairs' ratios (this build / the baseline), and writes
-# $BENCH_OUT/baseline.json. Needs neither torch nor the limits.
+# machine's drift. Prints each build's median samples/s and time to first batch and the median of
+# the pairs' ratios (this build / the baseline), and writes $BENCH_OUT/baseline.json.
+# BENCH_ONLY=short does the same with a short job against a long one (RANKS default 1 2 4): one
+# epoch in a fresh process (a smoke test, an evaluation pass, every job's first epoch: no warm-up,
+# the first touch of the file's pages and of the plans' memory included) against three, and
+# writes $BENCH_OUT/short.json. Neither needs torch nor the limits (bench/scripts/summarize_pairs.py).
 #
 # Environment: STRIDER_BIN (the folder with strider-gen and strider-bench; default build/bin), STRIDER_PYTHONPATH
 # (where `import strider` is found; default $STRIDER_BIN/../python),
@@ -46,6 +49,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=bench/scripts/settings.sh
 source "$here/settings.sh"
 ranks_list=${RANKS:-1 2}
+[[ ${BENCH_ONLY:-} == short ]] && ranks_list=${RANKS:-1 2 4}
 peer_batches=${PEER_BATCHES:-500}
 peer_warmup=${PEER_WARMUP:-20}
 peer_workers=${PEER_WORKERS:-0,1,2}
@@ -61,14 +65,14 @@ done
 if [[ $only == baseline ]]; then
   [[ -x ${BASELINE_BIN:-}/strider-bench ]] ||
     { echo "compare: BENCH_ONLY=baseline needs BASELINE_BIN, a folder with another build's strider-bench" >&2; exit 1; }
-else
+elif [[ $only != short ]]; then
   $python -c "import torch, h5py, numpy" 2>/dev/null ||
     { echo "compare: the peer needs python3-torch and python3-h5py-mpi: run bench/scripts/setup-bench.sh" >&2; exit 1; }
 fi
 mkdir -p "$data" "$out/logs"
 rm -rf "$out"/*.json "$out/runs"
 mkdir -p "$out/runs"
-launch=(mpirun --bind-to none)
+launch=(mpirun --bind-to none --oversubscribe)  # --oversubscribe: RANKS may exceed the cores
 started=$(date +%s)
 log() { printf '[%4ds] %s\n' $(($(date +%s) - started)) "$*"; }
 echo "# machine: $(nproc) cores, $(free -g | awk '/^Mem:/ {print $2}') GiB, $(. /etc/os-release && echo "$PRETTY_NAME"); load before: $(cut -d' ' -f1-3 /proc/loadavg)" |
@@ -89,24 +93,34 @@ generate() {  # NAME strider-gen options...
   echo "$stamp" >"$file.options"
 }
 generate w1 --kind features --samples 1000000 --dim 64 --classes 10
-if [[ $only == baseline ]]; then
-  w1_args=(--data "$data/w1.h5" --batch-size 256 --epochs 10 --warmup-epochs 3)
+if [[ $only == baseline || $only == short ]]; then
+  # pair_run KIND RANKS K: one strider-bench run of w1 of this kind, into runs/KIND-w1-rRANKS.K.json.
+  pair_run() {
+    local kind=$1 ranks=$2 k=$3 run_bin=$bin args=(--data "$data/w1.h5" --batch-size 256)
+    case $kind in
+      baseline) run_bin=$BASELINE_BIN args+=(--epochs 10 --warmup-epochs 3) ;;
+      current) args+=(--epochs 10 --warmup-epochs 3) ;;
+      epochs3) args+=(--epochs 3) ;;
+      epochs1) args+=(--epochs 1) ;;
+    esac
+    "${launch[@]}" -np "$ranks" "$run_bin/strider-bench" --seed "$seed" "${args[@]}" \
+      --json "$out/runs/$kind-w1-r$ranks.$k.json" >"$out/logs/$kind-w1-r$ranks.$k.log" 2>&1 ||
+      { log "$kind w1 at $ranks ranks FAILED (see $out/logs/$kind-w1-r$ranks.$k.log)"; exit 1; }
+  }
+  kinds=(baseline current)
+  [[ $only == short ]] && kinds=(epochs3 epochs1)
   for ranks in $ranks_list; do
     for ((k = 1; k <= w1_repeats; ++k)); do
-      builds="baseline current"
-      ((k % 2 == 0)) && builds="current baseline"  # each build goes first in half the pairs
-      for build in $builds; do
-        build_bin=$bin
-        [[ $build == baseline ]] && build_bin=$BASELINE_BIN
-        "${launch[@]}" -np "$ranks" "$build_bin/strider-bench" --seed "$seed" "${w1_args[@]}" \
-          --json "$out/runs/$build-w1-r$ranks.$k.json" >"$out/logs/$build-w1-r$ranks.$k.log" 2>&1 ||
-          { log "$build w1 at $ranks ranks FAILED (see $out/logs/$build-w1-r$ranks.$k.log)"; exit 1; }
-      done
+      if ((k % 2 == 1)); then  # each kind goes first in half the pairs
+        pair_run "${kinds[0]}" "$ranks" "$k" && pair_run "${kinds[1]}" "$ranks" "$k"
+      else
+        pair_run "${kinds[1]}" "$ranks" "$k" && pair_run "${kinds[0]}" "$ranks" "$k"
+      fi
       log "w1 at $ranks ranks, pair $k of $w1_repeats done"
     done
   done
-  $python "$here/summarize_baseline.py" "$out" "$w1_repeats" $ranks_list
-  log "done in $(($(date +%s) - started)) s: $out/baseline.json"
+  $python "$here/summarize_pairs.py" "$out" "$w1_repeats" "${kinds[0]}" "${kinds[1]}" "$only" $ranks_list
+  log "done in $(($(date +%s) - started)) s: $out/$only.json"
   exit 0
 fi
 if [[ $only != python ]]; then

@@ -17,8 +17,8 @@ The template is the page's prose with placeholders:
                                   objects of the results files the page uses ("one machine: **...**";
                                   where they differ, each is numbered and each table names its own)
     {{table:NAME}}                a table made from one results file (NAME: compare, stall, memory,
-                                  samplers, epoch-plan, python, storage, cpu,
-                                  store; see TABLES)
+                                  samplers, epoch-plan, short, python, storage,
+                                  cpu, store; see TABLES)
     {{list:NAME}}                 a list made from one results file (NAME: storage-au)
     {{value:FILE.PATH}}           one figure of bench/results/FILE.json; PATH is dot-separated keys,
     {{value:FILE.PATH|SPEC}}      list indices, or KEY=VALUE to pick the list item whose KEY is VALUE
@@ -197,6 +197,14 @@ def epoch_plan_table(data):
     return markdown_table(["N", "order", "per epoch", "CPU per epoch", "ns per sample", "first epoch"], rows)
 
 
+def short_table(data):
+    rows = [[run["ranks"], figure(run["epochs3_samples_per_s"]), figure(run["epochs1_samples_per_s"]),
+             figure(run["ratio"], ".2f") + "x", figure(1e3 * run["epochs1_time_to_first_batch_s"], ".1f") + " ms",
+             run["repeats"]] for run in data["runs"]]
+    return markdown_table(["R", "3 epochs, samples/s", "1 epoch, samples/s", "1 epoch / 3 (median of pairs)",
+                           "first batch (1 epoch)", "pairs"], rows)
+
+
 def python_table(data):
     def with_range(run, key, unit):
         text = figure(run[key]) + unit
@@ -339,6 +347,7 @@ TABLES = {
     "memory": ("memory", memory_table),
     "samplers": ("samplers", samplers_table),
     "epoch-plan": ("epoch_plan", epoch_plan_table),
+    "short": ("short", short_table),
     "python": ("python", python_table),
     "storage": ("storage", storage_table),
     "cpu": ("cpu", cpu_table),

@@ -1,10 +1,12 @@
-"""bench/scripts/summarize.py's pairing of repeats: each ratio the goals read is the median of the
-repeats' own ratios (compare.sh runs a repeat's runs back to back), never one series' median over
-another's."""
+"""bench/scripts/summarize.py's and summarize_pairs.py's pairing of repeats: each ratio the goals
+read is the median of the repeats' own ratios (compare.sh runs a repeat's runs back to back), never
+one series' median over another's."""
 
 import importlib.util
 import json
 import os
+import subprocess
+import sys
 
 from conftest import SOURCE_DIR
 
@@ -59,3 +61,25 @@ def test_pairs_on_both_sides_of_the_goal_are_said(tmp_path):
         " (median of 3 pairs, 49%-118%; the pairs fall on both sides of the goal)"
     summarize.set_paired(row, "strider_cpu_over_gather", [0.55, 0.6, 0.7])
     assert summarize.pairs_text(row, "strider_cpu_over_gather", 0.8) == " (median of 3 pairs, 55%-70%)"
+
+
+def test_paired_kinds_ratio_is_the_median_of_the_pairs(tmp_path):
+    # summarize_pairs.py (compare.sh's BENCH_ONLY=baseline and short): pairs made back to back in
+    # drifting phases; the ratio is the median of each pair's own, and each kind's figures are its
+    # medians.
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    for k, (a, b) in enumerate([(100.0, 90.0), (50.0, 50.0), (80.0, 96.0)], start=1):
+        (runs / f"epochs3-w1-r2.{k}.json").write_text(json.dumps({"samples_per_s": a, "time_to_first_batch_s": 0.001 * k}))
+        (runs / f"epochs1-w1-r2.{k}.json").write_text(json.dumps({"samples_per_s": b, "time_to_first_batch_s": 0.002 * k}))
+    script = os.path.join(SOURCE_DIR, "bench", "scripts", "summarize_pairs.py")
+    printed = subprocess.run([sys.executable, script, str(tmp_path), "3", "epochs3", "epochs1", "short", "2"],
+                             check=True, stdout=subprocess.PIPE, text=True).stdout
+    assert "epochs1 / epochs3 1.000" in printed
+    result = json.loads((tmp_path / "short.json").read_text())
+    run = result["runs"][0]
+    assert run["ranks"] == 2
+    assert run["pair_ratios"] == [0.9, 1.0, 1.2]
+    assert run["ratio"] == 1.0  # the series' medians (80 against 90) would say 1.125
+    assert run["epochs3_samples_per_s"] == 80.0 and run["epochs1_samples_per_s"] == 90.0
+    assert run["epochs1_time_to_first_batch_s"] == 0.004
