@@ -79,6 +79,18 @@ void write_account(std::ostringstream& table, const std::vector<RankFigures>& ra
   }
 }
 
+/// Each start-up phase's slowest rank.
+StartupFigures slowest_startup(const std::vector<RankFigures>& ranks) {
+  StartupFigures slowest;
+  for (const RankFigures& rank : ranks) {
+    slowest.exec_to_main_seconds = std::max(slowest.exec_to_main_seconds, rank.startup.exec_to_main_seconds);
+    slowest.mpi_init_seconds = std::max(slowest.mpi_init_seconds, rank.startup.mpi_init_seconds);
+    slowest.loader_seconds = std::max(slowest.loader_seconds, rank.startup.loader_seconds);
+    slowest.first_batch_seconds = std::max(slowest.first_batch_seconds, rank.startup.first_batch_seconds);
+  }
+  return slowest;
+}
+
 /// The job's totals over its ranks.
 struct Totals {
   double max_wall = 0, stall = 0, wall = 0, first_batch = 0, io_max = 0, io_sum = 0;
@@ -174,6 +186,10 @@ std::string bench_table(const BenchSetup& setup, const BenchFigures& figures) {
   table << "  cpu " << std::setprecision(3) << t.cpu
         << " s (user + system, all ranks and threads): " << std::setprecision(0) << t.samples_per_cpu_s
         << " samples per CPU-second\n";
+  const StartupFigures startup = slowest_startup(ranks);
+  table << "  start-up, slowest rank each: exec to main " << std::setprecision(1) << 1e3 * startup.exec_to_main_seconds
+        << " ms, MPI init " << 1e3 * startup.mpi_init_seconds << " ms, Loader (open, seed, plan) "
+        << 1e3 * startup.loader_seconds << " ms, then the first batch " << 1e3 * startup.first_batch_seconds << " ms\n";
   write_account(table, ranks);
   for (const RankFigures& rank : ranks) {
     if (!rank.layout.decided) continue;
@@ -238,6 +254,14 @@ void write_bench_json(std::ostream& file, const BenchSetup& setup, const BenchFi
   }
   json.field("cpu_seconds", t.cpu);
   json.field("samples_per_cpu_s", t.samples_per_cpu_s);
+  const StartupFigures startup = slowest_startup(ranks);
+  json.key("startup_s");  // each phase's slowest rank (StartupFigures)
+  json.begin_object();
+  json.field("exec_to_main", startup.exec_to_main_seconds);
+  json.field("mpi_init", startup.mpi_init_seconds);
+  json.field("loader", startup.loader_seconds);
+  json.field("first_batch", startup.first_batch_seconds);
+  json.end_object();
   json.key("ranks");
   json.begin_array();
   for (const RankFigures& rank : ranks) {

@@ -10,7 +10,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <fstream>
 #include <iostream>
+#include <iterator>
+#include <optional>
+#include <sstream>
 #include <thread>
 
 #include "common/cli.hpp"
@@ -77,6 +81,29 @@ void drop_from_page_cache(const std::string& path) {
   const int result = ::posix_fadvise(descriptor, 0, 0, POSIX_FADV_DONTNEED);
   ::close(descriptor);
   if (result != 0) log_warn("--cold: posix_fadvise(DONTNEED) failed on ", path, "; figures may be warm");
+}
+
+// When main was entered, and how long after the process's exec (both read at main's first line).
+Clock::time_point started_main;
+double exec_to_main_seconds = 0;
+
+/// Seconds from this process's start (its exec: /proc/self/stat's starttime, in clock ticks since
+/// boot, 10 ms on most kernels) to now: the dynamic loader and static initialisers. -1 if unknown.
+double seconds_since_exec() {
+  std::ifstream stat("/proc/self/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const std::size_t after_name = text.rfind(')');  // the command name may hold spaces
+  if (after_name == std::string::npos) return -1;
+  std::istringstream fields(text.substr(after_name + 2));
+  std::string field;
+  for (int k = 3; k <= 22 && fields >> field; ++k)  // field 3 is the state; 22 the start time
+    if (k == 22) {
+      timespec boot{};
+      clock_gettime(CLOCK_BOOTTIME, &boot);
+      const double started = std::stod(field) / static_cast<double>(sysconf(_SC_CLK_TCK));
+      return std::max(0.0, static_cast<double>(boot.tv_sec) + 1e-9 * static_cast<double>(boot.tv_nsec) - started);
+    }
+  return -1;
 }
 
 std::int64_t peak_rss_bytes() {
@@ -154,6 +181,7 @@ StoreFigures store_figures(const Communicator& world, const Loader& loader) {
 }
 
 int bench_main(const Communicator& world, int argc, char** argv) {
+  const Clock::time_point mpi_ready = Clock::now();
   BenchOptions options;
   cli::SharedOptions shared;
   po::options_description input("Input");
@@ -244,6 +272,8 @@ int bench_main(const Communicator& world, int argc, char** argv) {
   options.loading.diagnostics.observer = prefetch_account;
   Loader loader(world, options.loading);
   world.collective_try([&] { loader.require_steps(0); });
+  const Clock::time_point loader_ready = Clock::now();
+  std::optional<Clock::time_point> first_batch_at;  // the first batch of the run, warm-up or measured
   if (world.is_root() && !options.workload.empty() &&
       loader.dataset().sample_bytes != workload_preset(options.workload).sample_bytes)
     log_warn("the samples of ", options.loading.data_path, " are ", loader.dataset().sample_bytes, " bytes, ",
@@ -270,7 +300,10 @@ int bench_main(const Communicator& world, int argc, char** argv) {
     for (std::int64_t epoch = 0; epoch < options.warmup_epochs; ++epoch) {
       LoaderEpoch batches = loader.epoch(epoch);  // collective, its errors agreed
       world.collective_try([&] {
-        while (std::optional<Batch> batch = batches.next()) step.run();
+        while (std::optional<Batch> batch = batches.next()) {
+          if (!first_batch_at) first_batch_at = Clock::now();
+          step.run();
+        }
       });
     }
     warmup_first_batch_seconds = loader.stats().time_to_first_batch_seconds;
@@ -306,6 +339,7 @@ int bench_main(const Communicator& world, int argc, char** argv) {
         StepTiming timing{epoch, since_start(), 0, 0, 0, 0};
         std::optional<Batch> batch = batches.next();  // released at the end of the iteration
         if (!batch) break;
+        if (!first_batch_at) first_batch_at = Clock::now();
         timing.compute_start_s = since_start();
         timing.samples = batch->size();
         timing.bytes = batch->samples_bytes();
@@ -332,6 +366,13 @@ int bench_main(const Communicator& world, int argc, char** argv) {
   }
   RankFigures mine;
   mine.wall_seconds = since_start();
+  const auto seconds_between = [](Clock::time_point from, Clock::time_point to) {
+    return std::chrono::duration<double>(to - from).count();
+  };
+  mine.startup.exec_to_main_seconds = exec_to_main_seconds;
+  mine.startup.mpi_init_seconds = seconds_between(started_main, mpi_ready);
+  mine.startup.loader_seconds = seconds_between(mpi_ready, loader_ready);
+  mine.startup.first_batch_seconds = first_batch_at ? seconds_between(loader_ready, *first_batch_at) : 0.0;
   mine.cpu_seconds = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID) - process_cpu_start;  // before the bench's own sums
   mine.consumer_cpu_seconds = cpu_seconds(CLOCK_THREAD_CPUTIME_ID) - consumer_cpu_start;
   const std::vector<EpochWindow> windows = epoch_windows(steps);
@@ -409,5 +450,7 @@ int bench_main(const Communicator& world, int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  started_main = Clock::now();
+  exec_to_main_seconds = seconds_since_exec();
   return strider::run_mpi_app(argc, argv, [&](strider::Communicator& world) { return bench_main(world, argc, argv); });
 }

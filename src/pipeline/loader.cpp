@@ -320,7 +320,7 @@ struct Loader::State {
     std::unique_ptr<Sampler> ahead = options.plan_ahead ? make_plan() : nullptr;
     current = std::move(fresh);
     upcoming = std::move(ahead);
-    current_epoch.reset();
+    current_epoch = 0;  // made planned for epoch 0
     upcoming_epoch.reset();
   }
 };
@@ -402,6 +402,7 @@ Loader::Loader(const Communicator& comm, LoaderOptions options) : state_(std::ma
         comm.collective_try([&] { return pipeline_detail::NodeOrder::create(comm, s.info.num_samples); });
   comm.collective_try([&] {
     s.current = s.make_plan();
+    s.current_epoch = 0;  // a sampler is made planned for epoch 0: not planned again for it
     if (s.options.plan_ahead) s.upcoming = s.make_plan();
   });
   // What the options above do not show: weights given as values (LoaderOptions::sampler).

@@ -34,6 +34,14 @@ for key in samples_per_s bytes_per_s stall_fraction time_to_first_batch_s read_a
   expect_equal "job key $key" "$(sed 's/"ranks".*//' "$work/d.json" | grep -o "\"$key\":" | wc -l | tr -d ' ')" 1
   expect_equal "per-rank key $key, 2 ranks" "$(grep -o "\"$key\":" "$work/d-noepochs.json" | wc -l | tr -d ' ')" 3
 done
+# Where the start-up went: four phases, each the slowest rank's, none negative but the exec's
+# (-1 where /proc does not say); MPI's initialisation and the Loader take time.
+/usr/bin/python3 -c 'import json, sys
+s = json.load(open(sys.argv[1]))["startup_s"]
+ok = sorted(s) == ["exec_to_main", "first_batch", "loader", "mpi_init"] and s["mpi_init"] > 0 and s["loader"] > 0 \
+    and s["first_batch"] >= 0 and (s["exec_to_main"] >= 0 or s["exec_to_main"] == -1)
+sys.exit(0 if ok else 1)' "$work/d.json" && pass "startup_s: $(grep -o '"startup_s":{[^}]*}' "$work/d.json")" ||
+  fail "startup_s: $(grep -o '"startup_s":{[^}]*}' "$work/d.json")"
 # Per epoch: samples, samples/s and where the bytes came from (all from the file, none remote).
 epochs=$(sed 's/.*"epochs"//' "$work/d.json")
 expect_equal "two epochs listed" "$(grep -o '"samples_per_s":' <<<"$epochs" | wc -l | tr -d ' ')" 2

@@ -45,6 +45,15 @@ struct StoreFigures {
   std::int64_t load_bytes_read = 0, bytes_per_node = 0, segment_bytes = 0;
 };
 
+/// Where a rank's start-up went, in seconds: from its process's exec to main (the dynamic loader;
+/// 10 ms resolution, -1 unknown), MPI's initialisation, the Loader (open the file, agree on the
+/// seed, check, plan the first epoch), and from then to the first batch (the first read, the first
+/// touch of the file's pages and of the plan's memory). A launcher's own start (mpirun spawning
+/// the ranks) comes before the exec and is not in any of them.
+struct StartupFigures {
+  double exec_to_main_seconds = 0, mpi_init_seconds = 0, loader_seconds = 0, first_batch_seconds = 0;
+};
+
 /// One rank's figures.
 struct RankFigures {
   int rank = 0;
@@ -63,6 +72,7 @@ struct RankFigures {
   std::int64_t consumer_sleeps = 0, io_wakeups = 0, io_voluntary_switches = 0, io_involuntary_switches = 0,
                caller_thread_batches = 0;
   LayoutMeasurement layout;  // the thread layout measured (--io-thread auto)
+  StartupFigures startup;
 };
 
 /// Everything the report is made of, gathered on rank 0.
