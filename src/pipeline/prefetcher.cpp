@@ -504,6 +504,7 @@ std::optional<Batch> Prefetcher::next_on_caller_thread(std::unique_lock<std::mut
   lock.lock();
   count_read(figures);
   s.stats.stall_seconds += figures.seconds;  // the consumer waited for the whole read
+  if (s.observer) s.observer->on_read(figures.event(static_cast<std::int64_t>(slots.size()), true, 0.0));
   if (figures.error) {
     for (int slot : slots) s.free_slots.push_back(slot);
     s.next_read_step = s.end_step;  // the epoch ends at its error
@@ -512,10 +513,7 @@ std::optional<Batch> Prefetcher::next_on_caller_thread(std::unique_lock<std::mut
   }
   for (std::size_t k = 1; k < slots.size(); ++k) s.ready.push_back(Delivery{slots[k], nullptr});
   Batch batch = deliver(slots[0]);
-  if (s.observer) {
-    s.observer->on_read(figures.event(static_cast<std::int64_t>(slots.size()), true, 0.0));
-    s.observer->on_deliver(PrefetchDeliverEvent{seconds_since(entered) - figures.seconds, false});
-  }
+  if (s.observer) s.observer->on_deliver(PrefetchDeliverEvent{seconds_since(entered) - figures.seconds, false});
   return batch;
 }
 

@@ -30,7 +30,7 @@ struct PrefetchReadEvent {
   double handoff_seconds = 0;  ///< the I/O thread after the read: locking, queueing, waking (0 on the caller's)
 };
 
-/// One batch handed to the consumer by next().
+/// One batch handed to the consumer by next() (an error it rethrows instead sends none).
 struct PrefetchDeliverEvent {
   double handoff_seconds = 0;  ///< the consumer inside next(), neither waiting nor reading
   bool slept = false;          ///< next() blocked until the I/O thread woke it
@@ -53,12 +53,14 @@ struct PrefetchIoUsageEvent {
   std::int64_t involuntary_switches = 0;  ///< it was preempted
 };
 
-/// The Loader planned a whole epoch (Sampler::set_epoch), on whichever thread planned it.
+/// The Loader planned a whole epoch (Sampler::set_epoch), on whichever thread planned it. Plans a
+/// sampler makes on its own are not sent: epoch 0's as it is made, and a resumed epoch's
+/// (Loader::resume).
 struct PrefetchPlanEvent {
   std::int64_t epoch = 0;
   double cpu_seconds = 0;  ///< the planning thread's CPU time for it
-  std::int64_t orders_copied =
-      0;  ///< 1 when this rank copied the epoch's order from its node's (see LoaderDiagnostics::plan_per_node)
+  /// 1 when this rank copied the epoch's order from its node's (LoaderDiagnostics::plan_per_node).
+  std::int64_t orders_copied = 0;
 };
 
 /// Receives the events above; each default does nothing.
