@@ -111,7 +111,8 @@ void BucketedSampler::pack_window(std::vector<std::int64_t>& window, bool last_w
   // (the window sort is the plan's largest cost).
   const int index_bits = bit_width(lengths.size() > 1 ? lengths.size() - 1 : 1);
   if (index_bits + bit_width(static_cast<std::uint64_t>(config_.max_tokens)) <= 64) {
-    const std::uint64_t index_mask = index_bits >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << index_bits) - 1;
+    // max_tokens >= 1 takes a bit: index_bits <= 63 here.
+    const std::uint64_t index_mask = (std::uint64_t{1} << index_bits) - 1;
     keys_.resize(window.size());
     for (std::size_t k = 0; k < window.size(); ++k)
       keys_[k] = static_cast<std::uint64_t>(length_of(window[k])) << index_bits | static_cast<std::uint64_t>(window[k]);
