@@ -164,6 +164,13 @@ Parsed parse(const std::vector<std::string>& args, const po::options_description
   return parsed;
 }
 
+po::options_description HelpGroups::all() const {
+  po::options_description groups;
+  for (const po::options_description* group : {&input, &sampling, &pipeline, &store, &output, &diagnostics})
+    if (!group->options().empty()) groups.add(*group);
+  return groups;
+}
+
 void json_option(po::options_description& description, std::string* path, const std::string& help, const char* name) {
   // JSON on stdout: the lines people read move to stderr before the first is printed.
   const auto to_stdout = [](const std::string& value) {

@@ -92,6 +92,18 @@ std::vector<std::string> arguments(int argc, char** argv, int first);
 /// both command lines, before any option can send the ranks down different collective paths.
 std::vector<std::string> arguments_every_rank_shares(const Communicator& world, int argc, char** argv, int first);
 
+/// An app's options in the groups every app's --help shows, in this order: Input, Sampling, Pipeline,
+/// Store, Output, Diagnostics. all() holds the groups that have options (General is parse()'s).
+struct HelpGroups {
+  po::options_description input{"Input"};
+  po::options_description sampling{"Sampling"};
+  po::options_description pipeline{"Pipeline"};
+  po::options_description store{"Store"};
+  po::options_description output{"Output"};
+  po::options_description diagnostics{"Diagnostics"};
+  po::options_description all() const;
+};
+
 /// The names of the shared option table's group ("data", "sampling", "pipeline", "store" or
 /// "diagnostics"; see strider/pipeline/loader_options.hpp), in table order, without those in
 /// `except`.

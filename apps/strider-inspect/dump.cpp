@@ -70,11 +70,11 @@ int dump_main(Communicator& world, int argc, char** argv) {
   ReaderOptions reader_options;
   std::string path, indices_text;
   std::vector<std::int64_t> indices;
-  cli::po::options_description description("dump options");
-  description.add_options()("indices", cli::po::value<std::string>(&indices_text)->required(),
-                            "rows to print, in this order: 5,3,9");
+  cli::HelpGroups groups;
+  groups.output.add_options()("indices", cli::po::value<std::string>(&indices_text)->required(),
+                              "rows to print, in this order: 5,3,9");
   const cli::Parsed parsed = parse_file_command(
-      world, argc, argv, description,
+      world, argc, argv, groups,
       "usage: strider-inspect dump FILE --indices 5,3,9 [--engine auto|hdf5|direct|mmap]\n"
       "Prints the rows through the pipeline's reader, one line each: index label v0 v1 ...",
       path, reader_options, [&](const cli::Parsed&) { indices = parse_integer_list(indices_text, "indices"); });

@@ -10,11 +10,10 @@
 
 namespace strider::inspect {
 
-/// Collective over world: adds FILE and the dataset options to `description`, parses argv[2..],
+/// Collective over world: adds FILE and the dataset options to `groups.input`, parses argv[2..],
 /// then runs `finish` (unless --help) for checks that need the parsed values. Errors are agreed.
-cli::Parsed parse_file_command(const Communicator& world, int argc, char** argv,
-                               cli::po::options_description& description, const std::string& usage, std::string& path,
-                               ReaderOptions& reader_options,
+cli::Parsed parse_file_command(const Communicator& world, int argc, char** argv, cli::HelpGroups& groups,
+                               const std::string& usage, std::string& path, ReaderOptions& reader_options,
                                const std::function<void(const cli::Parsed&)>& finish = {});
 
 }  // namespace strider::inspect

@@ -38,10 +38,10 @@ int info_main(Communicator& world, int argc, char** argv) {
   ReaderOptions reader_options;
   std::string path;
   std::string json;
-  cli::po::options_description description("info options");
-  cli::json_option(description, &json, "print one JSON object");
+  cli::HelpGroups groups;
+  cli::json_option(groups.output, &json, "print one JSON object");
   const cli::Parsed parsed =
-      parse_file_command(world, argc, argv, description,
+      parse_file_command(world, argc, argv, groups,
                          "usage: strider-inspect info DATA [--json [PATH]] [--data-key K ...]\n"
                          "Shape, type, layout, chunking, size, shards, engine, class and length histograms of a\n"
                          "dataset: a file, or shards (a comma list, a quoted glob, a directory or @list.txt).",

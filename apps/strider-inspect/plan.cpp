@@ -157,35 +157,37 @@ std::string plan_text(const cli::Parsed& parsed, PlanOptions& options);
 
 int plan_main(int argc, char** argv, const Communicator* world) {
   PlanOptions options;
-  cli::po::options_description description("plan options");
-  description.add_options()("samples", cli::po::value<std::int64_t>(&options.samples),
-                            "N, the number of samples in the dataset (required without --class-counts)")(
-      "world", cli::po::value<int>(&options.world)->default_value(1), "R, the number of ranks")(
-      "rank", cli::po::value<int>(&options.rank)->default_value(0), "the rank to print (0..R-1)")(
-      "epoch", cli::po::value<std::int64_t>(&options.epoch)->default_value(0), "the epoch")(
-      "first-step", cli::po::value<std::int64_t>(&options.first_step)->default_value(0), "first step to print")(
-      "steps", cli::po::value<std::int64_t>(&options.steps),
-      "number of steps to print (default: to the end of the epoch)")(
-      "all-ranks", cli::po::bool_switch(&options.all_ranks), "print every rank, one line each ('rank r: ...')")(
-      "lengths", cli::po::value<std::string>(&options.lengths_spec),
-      "synthetic per-sample lengths from the seed, e.g. lognormal:median=128,min=8,max=2048[,sigma=1] or "
-      "uniform:min=8,max=2048")(
-      "stats", cli::po::bool_switch(&options.stats),
-      "print {\"padding_efficiency\", \"step_imbalance\", ...} over every rank instead of the plan (needs --lengths)")(
+  cli::HelpGroups groups;
+  groups.input.add_options()(
+      "data", cli::po::value<std::string>(&options.data_path),
+      "take N and the labels from this dataset file (runs under MPI; any rank count prints once)")(
+      "samples", cli::po::value<std::int64_t>(&options.samples),
+      "N, the number of samples in the dataset (required without --class-counts)")(
       "class-counts", cli::po::value<std::string>(&options.class_counts),
       "labels in blocks, e.g. 10000,200,50: the first 10000 indices are class 0, the next 200 class 1, ...")(
-      "histogram", cli::po::bool_switch(&options.histogram),
-      "print every rank's count of each class ('rank r: n0 n1 ...') instead of the plan (needs labels)")(
-      "data", cli::po::value<std::string>(&options.data_path),
-      "take N and the labels from this dataset file (runs under MPI; any rank count prints once)");
-  cli::json_option(description, &options.json,
-                   "print JSON: {\"rank\", \"world\", \"epoch\", \"indices\", \"batches\"}");
+      "lengths", cli::po::value<std::string>(&options.lengths_spec),
+      "synthetic per-sample lengths from the seed, e.g. lognormal:median=128,min=8,max=2048[,sigma=1] or "
+      "uniform:min=8,max=2048");
   cli::SharedOptions shared;
-  shared.add(description, {"data-key", "label-key", "tokens-key", "offsets-key"});
-  shared.add(description, cli::loader_option_names("sampling"), {{"seed", "0"}});
+  shared.add(groups.input, {"data-key", "label-key", "tokens-key", "offsets-key"});
+  groups.sampling.add_options()("world", cli::po::value<int>(&options.world)->default_value(1),
+                                "R, the number of ranks")("rank", cli::po::value<int>(&options.rank)->default_value(0),
+                                                          "the rank to print (0..R-1)")(
+      "epoch", cli::po::value<std::int64_t>(&options.epoch)->default_value(0), "the epoch");
+  shared.add(groups.sampling, cli::loader_option_names("sampling"), {{"seed", "0"}});
+  groups.output.add_options()("first-step", cli::po::value<std::int64_t>(&options.first_step)->default_value(0),
+                              "first step to print")("steps", cli::po::value<std::int64_t>(&options.steps),
+                                                     "number of steps to print (default: to the end of the epoch)")(
+      "all-ranks", cli::po::bool_switch(&options.all_ranks), "print every rank, one line each ('rank r: ...')")(
+      "stats", cli::po::bool_switch(&options.stats),
+      "print {\"padding_efficiency\", \"step_imbalance\", ...} over every rank instead of the plan (needs --lengths)")(
+      "histogram", cli::po::bool_switch(&options.histogram),
+      "print every rank's count of each class ('rank r: n0 n1 ...') instead of the plan (needs labels)");
+  cli::json_option(groups.output, &options.json,
+                   "print JSON: {\"rank\", \"world\", \"epoch\", \"indices\", \"batches\"}");
   const auto parse = [&] {
     cli::Parsed parsed =
-        cli::parse(cli::arguments(argc, argv, 2), description,
+        cli::parse(cli::arguments(argc, argv, 2), groups.all(),
                    "usage: strider-inspect plan --samples N [--world R --rank r --seed S --epoch E] [--batch-size B] "
                    "[--json [PATH]]\n"
                    "Prints rank r's sample indices in order, separated by spaces, on one line. Needs no MPI launcher\n"

@@ -31,15 +31,16 @@ int read_speed_main(Communicator& world, int argc, char** argv) {
   LoaderOptions loading;
   std::int64_t steps = 1000;
   bool per_row = false;
-  cli::po::options_description description("read-speed options");
-  description.add_options()("steps", cli::po::value<std::int64_t>(&steps)->default_value(steps),
-                            "batches per rank (at most one epoch)")("per-row", cli::po::bool_switch(&per_row),
-                                                                    "one read() per row instead of one per batch");
+  cli::HelpGroups groups;
   cli::SharedOptions shared;
-  shared.add(description, cli::loader_option_names("sampling"), {{"seed", "0"}});
-  shared.add(description, {"copy-threads", "max-open-files"});
+  shared.add(groups.sampling, cli::loader_option_names("sampling"), {{"seed", "0"}});
+  groups.sampling.add_options()("steps", cli::po::value<std::int64_t>(&steps)->default_value(steps),
+                                "batches per rank (at most one epoch)");
+  shared.add(groups.pipeline, {"copy-threads", "max-open-files"});
+  groups.diagnostics.add_options()("per-row", cli::po::bool_switch(&per_row),
+                                   "one read() per row instead of one per batch");
   const cli::Parsed parsed = parse_file_command(
-      world, argc, argv, description,
+      world, argc, argv, groups,
       "usage: [mpirun -np R] strider-inspect read-speed FILE [--engine E] [--batch-size 32] [--steps 1000]\n"
       "Reads shuffled batches with one engine and prints samples/s over all ranks.",
       loading.data_path, loading.reader, [&](const cli::Parsed& result) {

@@ -21,14 +21,14 @@ int stats_main(Communicator& world, int argc, char** argv) {
   ReaderOptions reader_options;
   std::string path, axis = "auto";
   std::string json;
-  cli::po::options_description description("stats options");
-  cli::json_option(description, &json, "print one JSON object (what strider-train --normalize FILE.json reads)");
-  description.add_options()(
+  cli::HelpGroups groups;
+  cli::json_option(groups.output, &json, "print one JSON object (what strider-train --normalize FILE.json reads)");
+  groups.input.add_options()(
       "channel-axis", cli::po::value<std::string>(&axis)->default_value(axis),
       "image samples: which axis holds the channels, 1 ([N, C, H, W]) or last ([N, H, W, C]); auto: last "
       "when the last dimension is at most 4 and dimension 1 is larger, else 1");
   const cli::Parsed parsed = parse_file_command(
-      world, argc, argv, description,
+      world, argc, argv, groups,
       "usage: [mpirun -np R] strider-inspect stats DATA [--json [PATH]] [--channel-axis auto|1|last]\n"
       "Count, mean, standard deviation, min and max per feature (per channel for images) over all rows;\n"
       "each rank reads its share (global counts, population standard deviations).",

@@ -17,10 +17,10 @@ namespace strider::inspect {
 int run_workloads(int argc, char** argv) {
   return run_app_without_mpi([&] {
     std::string json;
-    cli::po::options_description description("strider-inspect workloads options");
-    cli::json_option(description, &json, "print a JSON array");
+    cli::HelpGroups groups;
+    cli::json_option(groups.output, &json, "print a JSON array");
     const cli::Parsed parsed = cli::parse(
-        cli::arguments(argc, argv, 2), description,
+        cli::arguments(argc, argv, 2), groups.all(),
         "usage: strider-inspect workloads [--json [PATH]]\n"
         "The MLPerf Storage workloads of strider-gen and strider-bench --workload: sample bytes (DLIO's, rounded up\n"
         "to whole 4 KiB blocks for O_DIRECT), batch per accelerator, compute seconds per step on an H100, and the\n"

@@ -62,15 +62,19 @@ class HeatRod {
 int run(strider::Communicator& comm, int argc, char** argv) {
   namespace po = boost::program_options;
   int steps = 200, train_every = 4;
-  po::options_description options("strider-sim-example: a simulation that trains as it runs");
-  options.add_options()("help", "this help")("version", "print strider's version and exit")(
-      "config", po::value<std::string>(),
-      "read further options from FILE (lines 'name = value'; the command line wins)")(
-      "data", po::value<std::string>()->required(), strider::loader_option("data").help.c_str())(
-      "batch-size", po::value<std::string>()->default_value(strider::loader_option("batch-size").default_text),
-      strider::loader_option("batch-size").help.c_str())("steps", po::value(&steps)->default_value(steps),
-                                                         "simulation time steps")(
+  // --help lists the options in groups, as strider's own apps do.
+  po::options_description input("Input"), sampling("Sampling"), simulation("Simulation"), general("General");
+  input.add_options()("data", po::value<std::string>()->required(), strider::loader_option("data").help.c_str());
+  sampling.add_options()("batch-size",
+                         po::value<std::string>()->default_value(strider::loader_option("batch-size").default_text),
+                         strider::loader_option("batch-size").help.c_str());
+  simulation.add_options()("steps", po::value(&steps)->default_value(steps), "simulation time steps")(
       "train-every", po::value(&train_every)->default_value(train_every), "one training step every N simulation steps");
+  general.add_options()("help", "this help")("version", "print strider's version and exit")(
+      "config", po::value<std::string>(),
+      "read further options from FILE (lines 'name = value'; the command line wins)");
+  po::options_description options("strider-sim-example: a simulation that trains as it runs");
+  options.add(input).add(sampling).add(simulation).add(general);
   po::variables_map values;
   strider::LoaderOptions loading;  // --data and --batch-size: strider's shared options, with its help
   comm.collective_try([&] {        // every rank parses; a bad option ends all ranks with one line

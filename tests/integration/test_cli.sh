@@ -105,6 +105,26 @@ for group in Input Sampling Pipeline Store Output Diagnostics; do
   grep -qE "^$group:" "$work/bench.help" || fail "bench --help has no $group group"
 done
 pass "train and bench --help: grouped"
+# Every option of every strider-inspect subcommand sits in one of the named groups; no app lists an
+# option outside a group heading.
+grouped() { # grouped FILE ALLOWED-HEADINGS-REGEX: prints the first option line outside them
+  awk -v allowed="$2" '/^[A-Z][^:]*:$/ { heading = substr($0, 1, length($0) - 1); next }
+    /^  -/ && heading !~ "^(" allowed ")$" { print heading ": " $0; exit }' "$1"
+}
+six='Input|Sampling|Pipeline|Store|Output|Diagnostics|General'
+for command in plan info dump read-speed stats workloads; do
+  "$inspect" "$command" --help >"$work/inspect.help" || fail "inspect $command --help exited non-zero"
+  outside=$(grouped "$work/inspect.help" "$six")
+  [ -z "$outside" ] && grep -qE "^(Input|Output):" "$work/inspect.help" ||
+    fail "inspect $command --help: an option outside the groups: ${outside:-no Input or Output group}"
+done
+mpirun_n 1 "$bin/strider-sim-example" --help >"$work/sim.help" 2>&1
+for help in "$bin/strider-gen" "$bin/strider-convert"; do "$help" --help; done >"$work/apps.help"
+for file in "$work/train.help" "$work/bench.help" "$work/sim.help" "$work/apps.help"; do
+  outside=$(grouped "$file" '[A-Z][A-Za-z ,]*')
+  [ -z "$outside" ] || fail "$(basename "$file"): an option outside any group: $outside"
+done
+pass "inspect's subcommands, gen, convert and the sim example: every option in a named group"
 
 # The sim example: --config FILE, the command line winning; a bad value from the file refused.
 printf 'steps = 40\ntrain-every = 4\n' >"$work/sim.cfg"
