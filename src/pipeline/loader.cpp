@@ -17,6 +17,7 @@
 #include "strider/comm/seed.hpp"
 #include "strider/core/error.hpp"
 #include "strider/core/log.hpp"
+#include "strider/sampling/bucketed_sampler.hpp"
 #include "strider/sampling/exact_split_sampler.hpp"
 
 namespace strider {
@@ -158,8 +159,15 @@ struct Loader::State {
   std::unique_ptr<Sampler> current, upcoming;
   std::optional<std::int64_t> current_epoch, upcoming_epoch;
   std::future<void> planning;  // upcoming->set_epoch on another thread
-  // Each epoch's order made once per node (diagnostics.plan_per_node; null where not shared).
-  std::shared_ptr<pipeline_detail::NodeOrder> node_order;
+  // Each epoch's order, or the bucketed sampler's whole plan, made once per node
+  // (diagnostics.plan_per_node; null where not shared).
+  struct NodeShares {
+    std::shared_ptr<pipeline_detail::NodeOrder> order;
+    std::shared_ptr<pipeline_detail::NodePlan> plan;
+    /// Orders and plans this rank copied from its node's so far.
+    std::int64_t copied() const { return (order ? order->counts().copied : 0) + (plan ? plan->counts().copied : 0); }
+  };
+  NodeShares node_shares;
 
   // The position: the epoch last started (or resumed) and the steps done in it.
   std::uint64_t epoch_id = 0;  // of the running LoaderEpoch
@@ -177,19 +185,19 @@ struct Loader::State {
   }
 
   /// sampler->set_epoch(epoch) on any thread; with an observer (diagnostics), its CPU time and
-  /// whether the order was copied from the node's are sent as a plan event (a failed plan's too).
-  /// Plans are made one at a time (the queries and the next epoch wait for a plan made ahead), so
-  /// the node order's count of copies moves only with this one.
+  /// whether the order or plan was copied from the node's are sent as a plan event (a failed
+  /// plan's too). Plans are made one at a time (the queries and the next epoch wait for a plan made
+  /// ahead), so the node's counts of copies move only with this one.
   static void plan_epoch(Sampler& sampler, std::int64_t epoch, PrefetchObserver* observer,
-                         const pipeline_detail::NodeOrder* node_order) {
+                         const NodeShares& node_shares) {
     if (observer == nullptr) {
       sampler.set_epoch(epoch);
       return;
     }
     const double start = pipeline_detail::ThreadUsage::cpu_seconds_now();
-    const std::int64_t copied_before = node_order ? node_order->counts().copied : 0;
+    const std::int64_t copied_before = node_shares.copied();
     const auto send = [&] {
-      const std::int64_t copied = node_order ? node_order->counts().copied - copied_before : 0;
+      const std::int64_t copied = node_shares.copied() - copied_before;
       observer->on_plan(PrefetchPlanEvent{epoch, pipeline_detail::ThreadUsage::cpu_seconds_now() - start, copied});
     };
     try {
@@ -201,7 +209,7 @@ struct Loader::State {
     send();
   }
   void plan_epoch(Sampler& sampler, std::int64_t epoch) const {
-    plan_epoch(sampler, epoch, options.diagnostics.observer.get(), node_order.get());
+    plan_epoch(sampler, epoch, options.diagnostics.observer.get(), node_shares);
   }
 
   /// Waits for the plan made ahead; rethrows its failure (then nothing is planned ahead).
@@ -271,10 +279,10 @@ struct Loader::State {
     upcoming_epoch = epoch;  // valid once `planning` completed without error
     Sampler* sampler = upcoming.get();
     try {
-      planning =
-          std::async(std::launch::async, [sampler, epoch, observer = options.diagnostics.observer, order = node_order] {
-            plan_epoch(*sampler, epoch, observer.get(), order.get());
-          });
+      planning = std::async(std::launch::async,
+                            [sampler, epoch, observer = options.diagnostics.observer, shares = node_shares] {
+                              plan_epoch(*sampler, epoch, observer.get(), shares);
+                            });
     } catch (...) {  // no thread to spare: the epoch is planned when it starts
       upcoming_epoch.reset();
     }
@@ -393,16 +401,37 @@ Loader::Loader(const Communicator& comm, LoaderOptions options) : state_(std::ma
   s.options = std::move(options);
   // An agreed failure here destroys the reader on every rank (a collective close for the store).
   comm.collective_try([&] { s.depth = depth_within_ring_memory(s.depth, s.options, s.info); });
-  // Each epoch's order once per node. NodeOrder::create is collective: after the agreed checks
-  // above, and on every rank or none (agreed here, whatever options a rank was given).
-  const bool share_order = s.options.diagnostics.plan_per_node && s.options.split == LoaderSplit::sampler &&
-                           s.options.sampler.mode == "distributed" && s.options.sampler.shuffle;
-  if (comm.all_reduce(share_order ? 1 : 0, ReduceOp::min) == 1)
-    s.options.sampler.shared_order = s.node_order =
+  // Each epoch's order (distributed) or whole plan (bucketed) once per node. The segments are made
+  // collectively: after the agreed checks above, and on every rank or none (agreed here, whatever
+  // options a rank was given: 2 shares plans, 1 orders, the least wins).
+  const bool per_node = s.options.diagnostics.plan_per_node && s.options.split == LoaderSplit::sampler;
+  const int share = !per_node                                                              ? 0
+                    : s.options.sampler.mode == "bucketed"                                 ? 2
+                    : s.options.sampler.mode == "distributed" && s.options.sampler.shuffle ? 1
+                                                                                           : 0;
+  const int shared = comm.all_reduce(share, ReduceOp::min);
+  if (shared == 1)
+    s.options.sampler.shared_order = s.node_shares.order =
         comm.collective_try([&] { return pipeline_detail::NodeOrder::create(comm, s.info.num_samples); });
   comm.collective_try([&] {
     s.current = s.make_plan();
     s.current_epoch = 0;  // a sampler is made planned for epoch 0: not planned again for it
+  });
+  if (shared == 2) {
+    // Sized by epoch 0's plan, which every rank made alike: twice its batches (epochs differ by a
+    // few), at most one per sample. A later plan that does not fit is made by every rank.
+    auto* bucketed = dynamic_cast<BucketedSampler*>(s.current.get());
+    const std::int64_t n = s.info.num_samples;
+    // The least over the ranks: every rank maps the same size (options that differ between ranks
+    // are refused below, after this collective).
+    const std::int64_t bytes = comm.all_reduce(
+        bucketed ? BucketedSampler::shared_plan_bytes(n, std::min(n, 2 * bucketed->num_batches() + 64)) : 0,
+        ReduceOp::min);
+    s.node_shares.plan = comm.collective_try([&] { return pipeline_detail::NodePlan::create(comm, bytes); });
+    if (bucketed) bucketed->share_plans(s.node_shares.plan);
+    s.options.sampler.shared_plan = s.node_shares.plan;
+  }
+  comm.collective_try([&] {
     if (s.options.plan_ahead) s.upcoming = s.make_plan();
   });
   // What the options above do not show: weights given as values (LoaderOptions::sampler).

@@ -197,8 +197,8 @@ std::vector<LoaderOption> build_table() {
                    }},
       flag_option(
           "plan-per-rank", "diagnostics",
-          "distributed sampler: every rank shuffles each epoch's whole order itself, rather than once per node "
-          "into memory the node's ranks share (the same batches; for measuring)",
+          "distributed and bucketed samplers: every rank makes each epoch's whole order or plan itself, rather "
+          "than once per node into memory the node's ranks share (the same batches; for measuring)",
           [](auto& o) -> auto& { return o.diagnostics.plan_per_node; }, true),
       LoaderOption{"copy-threads", "pipeline", OptionType::int32, "",
                    "direct/mmap: threads that copy one batch; hdf5: threads that inflate its deflate chunks",

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <new>
 #include <string>
 
@@ -72,13 +73,25 @@ struct NodeOrder::Header {
 static_assert(std::atomic<std::uint64_t>::is_always_lock_free && std::atomic<std::int64_t>::is_always_lock_free,
               "the node's order is shared between processes through lock-free atomics");
 
-std::shared_ptr<NodeOrder> NodeOrder::create(const Communicator& comm, std::int64_t n, NodeOrderWaits waits) {
-  static_assert(sizeof(Header) <= kHeaderBytes);
+namespace {
+
+/// A segment of `bytes` that every rank of a node maps (`mapping`; MAP_FAILED on every rank of the
+/// node where none is shared: bytes <= 0, a node of one rank, or a segment that cannot be made or mapped,
+/// logged as "plan: " + `without`). Collective over comm. `init` runs on the segment's maker
+/// before the others map it.
+struct NodeSegment {
+  void* mapping = MAP_FAILED;
+  int local_rank = 0, local_size = 1;
+};
+NodeSegment map_node_segment(const Communicator& comm, std::int64_t bytes, const char* what, const char* without,
+                             const std::function<void(void*)>& init) {
   const NodeGroups groups = NodeGroups::split(comm);  // the only collective over comm
-  if (groups.local_size() == 1 || n <= 0) return nullptr;
+  NodeSegment segment;
+  segment.local_rank = groups.local_rank();
+  segment.local_size = groups.local_size();
+  if (groups.local_size() == 1 || bytes <= 0) return segment;
   const MPI_Comm node = groups.node_comm();
   const bool writer = groups.local_rank() == 0;  // of the segment: it makes and names it
-  const std::int64_t bytes = kHeaderBytes + n * static_cast<std::int64_t>(sizeof(std::int64_t));
 
   // The writer makes the segment and sends its name; an empty name: nothing is shared on this node.
   std::string name, why;
@@ -86,14 +99,14 @@ std::shared_ptr<NodeOrder> NodeOrder::create(const Communicator& comm, std::int6
   if (writer) {
     const NodeMemory memory = node_memory();
     if (memory.shm_free >= 0 && bytes > memory.shm_free / 2) {
-      why = "the order needs " + format_bytes(bytes) + ", more than half of /dev/shm's free " +
+      why = std::string(what) + " needs " + format_bytes(bytes) + ", more than half of /dev/shm's free " +
             format_bytes(memory.shm_free);
     } else {
       name = segment_name();
       mapping = map_segment(name, bytes, true, why);
       if (mapping == MAP_FAILED) name.clear();
     }
-    if (mapping != MAP_FAILED) new (mapping) Header();
+    if (mapping != MAP_FAILED) init(mapping);
   }
   // The writer removes the name once every rank has mapped the segment (or failed, or thrown): the
   // mappings keep it, and nothing outlives the job.
@@ -114,10 +127,70 @@ std::shared_ptr<NodeOrder> NodeOrder::create(const Communicator& comm, std::int6
   STRIDER_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &mapped, 1, MPI_INT, MPI_MIN, node), "mapping the node's order");
   if (mapped == 0) {
     if (mapping != MAP_FAILED) ::munmap(mapping, static_cast<std::size_t>(bytes));
-    if (!why.empty()) log_info("plan: every rank shuffles each epoch's order itself (not once per node): ", why);
-    return nullptr;
+    if (!why.empty()) log_info("plan: ", without, ": ", why);
+    return segment;
   }
-  return std::shared_ptr<NodeOrder>(new NodeOrder(groups.local_rank(), groups.local_size(), mapping, bytes, waits));
+  segment.mapping = mapping;
+  return segment;
+}
+
+}  // namespace
+
+namespace {
+
+/// What a reader's copy() made of the segment's content (copy_under_lock).
+enum class Copied { gone, unusable, done };
+
+/// The reading side of a segment's sequence lock (`version`: odd while a rank writes). `holds()`
+/// says whether the segment names what is wanted; `copy()` copies it (gone: it was never published,
+/// do not wait). True once a copy was done while the version stood still. False where it was
+/// unusable, overwritten while copied, or, where `wait`, did not begin within waits.start_seconds
+/// or end within `finish_seconds` (logged: "the node's `what` did not ... ; `instead`"); at once
+/// where not `wait`.
+template <typename Holds, typename Copy>
+bool copy_under_lock(const std::atomic<std::uint64_t>& version, Holds holds, Copy copy, bool wait,
+                     const NodeOrderWaits& waits, double finish_seconds, const std::string& what, const char* instead) {
+  const Clock::time_point start = Clock::now();
+  detail::Backoff backoff(1000);
+  bool begun = false;  // its writer has begun it
+  bool tried = false;  // a copy was tried and the content changed meanwhile
+  for (;;) {
+    const std::uint64_t seen = version.load(std::memory_order_acquire);
+    const bool ours = holds();
+    if (ours && seen % 2 == 0) {
+      const Copied copied = copy();
+      if (copied == Copied::gone) return false;
+      std::atomic_thread_fence(std::memory_order_acquire);
+      if (version.load(std::memory_order_relaxed) == seen) return copied == Copied::done;
+      // Changed while copied: this content being written now (the version read was the previous
+      // content's: look again), or overwritten by another (gone: below, on the next look).
+      tried = true;
+    } else if (tried && !ours) {
+      return false;  // overwritten by another
+    }
+    if (!wait) return false;  // a writer's own content, gone, or a query: nobody else will write it
+    begun = begun || ours;
+    const double waited = std::chrono::duration<double>(Clock::now() - start).count();
+    if (waited > (begun ? finish_seconds : waits.start_seconds)) {
+      log_debug("plan: the node's ", what, begun ? " did not finish" : " did not begin", " within ", waited, " s; ",
+                instead);
+      return false;
+    }
+    backoff.pause();
+  }
+}
+
+}  // namespace
+
+std::shared_ptr<NodeOrder> NodeOrder::create(const Communicator& comm, std::int64_t n, NodeOrderWaits waits) {
+  static_assert(sizeof(Header) <= kHeaderBytes);
+  const std::int64_t bytes = n <= 0 ? 0 : kHeaderBytes + n * static_cast<std::int64_t>(sizeof(std::int64_t));
+  const NodeSegment segment =
+      map_node_segment(comm, bytes, "the order", "every rank shuffles each epoch's order itself (not once per node)",
+                       [](void* mapping) { new (mapping) Header(); });
+  if (segment.mapping == MAP_FAILED) return nullptr;
+  return std::shared_ptr<NodeOrder>(
+      new NodeOrder(segment.local_rank, segment.local_size, segment.mapping, bytes, waits));
 }
 
 NodeOrder::NodeOrder(int local_rank, int local_size, void* mapping, std::int64_t mapped_bytes, NodeOrderWaits waits)
@@ -198,39 +271,19 @@ bool NodeOrder::shuffle_into_node(std::int64_t n, std::uint64_t seed) {
 
 bool NodeOrder::copy_from_node(std::int64_t n, std::uint64_t seed, std::uint64_t first, std::uint64_t stride,
                                std::int64_t count, std::int64_t* out, bool reader) {
-  const Clock::time_point start = Clock::now();
-  const double finish_limit =
-      std::max(waits_.finish_seconds, 1e-9 * waits_.finish_ns_per_entry * static_cast<double>(n));
-  detail::Backoff backoff(1000);
-  bool begun = false;  // the order's writer has begun it
-  bool tried = false;  // a copy was tried and the order changed meanwhile
-  for (;;) {
-    const std::uint64_t version = header_->version.load(std::memory_order_acquire);
-    const bool ours =
-        header_->n.load(std::memory_order_relaxed) == n && header_->seed.load(std::memory_order_relaxed) == seed;
-    if (ours && version % 2 == 0) {
-      take_positions(order_, n, first, stride, count, out);
-      std::atomic_thread_fence(std::memory_order_acquire);
-      if (header_->version.load(std::memory_order_relaxed) == version) {
-        if (reader) ++copied_;
-        return true;
-      }
-      // Changed while copied: this order being written now (the version read was the previous
-      // order's: look again), or overwritten by another (gone: below, on the next look).
-      tried = true;
-    } else if (tried && !ours) {
-      return false;  // overwritten by another order
-    }
-    if (!reader) return false;  // the writer's own order, gone: nobody else will write it
-    begun = begun || ours;
-    const double waited = std::chrono::duration<double>(Clock::now() - start).count();
-    if (waited > (begun ? finish_limit : waits_.start_seconds)) {
-      log_debug("plan: the node's order for seed ", seed, begun ? " did not finish" : " did not begin", " within ",
-                waited, " s; shuffling it on this rank");
-      return false;
-    }
-    backoff.pause();
-  }
+  const bool copied = copy_under_lock(
+      header_->version,
+      [&] {
+        return header_->n.load(std::memory_order_relaxed) == n && header_->seed.load(std::memory_order_relaxed) == seed;
+      },
+      [&] {
+        take_positions(order_, n, first, stride, count, out);
+        return Copied::done;
+      },
+      reader, waits_, std::max(waits_.finish_seconds, 1e-9 * waits_.finish_ns_per_entry * static_cast<double>(n)),
+      "order for seed " + std::to_string(seed), "shuffling it on this rank");
+  if (copied && reader) ++copied_;
+  return copied;
 }
 
 void NodeOrder::take_alone(std::int64_t n, std::uint64_t seed, std::uint64_t first, std::uint64_t stride,
@@ -238,6 +291,113 @@ void NodeOrder::take_alone(std::int64_t n, std::uint64_t seed, std::uint64_t fir
   torch_randperm(n, seed, alone_);  // its memory kept for the next time
   take_positions(alone_.data(), n, first, stride, count, out);
   ++alone_count_;
+}
+
+/// At the plan segment's start: `version` as NodeOrder's; `key` names the plan held (or being made);
+/// `bytes` its size, -1 until published (or where its maker could not publish it).
+struct NodePlan::Header {
+  std::atomic<std::uint64_t> version{0};
+  std::atomic<std::uint64_t> key{0};
+  std::atomic<std::int64_t> bytes{-1};
+};
+
+std::shared_ptr<NodePlan> NodePlan::create(const Communicator& comm, std::int64_t bytes, NodeOrderWaits waits) {
+  static_assert(sizeof(Header) <= kHeaderBytes);
+  const std::int64_t mapped = bytes <= 0 ? 0 : kHeaderBytes + bytes;
+  const NodeSegment segment =
+      map_node_segment(comm, mapped, "the plan", "every rank makes each epoch's plan itself (not once per node)",
+                       [](void* mapping) { new (mapping) Header(); });
+  if (segment.mapping == MAP_FAILED) return nullptr;
+  return std::shared_ptr<NodePlan>(
+      new NodePlan(segment.local_rank, segment.local_size, segment.mapping, mapped, waits));
+}
+
+NodePlan::NodePlan(int local_rank, int local_size, void* mapping, std::int64_t mapped_bytes, NodeOrderWaits waits)
+    : local_rank_(local_rank),
+      local_size_(local_size),
+      mapping_(mapping),
+      mapped_bytes_(mapped_bytes),
+      header_(static_cast<Header*>(mapping)),
+      plan_(static_cast<std::byte*>(mapping) + kHeaderBytes),
+      capacity_(mapped_bytes - kHeaderBytes),
+      waits_(waits) {}
+
+NodePlan::~NodePlan() {
+  ::munmap(mapping_, static_cast<std::size_t>(mapped_bytes_));
+}
+
+NodePlan::Counts NodePlan::counts() const {
+  Counts counts;
+  counts.published = published_.load(std::memory_order_relaxed);
+  counts.copied = copied_.load(std::memory_order_relaxed);
+  counts.alone = alone_.load(std::memory_order_relaxed);
+  return counts;
+}
+
+void NodePlan::share(std::uint64_t key, std::uint64_t turn, const std::function<void()>& make,
+                     const std::function<std::vector<Piece>()>& pieces,
+                     const std::function<bool(const std::byte* data, std::int64_t bytes)>& load) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const bool query = on_this_rank_only > 0;  // neither waits for the node's plan nor writes it
+  const bool my_turn = writes(turn);
+  // A plan the node holds already is copied by anyone; a rank whose turn it is not waits for it.
+  if (copy_from_node(key, load, !my_turn && !query)) {
+    ++copied_;
+    return;
+  }
+  if (my_turn && !query && waits_.writer_publishes) {
+    const Made made = make_into_node(key, make, pieces);
+    if (made == Made::published) ++published_;
+    if (made == Made::alone) ++alone_;
+    if (made != Made::not_here) return;
+  }
+  make();  // another rank writing (a plan made out of turn), or no copy to be had
+  ++alone_;
+}
+
+NodePlan::Made NodePlan::make_into_node(std::uint64_t key, const std::function<void()>& make,
+                                        const std::function<std::vector<Piece>()>& pieces) {
+  // The sequence lock, taken, with the key named at once: the node's readers see the plan begun and
+  // wait for it while it is made.
+  std::uint64_t version = header_->version.load(std::memory_order_relaxed);
+  if (version % 2 != 0 || !header_->version.compare_exchange_strong(version, version + 1, std::memory_order_acquire,
+                                                                    std::memory_order_relaxed))
+    return Made::not_here;
+  std::atomic_thread_fence(std::memory_order_release);
+  header_->bytes.store(-1, std::memory_order_relaxed);
+  header_->key.store(key, std::memory_order_relaxed);
+  struct Release {  // also when make() throws: readers then find no bytes and make the plan themselves
+    Header* header;
+    std::uint64_t version;
+    ~Release() { header->version.store(version + 2, std::memory_order_release); }
+  } release{header_, version};
+  make();
+  const std::vector<Piece> parts = pieces();
+  std::int64_t total = 0;
+  for (const Piece& piece : parts) total += piece.bytes;
+  if (total > capacity_) return Made::alone;
+  std::byte* at = plan_;
+  for (const Piece& piece : parts) {
+    if (piece.bytes > 0) std::memcpy(at, piece.data, static_cast<std::size_t>(piece.bytes));
+    at += piece.bytes;
+  }
+  header_->bytes.store(total, std::memory_order_relaxed);
+  return Made::published;
+}
+
+bool NodePlan::copy_from_node(std::uint64_t key, const std::function<bool(const std::byte*, std::int64_t)>& load,
+                              bool wait) {
+  return copy_under_lock(
+      header_->version, [&] { return header_->key.load(std::memory_order_relaxed) == key; },
+      [&] {
+        const std::int64_t bytes = header_->bytes.load(std::memory_order_relaxed);
+        if (bytes < 0) return Copied::gone;  // its maker could not publish it
+        return load(plan_, bytes) ? Copied::done : Copied::unusable;
+      },
+      wait, waits_,
+      std::max(waits_.finish_seconds,
+               1e-9 * waits_.finish_ns_per_entry * static_cast<double>(capacity_) / sizeof(std::int64_t)),
+      "plan " + std::to_string(key), "making it on this rank");
 }
 
 }  // namespace strider::pipeline_detail

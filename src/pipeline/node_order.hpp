@@ -1,5 +1,6 @@
 #pragma once
-// Each epoch's shuffled order once per node: the distributed sampler of every rank
+// Each epoch's plan once per node (NodePlan, for the bucketed sampler, whose whole plan is the same
+// on every rank), and each epoch's shuffled order once per node (NodeOrder): the distributed sampler of every rank
 // shuffles all N entries (a pass of random accesses over 8N bytes) to keep N/R of them. With this,
 // one rank of the node shuffles into POSIX shared memory its ranks map, and the others copy their
 // positions out: the node plans once instead of once per rank, and holds the order once. The
@@ -97,6 +98,57 @@ class NodeOrder final : public SharedOrder {
   // What counts() reports: atomics, so that Loader::stats() never waits behind a shuffle that
   // holds mutex_ (seconds for N in the hundreds of millions).
   std::atomic<std::int64_t> shuffled_{0}, copied_{0}, alone_count_{0};
+};
+
+/// Each epoch's whole plan once per node, for a sampler whose plan is the same on every rank (the
+/// bucketed sampler: it shuffles, sorts and packs all N samples, and each rank runs 1/R of the
+/// batches). The rank whose turn it is (local rank `turn` mod the node's ranks) makes the plan with
+/// the node's sequence lock held, so that the others see it begun, and copies it into memory the
+/// node's ranks share; the others copy it out. The waits, the fallbacks (a rank makes the plan
+/// itself) and queries of one rank (NodeOrder::OnThisRankOnly) are NodeOrder's.
+class NodePlan final : public SharedPlan {
+ public:
+  /// Collective over comm. Null on a node of one rank, for bytes <= 0, or where the node's shared
+  /// memory cannot hold `bytes` (logged). A plan larger than `bytes` is made by every rank.
+  static std::shared_ptr<NodePlan> create(const Communicator& comm, std::int64_t bytes, NodeOrderWaits waits = {});
+  ~NodePlan() override;  // unmaps only: not collective
+  NodePlan(const NodePlan&) = delete;
+  NodePlan& operator=(const NodePlan&) = delete;
+
+  void share(std::uint64_t key, std::uint64_t turn, const std::function<void()>& make,
+             const std::function<std::vector<Piece>()>& pieces,
+             const std::function<bool(const std::byte* data, std::int64_t bytes)>& load) override;
+
+  /// What share() did so far on this rank: made a plan and published it (its turn), copied the
+  /// node's, or made one that nobody else reads (a missing, late or too large copy; a query).
+  struct Counts {
+    std::int64_t published = 0, copied = 0, alone = 0;
+  };
+  Counts counts() const;
+  bool writes(std::uint64_t turn) const noexcept {
+    return turn % static_cast<std::uint64_t>(local_size_) == static_cast<std::uint64_t>(local_rank_);
+  }
+
+ private:
+  struct Header;
+  enum class Made { not_here, published, alone };
+  NodePlan(int local_rank, int local_size, void* mapping, std::int64_t mapped_bytes, NodeOrderWaits waits);
+  /// With the sequence lock taken (not_here where another rank holds it): make(), then publish.
+  Made make_into_node(std::uint64_t key, const std::function<void()>& make,
+                      const std::function<std::vector<Piece>()>& pieces);
+  /// The node's plan `key` handed to load; false where it is not there (after the waits, where
+  /// `wait`), was not published, or changed while copied.
+  bool copy_from_node(std::uint64_t key, const std::function<bool(const std::byte*, std::int64_t)>& load, bool wait);
+
+  const int local_rank_, local_size_;
+  void* const mapping_;
+  const std::int64_t mapped_bytes_;
+  Header* const header_;
+  std::byte* const plan_;  // the node's plan: up to capacity_ bytes
+  const std::int64_t capacity_;
+  const NodeOrderWaits waits_;
+  std::mutex mutex_;  // one share() at a time (the samplers of one Loader)
+  std::atomic<std::int64_t> published_{0}, copied_{0}, alone_{0};
 };
 
 }  // namespace strider::pipeline_detail

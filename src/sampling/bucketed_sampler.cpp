@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <iterator>
 #include <limits>
 #include <numeric>
 #include <random>
+#include <type_traits>
 
 #include "strider/core/error.hpp"
 #include "strider/core/hash.hpp"
@@ -102,24 +104,21 @@ void sort_keys(std::vector<std::uint64_t>& keys, std::vector<std::uint64_t>& spa
 
 }  // namespace
 
-void BucketedSampler::pack_window(std::vector<std::int64_t>& window, bool last_window) {
+void BucketedSampler::pack_window(std::vector<std::uint64_t>& window, bool last_window) {
   const SharedView<std::int64_t>& lengths = config_.lengths;
-  auto length_of = [&](std::int64_t sample) { return lengths[static_cast<std::size_t>(sample)]; };
-  // Ascending (length, index): a total order, so any sort gives the same window. Where a length
-  // and an index fit one 64-bit word together (bits of max_tokens + bits of N - 1 <= 64), each
-  // sample is sorted as one packed key, by radix, without looking its length up per comparison
-  // (the window sort is the plan's largest cost).
-  const int index_bits = bit_width(lengths.size() > 1 ? lengths.size() - 1 : 1);
-  if (index_bits + bit_width(static_cast<std::uint64_t>(config_.max_tokens)) <= 64) {
-    // max_tokens >= 1 takes a bit: index_bits <= 63 here.
-    const std::uint64_t index_mask = (std::uint64_t{1} << index_bits) - 1;
-    keys_.resize(window.size());
-    for (std::size_t k = 0; k < window.size(); ++k)
-      keys_[k] = static_cast<std::uint64_t>(length_of(window[k])) << index_bits | static_cast<std::uint64_t>(window[k]);
-    sort_keys(keys_, spare_keys_);
-    for (std::size_t k = 0; k < window.size(); ++k) window[k] = static_cast<std::int64_t>(keys_[k] & index_mask);
+  // Entries: (length << index_bits_ | index) where packed, else the index (see make_plan).
+  const bool packed = index_bits_ > 0;
+  const std::uint64_t index_mask = packed ? (std::uint64_t{1} << index_bits_) - 1 : ~std::uint64_t{0};
+  auto length_of = [&](std::uint64_t entry) {
+    return packed ? static_cast<std::int64_t>(entry >> index_bits_) : lengths[static_cast<std::size_t>(entry)];
+  };
+  // Ascending (length, index): a total order, so any sort gives the same window. Packed entries
+  // are sorted as integers, by radix, without looking a length up per comparison (the window sort
+  // is the plan's largest cost).
+  if (packed) {
+    sort_keys(window, spare_keys_);
   } else {
-    std::sort(window.begin(), window.end(), [&](std::int64_t a, std::int64_t b) {
+    std::sort(window.begin(), window.end(), [&](std::uint64_t a, std::uint64_t b) {
       return length_of(a) != length_of(b) ? length_of(a) < length_of(b) : a < b;
     });
   }
@@ -136,7 +135,8 @@ void BucketedSampler::pack_window(std::vector<std::int64_t>& window, bool last_w
       ++count;                                            // >= 1: no sample is longer than max_tokens
     if (start + count == size && !last_window) break;     // partial: carried into the next window
     if (start + count < size) count -= count % multiple;  // >= multiple: validated against the longest sample
-    samples_.insert(samples_.end(), window.begin() + start, window.begin() + start + count);
+    for (std::int64_t k = start; k < start + count; ++k)
+      samples_.push_back(static_cast<std::int64_t>(window[static_cast<std::size_t>(k)] & index_mask));
     sequence_.push_back(Span{static_cast<std::int64_t>(samples_.size()) - count, count,
                              length_of(window[static_cast<std::size_t>(start + count - 1)])});
     largest_batch_ = std::max(largest_batch_, count);
@@ -146,6 +146,55 @@ void BucketedSampler::pack_window(std::vector<std::int64_t>& window, bool last_w
 }
 
 void BucketedSampler::on_epoch() {
+  if (!config_.shared_plan) {
+    make_plan();
+    return;
+  }
+  // One plan per epoch and configuration (the seed included); the node's ranks make them in turn.
+  Fnv1a64 key;
+  key.add(config_hash());
+  key.add(epoch());
+  config_.shared_plan->share(
+      key.value() | 1, static_cast<std::uint64_t>(seed()) + static_cast<std::uint64_t>(epoch()),
+      [this] { make_plan(); }, [this] { return plan_pieces(); },
+      [this](const std::byte* data, std::int64_t bytes) { return load_plan(data, bytes); });
+}
+
+// A shared plan: the batch count and the largest batch, the samples (N), then the batches' spans.
+std::int64_t BucketedSampler::shared_plan_bytes(std::int64_t samples, std::int64_t batches) noexcept {
+  static_assert(sizeof(Span) == 3 * sizeof(std::int64_t) && std::is_trivially_copyable_v<Span>,
+                "a plan's spans are shared as bytes");
+  return static_cast<std::int64_t>(2 * sizeof(std::int64_t) + sizeof(std::int64_t) * static_cast<std::size_t>(samples) +
+                                   sizeof(Span) * static_cast<std::size_t>(batches));
+}
+
+std::vector<SharedPlan::Piece> BucketedSampler::plan_pieces() {
+  plan_header_[0] = num_batches();
+  plan_header_[1] = largest_batch_;
+  return {{plan_header_, static_cast<std::int64_t>(sizeof(plan_header_))},
+          {samples_.data(), static_cast<std::int64_t>(samples_.size() * sizeof(std::int64_t))},
+          {sequence_.data(), static_cast<std::int64_t>(sequence_.size() * sizeof(Span))}};
+}
+
+bool BucketedSampler::load_plan(const std::byte* data, std::int64_t bytes) {
+  // The bytes may be overwritten while they are read (the caller then throws the result away): every
+  // size is checked against `bytes` before it is used.
+  const auto n = static_cast<std::int64_t>(config_.lengths.size());
+  std::int64_t header[2];
+  if (bytes < shared_plan_bytes(n, 0)) return false;
+  std::memcpy(header, data, sizeof(header));
+  const std::int64_t batches = header[0];
+  if (batches < 0 || batches > n || bytes != shared_plan_bytes(n, batches)) return false;
+  samples_.resize(static_cast<std::size_t>(n));
+  sequence_.resize(static_cast<std::size_t>(batches));
+  std::memcpy(samples_.data(), data + sizeof(header), samples_.size() * sizeof(std::int64_t));
+  std::memcpy(static_cast<void*>(sequence_.data()), data + sizeof(header) + samples_.size() * sizeof(std::int64_t),
+              sequence_.size() * sizeof(Span));
+  largest_batch_ = header[1];
+  return true;
+}
+
+void BucketedSampler::make_plan() {
   const SharedView<std::int64_t>& lengths = config_.lengths;
   const auto n = static_cast<std::int64_t>(lengths.size());
   samples_.clear();
@@ -165,12 +214,21 @@ void BucketedSampler::on_epoch() {
       config_.megabatch == 0 || config_.megabatch > std::numeric_limits<std::int64_t>::max() / config_.max_tokens
           ? std::numeric_limits<std::int64_t>::max()
           : config_.megabatch * config_.max_tokens;
-  std::vector<std::int64_t> window;
+  // Each sample enters its window as one word, (length << index_bits_ | index), where a length and
+  // an index fit one together (bits of max_tokens + bits of N - 1 <= 64), so that its length is
+  // looked up once; else as its index (index_bits_ 0).
+  const int index_bits = bit_width(lengths.size() > 1 ? lengths.size() - 1 : 1);
+  index_bits_ = index_bits + bit_width(static_cast<std::uint64_t>(config_.max_tokens)) <= 64 ? index_bits : 0;
+  std::vector<std::uint64_t>& window = keys_;
+  window.clear();
   std::int64_t window_sum = 0;  // tokens of the window's new samples (the carry is < one batch)
   for (std::int64_t position = 0; position < n; ++position) {
     const std::int64_t sample = order[static_cast<std::size_t>(position)];
-    window.push_back(sample);
-    window_sum += lengths[static_cast<std::size_t>(sample)];
+    const std::int64_t length = lengths[static_cast<std::size_t>(sample)];
+    window.push_back(index_bits_ > 0
+                         ? static_cast<std::uint64_t>(length) << index_bits_ | static_cast<std::uint64_t>(sample)
+                         : static_cast<std::uint64_t>(sample));
+    window_sum += length;
     if (window_sum >= window_tokens || position + 1 == n) {
       pack_window(window, position + 1 == n);
       window_sum = 0;

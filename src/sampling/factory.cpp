@@ -57,6 +57,7 @@ std::unique_ptr<Sampler> make_sampler(const SamplerOptions& options, int world_s
     config.most_expensive_first = options.most_expensive_first;
     config.shuffle = options.shuffle;
     config.seed = options.seed;
+    config.shared_plan = options.shared_plan;
     return std::make_unique<BucketedSampler>(config, world_size, rank);
   }
   if (options.mode == "block") {

@@ -55,9 +55,12 @@ void torch_randperm(std::int64_t n, std::uint64_t seed, std::int64_t* order) {
   }
 }
 
-std::uint64_t uniform_below(std::mt19937_64& engine, std::uint64_t bound) {
+namespace {
+
+// Lemire: multiply-high with rejection of the biased low range. Inlined into the shuffle's loop (a
+// call to the exported function would go through the library's PLT for every entry).
+inline std::uint64_t draw_below(std::mt19937_64& engine, std::uint64_t bound) {
   if (bound <= 1) return 0;
-  // Lemire: multiply-high with rejection of the biased low range.
   std::uint64_t x = engine();
   uint128 product = static_cast<uint128>(x) * bound;
   auto low = static_cast<std::uint64_t>(product);
@@ -72,9 +75,15 @@ std::uint64_t uniform_below(std::mt19937_64& engine, std::uint64_t bound) {
   return static_cast<std::uint64_t>(product >> 64);
 }
 
+}  // namespace
+
+std::uint64_t uniform_below(std::mt19937_64& engine, std::uint64_t bound) {
+  return draw_below(engine, bound);
+}
+
 void shuffle_in_place(std::vector<std::int64_t>& values, std::mt19937_64& engine) {
   for (std::size_t i = values.size(); i > 1; --i) {
-    const auto j = static_cast<std::size_t>(uniform_below(engine, i));
+    const auto j = static_cast<std::size_t>(draw_below(engine, i));
     std::swap(values[i - 1], values[j]);
   }
 }

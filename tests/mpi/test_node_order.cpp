@@ -1,8 +1,12 @@
 // Each epoch's order once per node (pipeline/node_order.hpp): at every node size one rank of the
 // node shuffles each order (in turn, by seed) and the others copy their positions, every entry
 // torch's; writers that never publish leave the readers to shuffle alone, with the same entries and
-// no hang; the Loader's batches are the same with the order shared per node or shuffled per rank.
+// no hang. Each epoch's whole plan once per node (NodePlan), likewise, and a plan too large for the
+// segment made by every rank. The Loader's batches are the same with the order (distributed) or
+// the plan (bucketed) shared per node or made per rank.
 #include <chrono>
+#include <cstring>
+#include <utility>
 
 #include "loader_test_support.hpp"
 #include "pipeline/node_order.hpp"
@@ -14,6 +18,7 @@ using namespace strider;
 using namespace strider::testing;
 using pipeline_detail::NodeOrder;
 using pipeline_detail::NodeOrderWaits;
+using pipeline_detail::NodePlan;
 
 namespace {
 
@@ -141,41 +146,157 @@ TEST_CASE("node order: a query of one rank neither waits for the node's order no
   }
 }
 
-TEST_CASE("loader: the same batches with each epoch's order shared per node or shuffled per rank",
+namespace {
+
+/// A stand-in for a sampler's plan: `size` values made from the key, as the node shares them.
+struct FakePlan {
+  std::vector<std::int64_t> values;
+  int made = 0;
+  void share(NodePlan& node, std::uint64_t key, std::uint64_t turn, std::int64_t size) {
+    node.share(
+        key, turn,
+        [&] {
+          values.assign(static_cast<std::size_t>(size), 0);
+          for (std::int64_t k = 0; k < size; ++k)
+            values[static_cast<std::size_t>(k)] = static_cast<std::int64_t>(key) * 7 + k;
+          ++made;
+        },
+        [&] {
+          return std::vector<SharedPlan::Piece>{
+              {values.data(), static_cast<std::int64_t>(values.size() * sizeof(std::int64_t))}};
+        },
+        [&](const std::byte* data, std::int64_t bytes) {
+          if (bytes % static_cast<std::int64_t>(sizeof(std::int64_t)) != 0) return false;
+          values.resize(static_cast<std::size_t>(bytes) / sizeof(std::int64_t));
+          std::memcpy(values.data(), data, static_cast<std::size_t>(bytes));
+          return true;
+        });
+  }
+  bool is(std::uint64_t key, std::int64_t size) const {
+    if (static_cast<std::int64_t>(values.size()) != size) return false;
+    for (std::int64_t k = 0; k < size; ++k)
+      if (values[static_cast<std::size_t>(k)] != static_cast<std::int64_t>(key) * 7 + k) return false;
+    return true;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("node plan: one rank of the node makes each plan, in turn, the others copy it; too large: every rank",
+          "[mpi][loader][plan][pipeline]") {
+  const Communicator& comm = world();
+  const NodeOrderWaits patient = patient_waits();
+  for (int size : node_sizes(comm.size())) {
+    CAPTURE(size);
+    const NodeSize node_size(size);
+    const int local_size = NodeGroups::split(comm).local_size();
+    const std::shared_ptr<NodePlan> node = NodePlan::create(comm, 100 * sizeof(std::int64_t), patient);
+    REQUIRE_ON_ALL_RANKS((node != nullptr) == (local_size > 1));
+    if (!node) continue;
+    FakePlan plan;
+    std::int64_t turns = 0;
+    for (std::uint64_t turn : {7u, 8u}) {
+      plan.share(*node, 100 + turn, turn, 100);
+      REQUIRE_ON_ALL_RANKS(plan.is(100 + turn, 100));
+      turns += node->writes(turn) ? 1 : 0;
+      comm.barrier();  // every reader copied before the next plan is made
+    }
+    // Each plan made once, by the rank whose turn it was; the others copied it.
+    NodePlan::Counts counts = node->counts();
+    CAPTURE(counts.published, counts.copied, counts.alone, turns);
+    const bool as_expected =
+        plan.made == turns && counts.published == turns && counts.copied == 2 - turns && counts.alone == 0;
+    REQUIRE_ON_ALL_RANKS(as_expected);
+    REQUIRE(comm.all_reduce(turns, ReduceOp::max) == 1);  // two ranks made them
+    // A plan the node holds is copied by anyone, also its maker, and by a query of one rank.
+    plan.share(*node, 108, 8, 100);
+    {
+      const NodeOrder::OnThisRankOnly alone;
+      plan.share(*node, 108, 8, 100);
+    }
+    REQUIRE_ON_ALL_RANKS((plan.is(108, 100) && plan.made == turns));
+    comm.barrier();
+    // Too large for the segment: made, not published; the others wait, then make it themselves.
+    const std::shared_ptr<NodePlan> small = NodePlan::create(comm, 10 * sizeof(std::int64_t));
+    FakePlan large;
+    large.share(*small, 5, 0, 11);
+    REQUIRE_ON_ALL_RANKS((large.is(5, 11) && large.made == 1));
+    const NodePlan::Counts small_counts = small->counts();
+    REQUIRE_ON_ALL_RANKS((small_counts.alone == 1 && small_counts.published == 0 && small_counts.copied == 0));
+    comm.barrier();
+    // A query of one rank neither waits for a plan the node does not hold nor writes it.
+    counts = node->counts();
+    const auto start = std::chrono::steady_clock::now();
+    {
+      const NodeOrder::OnThisRankOnly alone;
+      plan.share(*node, 200, 0, 50);
+    }
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    CAPTURE(seconds);
+    REQUIRE_ON_ALL_RANKS((plan.is(200, 50) && seconds < 30));  // not the minute's wait
+    REQUIRE_ON_ALL_RANKS((node->counts().published == counts.published && node->counts().alone == counts.alone + 1));
+    comm.barrier();
+  }
+}
+
+TEST_CASE("node plan: makers that never publish leave the others to make the plan, without a hang",
+          "[mpi][loader][plan][pipeline]") {
+  const Communicator& comm = world();
+  NodeOrderWaits silent;
+  silent.writer_publishes = false;
+  silent.start_seconds = 0.05;
+  const std::shared_ptr<NodePlan> node = NodePlan::create(comm, 1024, silent);
+  REQUIRE_ON_ALL_RANKS((node != nullptr) == (comm.size() > 1 && NodeGroups::split(comm).local_size() > 1));
+  if (!node) return;
+  const auto start = std::chrono::steady_clock::now();
+  FakePlan plan;
+  plan.share(*node, 3, 3, 20);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  CAPTURE(seconds);
+  REQUIRE_ON_ALL_RANKS((plan.is(3, 20) && seconds < 10));
+  const NodePlan::Counts counts = node->counts();
+  REQUIRE_ON_ALL_RANKS((counts.alone == 1 && counts.copied == 0 && counts.published == 0));
+}
+
+TEST_CASE("loader: the same batches with each epoch's order or plan shared per node or made per rank",
           "[mpi][loader][plan][pipeline]") {
   const Communicator& comm = world();
   const TestFile features(comm, "features", 203);
-  const LoaderOptions base = options_for(features.path(), "distributed", 9);
-  std::vector<std::vector<std::uint64_t>> expected;
-  for (std::int64_t epoch = 0; epoch < 3; ++epoch) expected.push_back(expected_hashes(comm, base, epoch));
+  const TestFile sequences(comm, "sequences", 203);
   int mismatches = 0;
   bool copies_counted = true;
-  for (int size : node_sizes(comm.size())) {
-    const NodeSize node_size(size);
-    const NodeGroups groups = NodeGroups::split(comm);
-    for (bool per_node : {true, false}) {
-      LoaderOptions options = base;
-      options.diagnostics.plan_per_node = per_node;
-      const auto account = std::make_shared<PrefetchAccount>();  // counts the plan events
-      options.diagnostics.observer = account;
-      Loader loader(comm, options);
-      // Epochs in an order plan-ahead does not guess (2 after 0, then 1 and 0 again).
-      for (std::int64_t epoch : {0, 2, 1, 0})
-        if (loader_hashes(loader, epoch) != expected[static_cast<std::size_t>(epoch)]) {
-          ++mismatches;
-          UNSCOPED_INFO("mismatch: node size " << size << (per_node ? ", per node" : ", per rank") << ", epoch "
-                                               << epoch);
+  // The distributed sampler shares its order; the bucketed sampler its whole plan.
+  for (const auto& [file, mode] : {std::pair{&features, "distributed"}, std::pair{&sequences, "bucketed"}}) {
+    const LoaderOptions base = options_for(file->path(), mode, 9);
+    std::vector<std::vector<std::uint64_t>> expected;
+    for (std::int64_t epoch = 0; epoch < 3; ++epoch) expected.push_back(expected_hashes(comm, base, epoch));
+    for (int size : node_sizes(comm.size())) {
+      const NodeSize node_size(size);
+      const NodeGroups groups = NodeGroups::split(comm);
+      for (bool per_node : {true, false}) {
+        LoaderOptions options = base;
+        options.diagnostics.plan_per_node = per_node;
+        const auto account = std::make_shared<PrefetchAccount>();  // counts the plan events
+        options.diagnostics.observer = account;
+        Loader loader(comm, options);
+        // Epochs in an order plan-ahead does not guess (2 after 0, then 1 and 0 again).
+        for (std::int64_t epoch : {0, 2, 1, 0})
+          if (loader_hashes(loader, epoch) != expected[static_cast<std::size_t>(epoch)]) {
+            ++mismatches;
+            UNSCOPED_INFO("mismatch: " << mode << ", node size " << size << (per_node ? ", per node" : ", per rank")
+                                       << ", epoch " << epoch);
+          }
+        // Shared per node, every rank copied the orders or plans other ranks made (epochs 0-3 have
+        // makers 0-3 mod the node's ranks; at least one, unless a wait ran out on a loaded machine);
+        // per rank nobody copied. Planning took CPU either way.
+        const std::int64_t copied = account->figures().epoch_orders_copied;
+        const bool copies = per_node && groups.local_size() > 1;
+        if ((copies ? copied < 1 : copied != 0) || !(account->figures().epoch_plan_cpu_seconds > 0)) {
+          copies_counted = false;
+          UNSCOPED_INFO("rank " << comm.rank() << ", " << mode << ", node size " << size
+                                << (per_node ? ", per node" : ", per rank") << ": " << copied << " copied, "
+                                << account->figures().epoch_plan_cpu_seconds << " s of planning CPU");
         }
-      // Shared per node, every rank copied the orders other ranks wrote (epochs 0-3 have writers
-      // 0-3 mod the node's ranks; at least one, unless a wait ran out on a loaded machine); per rank
-      // nobody copied. Planning took CPU either way.
-      const std::int64_t copied = account->figures().epoch_orders_copied;
-      const bool copies = per_node && groups.local_size() > 1;
-      if ((copies ? copied < 1 : copied != 0) || !(account->figures().epoch_plan_cpu_seconds > 0)) {
-        copies_counted = false;
-        UNSCOPED_INFO("rank " << comm.rank() << ", node size " << size << (per_node ? ", per node" : ", per rank")
-                              << ": " << copied << " orders copied, " << account->figures().epoch_plan_cpu_seconds
-                              << " s of planning CPU");
       }
     }
   }

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <numeric>
+#include <utility>
 
 #include "sampler_properties.hpp"
 #include "strider/core/error.hpp"
@@ -193,19 +194,22 @@ TEST_CASE("bucketed sampler: a window's samples are formed into batches by ascen
   // sorted by length, ties by index, so the batches put back in order of their first sample are
   // every sample in that order. Sizes that take the packed keys' radix sort (5,000 and 70,000
   // samples, several passes) and the comparison sort (300), with many ties (lengths 1..40) and
-  // with few (1..4,000).
+  // with few (1..4,000); and a budget of 2^62 tokens, whose lengths do not fit a word beside an
+  // index (the entries are indices, sorted by comparing lengths: one batch of the whole window).
   for (const std::int64_t n : {300, 5000, 70000}) {
-    for (const std::int64_t longest : {40, 4000}) {
-      CAPTURE(n, longest);
+    for (const auto& [longest, budget] :
+         {std::pair<std::int64_t, std::int64_t>{40, 8192}, {4000, 8192}, {4000, std::int64_t{1} << 62}}) {
+      CAPTURE(n, longest, budget);
       const auto lengths = std::make_shared<const std::vector<std::int64_t>>(
           synthetic_lengths("uniform:min=1,max=" + std::to_string(longest), n, 3));
       const auto before = [&](std::int64_t a, std::int64_t b) {
         const std::int64_t la = (*lengths)[static_cast<std::size_t>(a)], lb = (*lengths)[static_cast<std::size_t>(b)];
         return la != lb ? la < lb : a < b;
       };
-      BucketedSampler sampler(bucketed_config(lengths, 8192, 0), 1, 0);
+      BucketedSampler sampler(bucketed_config(lengths, budget, 0), 1, 0);
       sampler.set_epoch(0);
       std::vector<std::vector<std::int64_t>> batches = all_batches(sampler);
+      REQUIRE((budget < (std::int64_t{1} << 62) || batches.size() == 1));
       std::sort(batches.begin(), batches.end(), [&](const auto& a, const auto& b) { return before(a[0], b[0]); });
       std::vector<std::int64_t> formed;
       for (const std::vector<std::int64_t>& batch : batches) formed.insert(formed.end(), batch.begin(), batch.end());

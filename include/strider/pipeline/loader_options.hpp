@@ -42,10 +42,11 @@ inline constexpr std::int64_t kMaxBatchSize = std::int64_t{1} << 40;
 /// benchmark can show what it saves, and an observer of its events. Every setting yields the same
 /// batches.
 struct LoaderDiagnostics {
-  /// The distributed sampler with shuffle: each epoch's order is shuffled once per node, by its
-  /// first rank into memory the node's ranks share, and every rank copies its positions out,
-  /// instead of every rank shuffling all N (pipeline/node_order.hpp). Off (`--plan-per-rank`)
-  /// measures what it saves.
+  /// The distributed sampler with shuffle: each epoch's order is shuffled once per node, by one
+  /// rank into memory the node's ranks share, and every rank copies its positions out, instead of
+  /// every rank shuffling all N; the bucketed sampler: each epoch's whole plan is made once per
+  /// node and copied by the others (pipeline/node_order.hpp). Off (`--plan-per-rank`) measures what
+  /// it saves.
   bool plan_per_node = true;
   /// One read() call per sample instead of one per batch (measures what batching saves).
   bool read_rows_one_by_one = false;

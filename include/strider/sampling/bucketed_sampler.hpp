@@ -8,6 +8,7 @@
 
 #include "strider/core/shared_view.hpp"
 #include "strider/sampling/sampler.hpp"
+#include "strider/sampling/shared_order.hpp"
 
 namespace strider {
 
@@ -23,6 +24,9 @@ struct BucketedSamplerConfig {
   bool most_expensive_first = false;     ///< the costliest batch runs first (rank 0, step 0)
   bool shuffle = true;                   ///< false: dataset order, batches in order of formation
   std::int64_t seed = 0;
+  /// Each epoch's plan made once for several ranks (the Loader's, once per node); null: every rank
+  /// makes it. The batches are the same either way.
+  std::shared_ptr<SharedPlan> shared_plan;
 };
 
 /// Batches of similar-length samples, whose cost (count * longest length) stays under a token
@@ -62,6 +66,11 @@ class BucketedSampler final : public Sampler {
   /// Its cost: count * longest length, in tokens.
   std::int64_t sequence_cost(std::int64_t position) const;
 
+  /// Takes later epochs' plans from `shared` (BucketedSamplerConfig::shared_plan), and the bytes
+  /// such a plan of up to `batches` batches needs there.
+  void share_plans(std::shared_ptr<SharedPlan> shared) noexcept { config_.shared_plan = std::move(shared); }
+  static std::int64_t shared_plan_bytes(std::int64_t samples, std::int64_t batches) noexcept;
+
  private:
   struct Span {
     std::int64_t first = 0;  // into samples_
@@ -71,14 +80,21 @@ class BucketedSampler final : public Sampler {
   };
 
   void on_epoch() override;
-  void pack_window(std::vector<std::int64_t>& window, bool last_window);
+  void make_plan();
+  /// The plan as SharedPlan publishes it, and back: false for bytes that are not a plan of this
+  /// sampler's N samples.
+  std::vector<SharedPlan::Piece> plan_pieces();
+  bool load_plan(const std::byte* data, std::int64_t bytes);
+  void pack_window(std::vector<std::uint64_t>& window, bool last_window);
 
   BucketedSamplerConfig config_;
   std::uint64_t lengths_hash_ = 0;
   std::vector<std::int64_t> samples_;             // sample indices, batch after batch, in order of formation
   std::vector<Span> sequence_;                    // the epoch's batches in run order
-  std::vector<std::uint64_t> keys_, spare_keys_;  // pack_window's sort keys, reused across windows and epochs
+  std::vector<std::uint64_t> keys_, spare_keys_;  // the window and its sort's scratch, reused across epochs
+  int index_bits_ = 0;  // bits of a window entry's index where its length is packed above it (0: not packed)
   std::int64_t largest_batch_ = 0;
+  std::int64_t plan_header_[2] = {};  // plan_pieces(): the batch count and the largest batch
 };
 
 }  // namespace strider

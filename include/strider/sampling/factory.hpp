@@ -27,6 +27,9 @@ struct SamplerOptions : PartitionConfig {
   /// distributed, with shuffle: each epoch's order made once for several ranks (the Loader's, once
   /// per node); null: each rank shuffles it. Ignored by the other modes.
   std::shared_ptr<SharedOrder> shared_order;
+  /// bucketed: each epoch's plan made once for several ranks (the Loader's, once per node); null:
+  /// each rank makes it. Ignored by the other modes.
+  std::shared_ptr<SharedPlan> shared_plan;
 
   // ---- class-aware modes (balanced, weighted, stratified) ----
   std::vector<double> class_weights;  ///< weighted: per-class weights, K entries (empty: 1/count)

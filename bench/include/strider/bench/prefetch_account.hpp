@@ -32,7 +32,7 @@ struct PrefetchAccountFigures {
   std::int64_t io_involuntary_switches = 0;  ///< ... it was preempted
   std::int64_t caller_thread_batches = 0;    ///< batches read on the consumer's thread
   double epoch_plan_cpu_seconds = 0;         ///< CPU time planning whole epochs (Sampler::set_epoch), any thread
-  std::int64_t epoch_orders_copied = 0;      ///< epochs whose order this rank copied from its node's
+  std::int64_t epoch_orders_copied = 0;      ///< epochs whose order or plan this rank copied from its node's
 };
 
 /// A PrefetchObserver that adds the events up; safe to read while the pipeline runs.
