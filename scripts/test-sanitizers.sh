@@ -48,7 +48,7 @@ if [[ $which == ci ]]; then
   echo "test-sanitizers: AddressSanitizer + UndefinedBehaviorSanitizer, the library's test binaries"
   # The MPI and fuzz suites at 2 ranks, which take the collective and remote (STRIDER_NODE_SIZE=1)
   # paths: each more rank count is a minute or more here (mpi_np4 81 s); the asan pass runs them all.
-  run_stage asan-tests asan_ctest "$dir" --tests-regex "^(unit|mpi_np2|fuzz_np2)$"
+  run_stage asan-tests asan_ctest "$dir" --tests-regex "^(unit|mpi_np2|mpi_np2_abandons|fuzz_np2)$"
 fi
 
 if [[ $which == all || $which == tsan || $which == ci ]]; then

@@ -145,7 +145,8 @@ LoadPlan plan_load(const NodeGroups& groups, const DatasetInfo& info, const std:
 /// The store's own communicator (its messages never mix with the caller's). A store abandoned on
 /// one rank (MemoryStore::abandon) frees it there, but Open MPI then keeps it for the replies its
 /// server sent to readers that gave up, which never complete: that memory is still held at exit.
-/// The leak checker's suppressions (tests/sanitizers/lsan.supp) name this function for that reason.
+/// The leak checker's suppression for the cases that abandon a store on purpose (tests/CMakeLists.txt,
+/// [abandons]) names this function for that reason.
 __attribute__((noinline)) Communicator duplicate_store_communicator(const Communicator& comm) {
   return Communicator::duplicate(comm.native());
 }

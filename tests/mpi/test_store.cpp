@@ -248,7 +248,8 @@ TEST_CASE("store: a rank failing during the load ends every rank with its error"
   REQUIRE(everywhere(comm, loader_hashes(loader, 0) == expected_hashes(comm, options, 0)));
 }
 
-TEST_CASE("store: errors in a step and while unwinding end every rank, never hang", "[mpi][store][errors][pipeline]") {
+TEST_CASE("store: errors in a step and while unwinding end every rank, never hang",
+          "[mpi][store][errors][pipeline][abandons]") {
   const Communicator& comm = world();
   const TestFile features(comm, "features", 203);
   const LoaderOptions options = with_store(options_for(features.path(), "distributed", 8), "partition");
