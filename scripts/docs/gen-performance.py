@@ -410,8 +410,10 @@ def machine_text(machine):
 
 
 def machine_key(machine):
-    """What tells machines apart: everything but the commit measured and the date."""
-    return json.dumps({key: value for key, value in machine.items() if key not in ("commit", "date")}, sort_keys=True)
+    """What tells machines apart: everything but the commit measured, the date and the Python
+    packages of a peer (torch, h5py: recorded only where a peer ran)."""
+    return json.dumps({key: value for key, value in machine.items() if key not in ("commit", "date", "torch", "h5py")},
+                      sort_keys=True)
 
 
 class Page:

@@ -83,3 +83,43 @@ def test_paired_kinds_ratio_is_the_median_of_the_pairs(tmp_path):
     assert run["ratio"] == 1.0  # the series' medians (80 against 90) would say 1.125
     assert run["epochs3_samples_per_s"] == 80.0 and run["epochs1_samples_per_s"] == 90.0
     assert run["epochs1_time_to_first_batch_s"] == 0.004
+
+
+def test_compare_results_maps_one_run_for_the_performance_page(tmp_path):
+    # bench/scripts/compare_results.py: one compare.sh run's table rows become the page's runs (the
+    # slowest rank against one core's gather, the peers with their workers, ratios to two figures),
+    # w1's repeats a range against the peer, the cold runs and the durations; the machine is
+    # recorded with the peer's Python packages.
+    row = {"workload": "w2", "title": "8192 x 64 KiB", "ranks": 2, "sequential_read_bytes_per_s": 7.92e9,
+           "gather_rows_per_s_one_core": 141925.9, "strider_samples_per_s": 204712.4, "strider_bytes_per_s": 13.416e9,
+           "strider_min_rank_samples_per_s": 102000.0, "strider_runs_samples_per_s": [200000.0, 204712.4, 220000.0],
+           "peer_per_row_samples_per_s": 47105.2, "peer_per_row_num_workers": 0,
+           "peer_batched_samples_per_s": 81188.0, "peer_batched_num_workers": 1, "peer_best_samples_per_s": 81188.0,
+           "strider_over_peer": 204712.4 / 81188.0, "strider_over_sequential_read": 1.694,
+           "strider_rank_over_gather": 102000.0 / 141925.9}
+    w1 = {"workload": "w1", "title": "1M x 64", "ranks": 1, "sequential_read_bytes_per_s": 8e9,
+          "gather_rows_per_s_one_core": 2e7, "strider_samples_per_s": 1.5e7, "strider_bytes_per_s": 3.84e9,
+          "strider_runs_samples_per_s": [1.4e7, 1.5e7, 1.6e7], "peer_best_samples_per_s": 1e5,
+          "strider_over_peer": 150.0, "strider_rank_over_gather": 0.75}
+    extras = [{"tag": "w1-cold-r1", "world": 1, "samples_per_s": 3.51e6}, {"tag": "w1-compute-busy-r1", "world": 1,
+                                                                          "samples_per_s": 1.0}]
+    (tmp_path / "results.json").write_text(json.dumps({"table": [w1, row], "extras": extras}))
+    script = os.path.join(SOURCE_DIR, "bench", "scripts", "compare_results.py")
+    printed = subprocess.run([sys.executable, script, str(tmp_path), "--seconds", "300", "--python-only-seconds", "80"],
+                             check=True, stdout=subprocess.PIPE, text=True).stdout
+    result = json.loads(printed)
+    assert [run["workload"] for run in result["runs"]] == ["w1", "w2"]
+    w2 = result["runs"][1]
+    assert w2["ranks"] == 2 and w2["samples_per_s"] == 204712 and w2["gb_per_s"] == 13.42
+    assert w2["peer_per_row"] == {"samples_per_s": 47105, "workers": 0}
+    assert w2["peer_batched"] == {"samples_per_s": 81188, "workers": 1}
+    assert w2["ratio_to_peer"] == 2.5 and result["runs"][0]["ratio_to_peer"] == 150
+    assert w2["slowest_rank_of_gather_percent"] == 72  # the slowest rank, not the total over two
+    assert w2["sequential_read_gb_per_s"] == 7.92 and w2["ratio_to_sequential_read"] == 1.69
+    assert result["workloads"] == {"w1": "1M x 64 f32", "w2": "64 KiB rows"}
+    assert result["w1_repeats"]["ranks_1"] == {"million_samples_per_s": {"low": 14.0, "high": 16.0},
+                                               "ratio_to_peer": {"low": 140, "high": 160}}
+    assert result["repeat_spread_factor"] == 1.14  # w1's 16 / 14
+    assert result["page_cache"] == {"w1_cold_ranks_1_million_samples_per_s": 3.51}
+    assert result["durations_s"] == {"compare": 300, "python_only": 80}
+    assert {"cpu", "cores", "memory_gib", "commit", "date"} <= set(result["machine"])
