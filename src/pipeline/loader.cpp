@@ -316,6 +316,7 @@ struct Loader::State {
     final_layout = prefetcher->layout();
     options.sampler.labels = nullptr;  // they point into the reader
     options.sampler.lengths = nullptr;
+    options.sampler.class_index = nullptr;
     closed = true;
     return prefetcher->release_reader();
   }
@@ -401,11 +402,14 @@ Loader::Loader(const Communicator& comm, LoaderOptions options) : state_(std::ma
   s.options = std::move(options);
   // An agreed failure here destroys the reader on every rank (a collective close for the store).
   comm.collective_try([&] { s.depth = depth_within_ring_memory(s.depth, s.options, s.info); });
-  // Each epoch's order (distributed) or whole plan (bucketed) once per node. The segments are made
-  // collectively: after the agreed checks above, and on every rank or none (agreed here, whatever
-  // options a rank was given: 2 shares plans, 1 orders, the least wins).
+  // Each epoch's order (distributed) or whole plan (bucketed), or the class-aware modes' class
+  // index, once per node. The segments are made collectively: after the agreed checks above, and
+  // on every rank or none (agreed here, whatever options a rank was given: 3 shares the class
+  // index, 2 plans, 1 orders, the least wins).
   const bool per_node = s.options.diagnostics.plan_per_node && s.options.split == LoaderSplit::sampler;
+  const bool class_aware = s.options.split == LoaderSplit::sampler && sampler_needs_labels(s.options.sampler.mode);
   const int share = !per_node                                                              ? 0
+                    : class_aware                                                          ? 3
                     : s.options.sampler.mode == "bucketed"                                 ? 2
                     : s.options.sampler.mode == "distributed" && s.options.sampler.shuffle ? 1
                                                                                            : 0;
@@ -413,7 +417,17 @@ Loader::Loader(const Communicator& comm, LoaderOptions options) : state_(std::ma
   if (shared == 1)
     s.options.sampler.shared_order = s.node_shares.order =
         comm.collective_try([&] { return pipeline_detail::NodeOrder::create(comm, s.info.num_samples); });
+  if (shared == 3) {
+    const SharedView<std::int32_t>& labels = s.options.sampler.labels;
+    const int classes = comm.collective_try([&] { return ClassIndex::classes_of(labels); });
+    s.options.sampler.class_index =
+        comm.collective_try([&] { return pipeline_detail::node_class_index(comm, labels, classes); });
+  }
   comm.collective_try([&] {
+    // One class index for both samplers (the current and the planned-ahead one), where the node
+    // does not hold one.
+    if (class_aware && !s.options.sampler.class_index)
+      s.options.sampler.class_index = std::make_shared<const ClassIndex>(s.options.sampler.labels);
     s.current = s.make_plan();
     s.current_epoch = 0;  // a sampler is made planned for epoch 0: not planned again for it
   });

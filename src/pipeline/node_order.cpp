@@ -138,13 +138,10 @@ NodeSegment map_node_segment(const Communicator& comm, std::int64_t bytes, const
 
 namespace {
 
-/// What a reader's copy() made of the segment's content (copy_under_lock).
-enum class Copied { gone, unusable, done };
-
 /// The reading side of a segment's sequence lock (`version`: odd while a rank writes). `holds()`
-/// says whether the segment names what is wanted; `copy()` copies it (gone: it was never published,
-/// do not wait). True once a copy was done while the version stood still. False where it was
-/// unusable, overwritten while copied, or, where `wait`, did not begin within waits.start_seconds
+/// says whether the segment names what is wanted; `copy()` copies it, false where it cannot be used
+/// (never published, or not a plan). True once a copy was done while the version stood still.
+/// False where it was not usable, overwritten while copied, or, where `wait`, did not begin within waits.start_seconds
 /// or end within `finish_seconds` (logged: "the node's `what` did not ... ; `instead`"); at once
 /// where not `wait`.
 template <typename Holds, typename Copy>
@@ -158,10 +155,11 @@ bool copy_under_lock(const std::atomic<std::uint64_t>& version, Holds holds, Cop
     const std::uint64_t seen = version.load(std::memory_order_acquire);
     const bool ours = holds();
     if (ours && seen % 2 == 0) {
-      const Copied copied = copy();
-      if (copied == Copied::gone) return false;
+      const bool copied = copy();
       std::atomic_thread_fence(std::memory_order_acquire);
-      if (version.load(std::memory_order_relaxed) == seen) return copied == Copied::done;
+      // What was read stands only if the version stood still (a writer that began meanwhile can
+      // make a content look unpublished: look again).
+      if (version.load(std::memory_order_relaxed) == seen) return copied;
       // Changed while copied: this content being written now (the version read was the previous
       // content's: look again), or overwritten by another (gone: below, on the next look).
       tried = true;
@@ -278,7 +276,7 @@ bool NodeOrder::copy_from_node(std::int64_t n, std::uint64_t seed, std::uint64_t
       },
       [&] {
         take_positions(order_, n, first, stride, count, out);
-        return Copied::done;
+        return true;
       },
       reader, waits_, std::max(waits_.finish_seconds, 1e-9 * waits_.finish_ns_per_entry * static_cast<double>(n)),
       "order for seed " + std::to_string(seed), "shuffling it on this rank");
@@ -374,7 +372,10 @@ NodePlan::Made NodePlan::make_into_node(std::uint64_t key, const std::function<v
   make();
   const std::vector<Piece> parts = pieces();
   std::int64_t total = 0;
-  for (const Piece& piece : parts) total += piece.bytes;
+  for (const Piece& piece : parts) {
+    if (piece.bytes < 0) return Made::alone;
+    total += piece.bytes;
+  }
   if (total > capacity_) return Made::alone;
   std::byte* at = plan_;
   for (const Piece& piece : parts) {
@@ -391,13 +392,34 @@ bool NodePlan::copy_from_node(std::uint64_t key, const std::function<bool(const 
       header_->version, [&] { return header_->key.load(std::memory_order_relaxed) == key; },
       [&] {
         const std::int64_t bytes = header_->bytes.load(std::memory_order_relaxed);
-        if (bytes < 0) return Copied::gone;  // its maker could not publish it
-        return load(plan_, bytes) ? Copied::done : Copied::unusable;
+        return bytes >= 0 && bytes <= capacity_ && load(plan_, bytes);  // < 0: its maker could not publish it
       },
       wait, waits_,
       std::max(waits_.finish_seconds,
                1e-9 * waits_.finish_ns_per_entry * static_cast<double>(capacity_) / sizeof(std::int64_t)),
       "plan " + std::to_string(key), "making it on this rank");
+}
+
+std::shared_ptr<const ClassIndex> node_class_index(const Communicator& comm, const SharedView<std::int32_t>& labels,
+                                                   int classes) {
+  const auto offsets = static_cast<std::int64_t>(classes) + 1;
+  const auto entries = offsets + static_cast<std::int64_t>(labels.size());
+  const std::int64_t bytes = entries * static_cast<std::int64_t>(sizeof(std::int64_t));
+  // The segment's maker sorts into it before the others map it: mapped, it is ready.
+  const NodeSegment segment =
+      map_node_segment(comm, bytes, "the class index", "every rank builds the class index itself (not once per node)",
+                       [&](void* mapping) {
+                         auto* first = static_cast<std::int64_t*>(mapping);
+                         ClassIndex::sort_into(labels, classes, first, first + offsets);
+                       });
+  if (segment.mapping == MAP_FAILED) return std::make_shared<const ClassIndex>(labels, classes);
+  const std::shared_ptr<const void> mapping(segment.mapping, [bytes](const void* address) {
+    ::munmap(const_cast<void*>(address), static_cast<std::size_t>(bytes));
+  });
+  const auto* first = static_cast<const std::int64_t*>(segment.mapping);
+  return std::make_shared<const ClassIndex>(labels,
+                                            SharedView<std::int64_t>(mapping, first, static_cast<std::size_t>(offsets)),
+                                            SharedView<std::int64_t>(mapping, first + offsets, labels.size()));
 }
 
 }  // namespace strider::pipeline_detail

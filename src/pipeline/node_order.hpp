@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "strider/comm/communicator.hpp"
+#include "strider/sampling/class_index.hpp"
 #include "strider/sampling/shared_order.hpp"
 
 namespace strider::pipeline_detail {
@@ -150,5 +151,13 @@ class NodePlan final : public SharedPlan {
   std::mutex mutex_;  // one share() at a time (the samplers of one Loader)
   std::atomic<std::int64_t> published_{0}, copied_{0}, alone_{0};
 };
+
+/// Collective over comm: the class-aware samplers' per-class lists of `labels` (checked: K =
+/// `classes` = ClassIndex::classes_of), built once per node by one rank into memory the node's
+/// ranks share and map (8 bytes per sample and per class), instead of by every rank and sampler.
+/// Built on this rank alone on a node of one rank or where the node's shared memory cannot hold it
+/// (logged). The same index either way.
+std::shared_ptr<const ClassIndex> node_class_index(const Communicator& comm, const SharedView<std::int32_t>& labels,
+                                                   int classes);
 
 }  // namespace strider::pipeline_detail

@@ -191,6 +191,17 @@ bool BucketedSampler::load_plan(const std::byte* data, std::int64_t bytes) {
   std::memcpy(static_cast<void*>(sequence_.data()), data + sizeof(header) + samples_.size() * sizeof(std::int64_t),
               sequence_.size() * sizeof(Span));
   largest_batch_ = header[1];
+  // A plan every later step can rely on: spans of at least one sample inside the N, covering N in
+  // all, the largest as said, every sample index a sample's.
+  std::int64_t covered = 0, largest = 0;
+  for (const Span& span : sequence_) {
+    if (span.count < 1 || span.first < 0 || span.first > n - span.count || span.longest < 1) return false;
+    covered += span.count;
+    largest = std::max(largest, span.count);
+  }
+  if (covered != n || largest != largest_batch_) return false;
+  for (std::int64_t sample : samples_)
+    if (sample < 0 || sample >= n) return false;
   return true;
 }
 

@@ -16,6 +16,12 @@ std::shared_ptr<const ClassIndex> class_index_of(const SamplerOptions& options) 
   if (static_cast<std::int64_t>(options.labels.size()) != options.dataset_size)
     STRIDER_THROW(UsageError, options.mode + ": " + std::to_string(options.labels.size()) +
                                   " labels for a dataset of " + std::to_string(options.dataset_size) + " samples");
+  if (options.class_index) {
+    if (options.class_index->size() != options.dataset_size)
+      STRIDER_THROW(UsageError, options.mode + ": a class index of " + std::to_string(options.class_index->size()) +
+                                    " samples for a dataset of " + std::to_string(options.dataset_size));
+    return options.class_index;
+  }
   return std::make_shared<const ClassIndex>(options.labels);
 }
 

@@ -6,12 +6,16 @@
 // the plan (bucketed) shared per node or made per rank.
 #include <chrono>
 #include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
 #include <utility>
 
 #include "loader_test_support.hpp"
 #include "pipeline/node_order.hpp"
 #include "strider/bench/prefetch_account.hpp"
 #include "strider/comm/node_groups.hpp"
+#include "strider/sampling/class_index.hpp"
 #include "strider/sampling/random.hpp"
 
 using namespace strider;
@@ -216,11 +220,15 @@ TEST_CASE("node plan: one rank of the node makes each plan, in turn, the others 
     }
     REQUIRE_ON_ALL_RANKS((plan.is(108, 100) && plan.made == turns));
     comm.barrier();
-    // Too large for the segment: made, not published; the others wait, then make it themselves.
-    const std::shared_ptr<NodePlan> small = NodePlan::create(comm, 10 * sizeof(std::int64_t));
+    // Too large for the segment: made, not published; the others see it unpublished and make it
+    // themselves at once, not after their (minute-long) wait.
+    const std::shared_ptr<NodePlan> small = NodePlan::create(comm, 10 * sizeof(std::int64_t), patient);
     FakePlan large;
+    const auto large_start = std::chrono::steady_clock::now();
     large.share(*small, 5, 0, 11);
-    REQUIRE_ON_ALL_RANKS((large.is(5, 11) && large.made == 1));
+    const double large_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - large_start).count();
+    CAPTURE(large_seconds);
+    REQUIRE_ON_ALL_RANKS((large.is(5, 11) && large.made == 1 && large_seconds < 30));
     const NodePlan::Counts small_counts = small->counts();
     REQUIRE_ON_ALL_RANKS((small_counts.alone == 1 && small_counts.published == 0 && small_counts.copied == 0));
     comm.barrier();
@@ -258,6 +266,50 @@ TEST_CASE("node plan: makers that never publish leave the others to make the pla
   REQUIRE_ON_ALL_RANKS((counts.alone == 1 && counts.copied == 0 && counts.published == 0));
 }
 
+namespace {
+
+/// The path of the mapping that holds `address` in /proc/self/maps ("" for none, "[heap]", ...).
+std::string mapping_of(const void* address) {
+  std::ifstream maps("/proc/self/maps");
+  const auto at = reinterpret_cast<std::uintptr_t>(address);
+  for (std::string line; std::getline(maps, line);) {
+    std::istringstream fields(line);
+    std::string range, permissions, offset, device, inode, path;
+    fields >> range >> permissions >> offset >> device >> inode;
+    std::getline(fields >> std::ws, path);
+    const std::size_t dash = range.find('-');
+    const std::uintptr_t first = std::stoull(range.substr(0, dash), nullptr, 16);
+    const std::uintptr_t end = std::stoull(range.substr(dash + 1), nullptr, 16);
+    if (at >= first && at < end) return path;
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("node class index: built once per node into memory its ranks map, the same lists as every rank's",
+          "[mpi][loader][plan][pipeline]") {
+  const Communicator& comm = world();
+  const auto labels = std::make_shared<const std::vector<std::int32_t>>(labels_from_class_counts({700, 20, 0, 5, 300}));
+  const ClassIndex built(labels);
+  for (int size : node_sizes(comm.size())) {
+    CAPTURE(size);
+    const NodeSize node_size(size);
+    const int local_size = NodeGroups::split(comm).local_size();
+    const std::shared_ptr<const ClassIndex> node = pipeline_detail::node_class_index(comm, labels, 5);
+    bool same = node->num_classes() == 5 && node->labels_hash() == built.labels_hash();
+    for (int label = 0; label < 5; ++label)
+      same = same && std::vector<std::int64_t>(node->members(label), node->members(label) + node->count(label)) ==
+                         std::vector<std::int64_t>(built.members(label), built.members(label) + built.count(label));
+    REQUIRE_ON_ALL_RANKS(same);
+    // Shared where the node has several ranks: the lists lie in a /dev/shm segment (unlinked once
+    // mapped); a rank alone on its node builds them in its own memory.
+    const std::string where = mapping_of(node->members(0));
+    CAPTURE(where);
+    REQUIRE_ON_ALL_RANKS((where.find("/strider-order-") != std::string::npos) == (local_size > 1));
+  }
+}
+
 TEST_CASE("loader: the same batches with each epoch's order or plan shared per node or made per rank",
           "[mpi][loader][plan][pipeline]") {
   const Communicator& comm = world();
@@ -266,7 +318,8 @@ TEST_CASE("loader: the same batches with each epoch's order or plan shared per n
   int mismatches = 0;
   bool copies_counted = true;
   // The distributed sampler shares its order; the bucketed sampler its whole plan.
-  for (const auto& [file, mode] : {std::pair{&features, "distributed"}, std::pair{&sequences, "bucketed"}}) {
+  for (const auto& [file, mode] :
+       {std::pair{&features, "distributed"}, std::pair{&sequences, "bucketed"}, std::pair{&features, "weighted"}}) {
     const LoaderOptions base = options_for(file->path(), mode, 9);
     std::vector<std::vector<std::uint64_t>> expected;
     for (std::int64_t epoch = 0; epoch < 3; ++epoch) expected.push_back(expected_hashes(comm, base, epoch));
@@ -290,7 +343,8 @@ TEST_CASE("loader: the same batches with each epoch's order or plan shared per n
         // makers 0-3 mod the node's ranks; at least one, unless a wait ran out on a loaded machine);
         // per rank nobody copied. Planning took CPU either way.
         const std::int64_t copied = account->figures().epoch_orders_copied;
-        const bool copies = per_node && groups.local_size() > 1;
+        // The class-aware modes share their class index (above), not their plans.
+        const bool copies = per_node && groups.local_size() > 1 && std::string(mode) != "weighted";
         if ((copies ? copied < 1 : copied != 0) || !(account->figures().epoch_plan_cpu_seconds > 0)) {
           copies_counted = false;
           UNSCOPED_INFO("rank " << comm.rank() << ", " << mode << ", node size " << size

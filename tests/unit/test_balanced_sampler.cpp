@@ -206,6 +206,35 @@ TEST_CASE("class index: counting sort groups samples by class in index order", "
                     UsageError);
 }
 
+TEST_CASE("class index: one built elsewhere by sort_into is the same index", "[balanced][class_index]") {
+  // What the Loader does for a node: K from classes_of, the lists written by sort_into into memory
+  // of its own, an index over them.
+  const auto labels = std::make_shared<const std::vector<std::int32_t>>(
+      std::vector<std::int32_t>{2, 0, 2, 1, 0, 2, 4, 4, 0, 1, 2, 0, 0});
+  const ClassIndex built(labels);
+  const int classes = ClassIndex::classes_of(labels);
+  REQUIRE(classes == 5);
+  auto offsets = std::make_shared<std::vector<std::int64_t>>(static_cast<std::size_t>(classes) + 1, -7);
+  auto sorted = std::make_shared<std::vector<std::int64_t>>(labels->size(), -7);
+  ClassIndex::sort_into(labels, classes, offsets->data(), sorted->data());
+  const ClassIndex shared(labels, offsets, sorted);
+  REQUIRE(shared.num_classes() == built.num_classes());
+  REQUIRE(shared.labels_hash() == built.labels_hash());
+  for (int label = 0; label < classes; ++label) {
+    CAPTURE(label);
+    REQUIRE(shared.count(label) == built.count(label));
+    REQUIRE(std::vector<std::int64_t>(shared.members(label), shared.members(label) + shared.count(label)) ==
+            std::vector<std::int64_t>(built.members(label), built.members(label) + built.count(label)));
+  }
+  REQUIRE(shared.count(3) == 0);
+  REQUIRE(std::vector<std::int64_t>(shared.members(0), shared.members(0) + shared.count(0)) ==
+          std::vector<std::int64_t>{1, 4, 8, 11, 12});
+  REQUIRE_THROWS_AS(
+      ClassIndex::classes_of(std::make_shared<const std::vector<std::int32_t>>(std::vector<std::int32_t>{0, -1})),
+      UsageError);
+  REQUIRE_THROWS_AS(ClassIndex(labels, offsets, std::make_shared<std::vector<std::int64_t>>(3)), UsageError);
+}
+
 TEST_CASE("class cycler: every pass holds the class once; shuffled passes start at fresh offsets",
           "[balanced][class_index]") {
   // Class 0 has the 5 samples {0, 2, 3, 5, 6}; its occurrences 0..99 are 20 passes over them.

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <functional>
+#include <map>
 #include <numeric>
 #include <utility>
 
@@ -218,5 +220,82 @@ TEST_CASE("bucketed sampler: a window's samples are formed into batches by ascen
       std::sort(expected.begin(), expected.end(), before);
       REQUIRE(formed == expected);
     }
+  }
+}
+
+namespace {
+
+/// A SharedPlan in one process: the first share() of a key makes the plan and keeps its bytes; a
+/// later one hands them, changed by `spoil` first, to load(), and makes the plan where load()
+/// refuses them.
+class KeptPlan final : public SharedPlan {
+ public:
+  std::function<void(std::vector<std::byte>&)> spoil;
+  int made = 0, loaded = 0, refused = 0;
+  void share(std::uint64_t key, std::uint64_t /*turn*/, const std::function<void()>& make,
+             const std::function<std::vector<Piece>()>& pieces,
+             const std::function<bool(const std::byte*, std::int64_t)>& load) override {
+    const auto kept = kept_.find(key);
+    if (kept != kept_.end()) {
+      std::vector<std::byte> bytes = kept->second;
+      if (spoil) spoil(bytes);
+      if (load(bytes.data(), static_cast<std::int64_t>(bytes.size()))) {
+        ++loaded;
+        return;
+      }
+      ++refused;
+      make();
+      return;
+    }
+    make();
+    ++made;
+    std::vector<std::byte>& bytes = kept_[key];
+    for (const Piece& piece : pieces()) {
+      const auto* first = static_cast<const std::byte*>(piece.data);
+      bytes.insert(bytes.end(), first, first + piece.bytes);
+    }
+  }
+
+ private:
+  std::map<std::uint64_t, std::vector<std::byte>> kept_;
+};
+
+}  // namespace
+
+TEST_CASE("bucketed sampler: a shared plan is the plan, and bytes that are not one are refused", "[bucketed]") {
+  const auto lengths = std::make_shared<const std::vector<std::int64_t>>(
+      synthetic_lengths("lognormal:median=40,min=1,max=300", 3000, 5));
+  const BucketedSamplerConfig config = bucketed_config(lengths, 1024, 2);
+  BucketedSampler alone(config, 2, 1);
+  alone.set_epoch(3);
+  const std::vector<std::vector<std::int64_t>> expected = all_batches(alone);
+  auto kept = std::make_shared<KeptPlan>();
+  BucketedSamplerConfig shared_config = config;
+  shared_config.shared_plan = kept;
+  BucketedSampler maker(shared_config, 2, 1), copier(shared_config, 2, 1);  // epoch 0: made, then loaded
+  maker.set_epoch(3);
+  copier.set_epoch(3);  // the same key: loaded from the kept bytes, not made
+  REQUIRE(kept->made == 2);
+  REQUIRE(kept->loaded == 2);
+  REQUIRE(all_batches(copier) == expected);
+  REQUIRE(copier.max_batch_size() == alone.max_batch_size());
+  // Each spoiled copy is refused, and the plan made instead is the same.
+  const std::vector<std::function<void(std::vector<std::byte>&)>> spoils = {
+      [](std::vector<std::byte>& bytes) { bytes.resize(bytes.size() - 8); },  // truncated
+      [](std::vector<std::byte>& bytes) { bytes[0] = std::byte{0xff}; },      // batch count
+      [](std::vector<std::byte>& bytes) { std::fill(bytes.end() - 24, bytes.end() - 16, std::byte{0x7f}); },  // a span
+      [](std::vector<std::byte>& bytes) { std::fill(bytes.begin() + 8, bytes.begin() + 16, std::byte{0}); },  // largest
+      [](std::vector<std::byte>& bytes) {
+        std::fill(bytes.begin() + 16, bytes.begin() + 24, std::byte{0xff});
+      },  // a sample
+  };
+  for (std::size_t k = 0; k < spoils.size(); ++k) {
+    CAPTURE(k);
+    kept->spoil = spoils[k];
+    const int refused = kept->refused;
+    BucketedSampler again(shared_config, 2, 1);  // epoch 0's bytes spoiled too: refused, made
+    again.set_epoch(3);
+    REQUIRE(kept->refused == refused + 2);
+    REQUIRE(all_batches(again) == expected);
   }
 }

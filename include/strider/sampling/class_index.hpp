@@ -24,6 +24,15 @@ class ClassIndex {
   /// negative label or a label >= num_classes.
   explicit ClassIndex(SharedView<std::int32_t> labels, int num_classes = 0);
 
+  /// The index built elsewhere (memory a node's ranks share: the Loader's) by sort_into: K+1
+  /// offsets and N sorted indices, for `labels`, which classes_of() has checked.
+  ClassIndex(SharedView<std::int32_t> labels, SharedView<std::int64_t> offsets, SharedView<std::int64_t> sorted);
+  /// K for these labels: `num_classes`, or max label + 1 where 0. Throws as the constructor does.
+  static int classes_of(const SharedView<std::int32_t>& labels, int num_classes = 0);
+  /// Writes the index of `labels` (checked, K classes): offsets[K+1], then sorted[N].
+  static void sort_into(const SharedView<std::int32_t>& labels, int classes, std::int64_t* offsets,
+                        std::int64_t* sorted) noexcept;
+
   /// N, the number of samples.
   std::int64_t size() const noexcept { return static_cast<std::int64_t>(labels_.size()); }
   /// K, the number of classes (some may have no sample).
@@ -42,8 +51,8 @@ class ClassIndex {
 
  private:
   SharedView<std::int32_t> labels_;
-  std::vector<std::int64_t> offsets_;  // K+1 class boundaries in sorted_
-  std::vector<std::int64_t> sorted_;   // sample indices grouped by class, increasing within a class
+  SharedView<std::int64_t> offsets_;  // K+1 class boundaries in sorted_
+  SharedView<std::int64_t> sorted_;   // sample indices grouped by class, increasing within a class
   std::uint64_t labels_hash_ = 0;
 };
 

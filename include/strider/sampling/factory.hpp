@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "strider/core/shared_view.hpp"
+#include "strider/sampling/class_index.hpp"
 #include "strider/sampling/distributed_sampler.hpp"
 #include "strider/sampling/sampler.hpp"
 
@@ -32,6 +33,9 @@ struct SamplerOptions : PartitionConfig {
   std::shared_ptr<SharedPlan> shared_plan;
 
   // ---- class-aware modes (balanced, weighted, stratified) ----
+  /// The per-class lists of `labels`, built once for several samplers (the Loader's two, or the
+  /// node's ranks: memory they share); null: each sampler builds its own.
+  std::shared_ptr<const ClassIndex> class_index;
   std::vector<double> class_weights;  ///< weighted: per-class weights, K entries (empty: 1/count)
   /// weighted: per-sample weights, N entries, instead of class weights. Null: class weights.
   std::shared_ptr<const std::vector<double>> sample_weights;
