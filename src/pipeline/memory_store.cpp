@@ -151,6 +151,43 @@ __attribute__((noinline)) Communicator duplicate_store_communicator(const Commun
   return Communicator::duplicate(comm.native());
 }
 
+/// The kernel's setting for transparent huge pages of shared memory (the bracketed word of
+/// /sys/kernel/mm/transparent_hugepage/shmem_enabled: always, within_size, advise, never, deny,
+/// force), or "" where it cannot be read.
+std::string shmem_huge_pages_setting() {
+  std::ifstream file("/sys/kernel/mm/transparent_hugepage/shmem_enabled");
+  std::string text;
+  std::getline(file, text);
+  const std::size_t open = text.find('['), close = text.find(']');
+  return open != std::string::npos && close != std::string::npos && close > open
+             ? text.substr(open + 1, close - open - 1)
+             : "";
+}
+
+std::string huge_pages_unavailable_reason() {
+  const std::string setting = shmem_huge_pages_setting();
+  return setting.empty() ? "this kernel offers no transparent huge pages for shared memory"
+                         : "transparent huge pages for shared memory are '" + setting +
+                               "' here (/sys/kernel/mm/transparent_hugepage/shmem_enabled; advise or always "
+                               "would give 2 MiB pages)";
+}
+
+/// madvise(MADV_HUGEPAGE) over the 2 MiB-aligned part of [data, data + bytes); true where the
+/// kernel may then back it with huge pages (shmem_enabled advise, always, within_size or force).
+bool ask_for_huge_pages(std::byte* data, std::int64_t bytes) {
+  const std::string setting = shmem_huge_pages_setting();
+  if (setting != "advise" && setting != "always" && setting != "within_size" && setting != "force") return false;
+#ifdef MADV_HUGEPAGE
+  constexpr std::uintptr_t kHuge = std::uintptr_t{2} << 20;
+  const auto first = (reinterpret_cast<std::uintptr_t>(data) + kHuge - 1) / kHuge * kHuge;
+  const auto end = (reinterpret_cast<std::uintptr_t>(data) + static_cast<std::uintptr_t>(bytes)) / kHuge * kHuge;
+  if (end <= first) return false;
+  return ::madvise(reinterpret_cast<void*>(first), end - first, MADV_HUGEPAGE) == 0;
+#else
+  return false;
+#endif
+}
+
 /// An MPI-3 shared window, freed (collectively over its node) on destruction unless leaked.
 struct SharedWindow {
   MPI_Win window = MPI_WIN_NULL;
@@ -453,8 +490,17 @@ void NodeStore::allocate_segment() {
   token_offsets_ = info_.variable_length ? reinterpret_cast<std::int64_t*>(segment_ + layout_.offsets_at) : nullptr;
   node_lengths_ = info_.variable_length ? reinterpret_cast<std::int64_t*>(segment_ + layout_.lengths_at) : nullptr;
 
-  // Every page backed now, each rank a slice: a segment /dev/shm cannot hold fails here with an error
-  // instead of a SIGBUS on first touch.
+  // Huge pages where the kernel offers them for shared memory (each first access of a 4 KiB page
+  // costs a fault, microseconds in a virtual machine): asked for on every rank's mapping, before
+  // any page is backed; the root says which it got.
+  const bool huge = ask_for_huge_pages(segment_, layout_.total);
+  if (comm_.is_root())
+    log_info("store: the node segment ",
+             huge ? "asks for 2 MiB pages (transparent_hugepage/shmem_enabled: " + shmem_huge_pages_setting() + ")"
+                  : "uses 4 KiB pages: " + huge_pages_unavailable_reason());
+
+    // Every page backed now, each rank a slice: a segment /dev/shm cannot hold fails here with an error
+    // instead of a SIGBUS on first touch.
 #ifdef MADV_POPULATE_WRITE
   const std::int64_t pages = layout_.total / kPageBytes;
   const std::int64_t first = pages * groups_.local_rank() / groups_.local_size();

@@ -64,4 +64,18 @@ for options in size=512K ro; do
   expect_equal "/dev/shm $options: the same batches as with the node's order" \
     "$(cat "$work/$options.rank0" "$work/$options.rank1")" "$(cat "$work/host.rank0" "$work/host.rank1")"
 done
+
+# The store's segment asks for huge pages where the kernel offers them for shared memory, and says
+# which pages it got: the line names this machine's setting.
+setting=$(sed -n 's/.*\[\(.*\)\].*/\1/p' /sys/kernel/mm/transparent_hugepage/shmem_enabled 2>/dev/null)
+STRIDER_LOG_LEVEL=info mpirun_n 2 "$bench" --data "$work/f.h5" --store memory --epochs 1 >"$work/huge.out" 2>&1 ||
+  fail "store run for the page size: $(grep -m1 error "$work/huge.out")"
+line=$(grep -m1 "store: the node segment " "$work/huge.out")
+case $setting in
+  advise | always | within_size | force) expected="asks for 2 MiB pages (transparent_hugepage/shmem_enabled: $setting)" ;;
+  "") expected="uses 4 KiB pages: this kernel offers no transparent huge pages for shared memory" ;;
+  *) expected="uses 4 KiB pages: transparent huge pages for shared memory are '$setting' here" ;;
+esac
+[[ $line == *"$expected"* ]] && pass "store segment pages: ${line#*info: }" ||
+  fail "store segment pages: expected '$expected', got '${line:-no line}'"
 finish
