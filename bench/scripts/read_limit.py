@@ -5,15 +5,17 @@ plain preads, no strider code), at as many ranks as mpirun starts:
   read_limit.py chunks FILE [--key /samples]
       every rank reads its contiguous, chunk-aligned share of the dataset whole chunk by whole chunk,
       so each chunk is read and decompressed once in the job: the in-order chunk-reading limit;
-  read_limit.py sequential FILE [--cold]
+  read_limit.py sequential FILE [--cold] [--odirect]
       every rank preads its contiguous share of the file in 4 MiB blocks (--cold: the file dropped
-      from the page cache first, with posix_fadvise DONTNEED): the sequential read limit.
+      from the page cache first, with posix_fadvise DONTNEED; --odirect: read with O_DIRECT into an
+      aligned buffer, past the page cache): the sequential read limit.
 
 Prints one JSON object (rank 0): mode, ranks, rows, bytes, seconds, rows_per_s, bytes_per_s. The
 clock runs from a barrier to the barrier after the slowest rank finished."""
 
 import argparse
 import json
+import mmap
 import os
 import time
 
@@ -35,6 +37,7 @@ def main():
     parser.add_argument("file")
     parser.add_argument("--key", default="/samples")
     parser.add_argument("--cold", action="store_true")
+    parser.add_argument("--odirect", action="store_true")
     args = parser.parse_args()
     comm = MPI.COMM_WORLD
     rank, ranks = comm.Get_rank(), comm.Get_size()
@@ -57,26 +60,29 @@ def main():
             total_bytes = rows * row_bytes
     if args.mode == "sequential":
         size = os.path.getsize(args.file)
-        descriptor = os.open(args.file, os.O_RDONLY)
+        descriptor = os.open(args.file, os.O_RDONLY | (os.O_DIRECT if args.odirect else 0))
         if args.cold and rank == 0:
             os.fdatasync(descriptor)
             os.posix_fadvise(descriptor, 0, 0, os.POSIX_FADV_DONTNEED)
         block = 4 << 20
         first, end = share(size, block, ranks, rank)
+        buffer = mmap.mmap(-1, block)  # page-aligned, as O_DIRECT needs
         comm.Barrier()
         start = time.perf_counter()
         at = first
         while at < end:
-            got = os.pread(descriptor, min(block, end - at), at)
+            # O_DIRECT reads whole blocks (the file's last one comes back short).
+            wanted = block if args.odirect else min(block, end - at)
+            got = os.preadv(descriptor, [memoryview(buffer)[:wanted]], at)
             if not got:
                 break
-            at += len(got)
+            at += got
         comm.Barrier()
         seconds = time.perf_counter() - start
         os.close(descriptor)
         total_bytes = size
     if rank == 0:
-        print(json.dumps({"mode": args.mode, "cold": args.cold, "ranks": ranks, "rows": rows, "bytes": total_bytes,
+        print(json.dumps({"mode": args.mode, "cold": args.cold, "odirect": args.odirect, "ranks": ranks, "rows": rows, "bytes": total_bytes,
                           "seconds": seconds, "rows_per_s": rows / seconds, "bytes_per_s": total_bytes / seconds}))
 
 

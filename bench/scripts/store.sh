@@ -9,10 +9,11 @@
 #   - today: wc shuffled without the store (distributed sampler, batches of 256, $SHUFFLED_STEPS steps);
 #   - the store on wc, 3 epochs (2 ranks: auto, one node holds every row; 4 ranks: partition);
 #   - --lookahead 256 on wc without the store, 2 windows of steps;
-#   - the store on wk with a cold page cache (--cold), 1 epoch, at 2 ranks;
+#   - the store on wk with a cold page cache (--cold), 1 epoch, at 2 ranks, and with the load read
+#     through O_DIRECT (--engine direct --odirect);
 # and the limits, measured by readers of their own in the same run (bench/scripts/read_limit.py,
 # gather_limit.cpp): wc read in chunk order with each chunk read and decompressed once (the in-order
-# limit), wk read sequentially from a cold page cache, and one core gathering shuffled rows of wk
+# limit), wk read sequentially from a cold page cache and through O_DIRECT, and one core gathering shuffled rows of wk
 # from memory; and rows of another node by one-sided MPI_Get against the store's request and reply
 # (store_exchange_bench.cpp); and what a decompressed-chunk cache would save --lookahead, simulated
 # from the plan (chunk_cache_sim.cpp). bench/scripts/summarize_store.py prints the goals and writes $BENCH_OUT/store.json.
@@ -68,9 +69,13 @@ for ranks in 2 4; do
 done
 bench lookahead-r2 2 0 --data "$data/wc.h5" --lookahead 256 --steps 512  # two windows per rank
 
-# Cold page cache: the contiguous twin, the store's load against a sequential read.
+# Cold page cache: the contiguous twin, the store's load against a sequential read; and the same
+# with the load read through O_DIRECT against an O_DIRECT sequential read (a cold read whatever the
+# page cache holds).
 limit cold-sequential-r2 2 sequential "$data/wk.h5" --cold
 bench cold-store-r2 2 0 --data "$data/wk.h5" --store memory --cold
+limit odirect-sequential-r2 2 sequential "$data/wk.h5" --odirect
+bench odirect-store-r2 2 0 --data "$data/wk.h5" --store memory --engine direct --odirect
 
 g++ -O2 -std=c++17 -o "$out/gather_limit" "$here/gather_limit.cpp"
 read -r offset rows < <($python -c "import h5py,sys; d=h5py.File(sys.argv[1],'r')['/samples']; print(d.id.get_offset(), d.shape[0])" "$data/wk.h5")

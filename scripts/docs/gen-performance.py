@@ -347,6 +347,17 @@ def store_table(data):
     return markdown_table(["figure"] + [column_name(run) for run in runs], rows)
 
 
+def store_cold_table(data):
+    names = {"page_cache": "page cache, dropped first (`--cold`)", "odirect": "O_DIRECT (`--engine direct --odirect`)"}
+    header = ["load", "load s", "first epoch with the load, M samples/s", "sequential read GB/s",
+              "of the sequential read"]
+    rows = [[names.get(name, name), figure(run["load_s"], ".2f"),
+             figure(run["first_epoch_with_load_million_samples_per_s"], ".2f"),
+             figure(run["sequential_read_gb_per_s"], ".2f"), percent(run["of_sequential_read_percent"], "")]
+            for name, run in data["cold"].items()]
+    return markdown_table(header, rows)
+
+
 # Each table or list: (results file, function of that file's JSON returning Markdown).
 TABLES = {
     "compare": ("compare", compare_table),
@@ -359,6 +370,7 @@ TABLES = {
     "storage": ("storage", storage_table),
     "cpu": ("cpu", cpu_table),
     "store": ("store", store_table),
+    "store-cold": ("store_cold", store_cold_table),
 }
 LISTS = {
     "storage-au": ("storage", storage_au_list),
