@@ -92,6 +92,8 @@ json_ok "$work/train.out" && grep -q "^strider: epoch 1/1" "$work/train.err" && 
 mpirun_n 2 "$train" --data "$work/f.h5" --epochs 1 --seed 1 --stats-json "$work/stats.json" >"$work/train.out" 2>&1
 expect_equal "--stats-json: one warning" "$(grep -c -- '--stats-json is the older name of --json' "$work/train.out")" 1
 json_ok "$work/stats.json" && pass "--stats-json PATH still writes PATH" || fail "--stats-json wrote no JSON"
+expect_error "inspect read-speed --steps -1" "--steps must be >= 0, got -1" 30 \
+  mpirun_n 1 "$inspect" read-speed "$work/f.h5" --steps -1
 expect_error "--json and --stats-json" "--json and --stats-json name the same output: give --json" 30 \
   mpirun_n 2 "$train" --data "$work/f.h5" --json "$work/a.json" --stats-json "$work/b.json"
 
