@@ -183,6 +183,12 @@ struct Loader::State {
                                                  comm.rank());
     return make_sampler(options.sampler, comm.size(), comm.rank());
   }
+  /// The plan-ahead sampler: a copy of `planned` (planned for epoch 0 already; copying its plan
+  /// costs a fraction of making it again), or a new one where the mode cannot copy itself.
+  std::unique_ptr<Sampler> plan_ahead_of(const Sampler& planned) const {
+    std::unique_ptr<Sampler> copy = planned.clone();
+    return copy ? std::move(copy) : make_plan();
+  }
 
   /// sampler->set_epoch(epoch) on any thread; with an observer (diagnostics), its CPU time and
   /// whether the order or plan was copied from the node's are sent as a plan event (a failed
@@ -326,7 +332,7 @@ struct Loader::State {
     stop_running();
     wait_for_plan_quietly();
     std::unique_ptr<Sampler> fresh = make_plan();
-    std::unique_ptr<Sampler> ahead = options.plan_ahead ? make_plan() : nullptr;
+    std::unique_ptr<Sampler> ahead = options.plan_ahead ? plan_ahead_of(*fresh) : nullptr;
     current = std::move(fresh);
     upcoming = std::move(ahead);
     current_epoch = 0;  // made planned for epoch 0
@@ -446,7 +452,7 @@ Loader::Loader(const Communicator& comm, LoaderOptions options) : state_(std::ma
     s.options.sampler.shared_plan = s.node_shares.plan;
   }
   comm.collective_try([&] {
-    if (s.options.plan_ahead) s.upcoming = s.make_plan();
+    if (s.options.plan_ahead) s.upcoming = s.plan_ahead_of(*s.current);
   });
   // What the options above do not show: weights given as values (LoaderOptions::sampler).
   comm.require_same_values({{"the sampler's configuration (its mode's settings and weights), hashed",

@@ -54,6 +54,7 @@ class BalancedSampler final : public ClassListSampler {
   BalancedSampler(const BalancedSamplerConfig& config, int world_size, int rank);
 
   std::string mode() const override { return "balanced"; }
+  std::unique_ptr<Sampler> clone() const override { return std::unique_ptr<Sampler>(new BalancedSampler(*this)); }
   void batch(std::int64_t step, std::vector<std::int64_t>& indices) const override;
   std::uint64_t config_hash() const override;
 

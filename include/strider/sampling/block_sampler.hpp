@@ -4,6 +4,7 @@
 /// rank's reads stay near-sequential. O(1) memory for any N < 2^63.
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "strider/sampling/feistel_permutation.hpp"
@@ -42,6 +43,7 @@ class BlockSampler final : public PartitionedSampler {
   BlockSampler(const BlockSamplerConfig& config, int world_size, int rank);
 
   std::string mode() const override { return "block"; }
+  std::unique_ptr<Sampler> clone() const override { return std::unique_ptr<Sampler>(new BlockSampler(*this)); }
   void batch(std::int64_t step, std::vector<std::int64_t>& indices) const override;
   std::uint64_t config_hash() const override;
 

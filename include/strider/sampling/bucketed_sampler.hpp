@@ -50,6 +50,7 @@ class BucketedSampler final : public Sampler {
   BucketedSampler(const BucketedSamplerConfig& config, int world_size, int rank);
 
   std::string mode() const override { return "bucketed"; }
+  std::unique_ptr<Sampler> clone() const override { return std::unique_ptr<Sampler>(new BucketedSampler(*this)); }
   std::int64_t num_steps() const override;
   std::int64_t max_batch_size() const override { return largest_batch_; }
   void batch(std::int64_t step, std::vector<std::int64_t>& indices) const override;

@@ -45,6 +45,7 @@ class DistributedSampler final : public Sampler {
   DistributedSampler(const DistributedSamplerConfig& config, int world_size, int rank);
 
   std::string mode() const override { return "distributed"; }
+  std::unique_ptr<Sampler> clone() const override { return std::unique_ptr<Sampler>(new DistributedSampler(*this)); }
   std::int64_t num_steps() const override { return num_steps_; }
   std::int64_t max_batch_size() const override;
   void batch(std::int64_t step, std::vector<std::int64_t>& indices) const override;

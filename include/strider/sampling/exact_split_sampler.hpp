@@ -5,6 +5,7 @@
 /// it): ranks may get different numbers of steps, so a caller must not run a collective per step.
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,7 @@ class ExactSplitSampler final : public Sampler {
   ExactSplitSampler(std::int64_t dataset_size, std::int64_t batch_size, int world_size, int rank);
 
   std::string mode() const override { return "exact"; }
+  std::unique_ptr<Sampler> clone() const override { return std::unique_ptr<Sampler>(new ExactSplitSampler(*this)); }
   /// Steps of this rank (ranks may differ by one).
   std::int64_t num_steps() const override;
   std::int64_t max_batch_size() const override;

@@ -12,6 +12,7 @@
 /// uninterrupted epoch.
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -40,11 +41,13 @@ struct SamplerState {
 class Sampler {
  public:
   virtual ~Sampler() = default;
-  Sampler(const Sampler&) = delete;
   Sampler& operator=(const Sampler&) = delete;
 
   /// The mode's name, as the CLI spells it ("distributed", "balanced", ...).
   virtual std::string mode() const = 0;
+  /// A copy of this sampler as it is now, its epoch and its plan (null where a mode cannot copy
+  /// itself): the Loader's plan-ahead sampler starts from one instead of planning epoch 0 again.
+  virtual std::unique_ptr<Sampler> clone() const { return nullptr; }
   int world_size() const noexcept { return world_size_; }
   int rank() const noexcept { return rank_; }
   std::int64_t seed() const noexcept { return seed_; }
@@ -81,6 +84,7 @@ class Sampler {
 
  protected:
   Sampler(int world_size, int rank, std::int64_t seed);
+  Sampler(const Sampler&) = default;  // clone()'s
   /// Called by set_epoch after epoch() changed.
   virtual void on_epoch() = 0;
   /// Throws UsageError unless 0 <= step < num_steps().

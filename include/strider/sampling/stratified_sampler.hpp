@@ -51,6 +51,7 @@ class StratifiedSampler final : public ClassListSampler {
   StratifiedSampler(const StratifiedSamplerConfig& config, int world_size, int rank);
 
   std::string mode() const override { return "stratified"; }
+  std::unique_ptr<Sampler> clone() const override { return std::unique_ptr<Sampler>(new StratifiedSampler(*this)); }
   void batch(std::int64_t step, std::vector<std::int64_t>& indices) const override;
   std::uint64_t config_hash() const override;
 

@@ -4,6 +4,7 @@
 /// materialised one, so that nothing of size N exists for any N < 2^63.
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "strider/sampling/feistel_permutation.hpp"
@@ -26,6 +27,7 @@ class StreamingSampler final : public PartitionedSampler {
   StreamingSampler(const StreamingSamplerConfig& config, int world_size, int rank);
 
   std::string mode() const override { return "streaming"; }
+  std::unique_ptr<Sampler> clone() const override { return std::unique_ptr<Sampler>(new StreamingSampler(*this)); }
   void batch(std::int64_t step, std::vector<std::int64_t>& indices) const override;
   std::uint64_t config_hash() const override;
 

@@ -50,6 +50,7 @@ class WeightedSampler final : public Sampler {
   WeightedSampler(const WeightedSamplerConfig& config, int world_size, int rank);
 
   std::string mode() const override { return "weighted"; }
+  std::unique_ptr<Sampler> clone() const override { return std::unique_ptr<Sampler>(new WeightedSampler(*this)); }
   std::int64_t num_steps() const override { return positions_.num_steps(); }
   std::int64_t max_batch_size() const override { return positions_.max_batch_size(); }
   void batch(std::int64_t step, std::vector<std::int64_t>& indices) const override;
