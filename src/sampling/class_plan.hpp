@@ -26,13 +26,17 @@ class CounterStream {
   CounterStream(std::uint64_t key, std::uint64_t counter) noexcept : state_(mix64(key ^ mix64(counter))) {}
   std::uint64_t next() noexcept { return mix64(state_ + kGoldenGamma * ++drawn_); }
   /// An unbiased integer in [0, bound) (masked rejection: fewer than two words on average).
-  std::uint64_t below(std::uint64_t bound) noexcept {
+  std::uint64_t below(std::uint64_t bound) noexcept { return below(bound, mask_of(bound)); }
+  /// below(bound) with mask_of(bound) computed once for many draws.
+  std::uint64_t below(std::uint64_t bound, std::uint64_t mask) noexcept {
     if (bound <= 1) return 0;
-    std::uint64_t mask = bound - 1;
-    for (int shift = 1; shift < 64; shift *= 2) mask |= mask >> shift;
     std::uint64_t value = next() & mask;
     while (value >= bound) value = next() & mask;
     return value;
+  }
+  /// The smallest all-ones mask covering bound - 1 (0 for a bound of 0 or 1).
+  static std::uint64_t mask_of(std::uint64_t bound) noexcept {
+    return bound <= 1 ? 0 : ~std::uint64_t{0} >> __builtin_clzll(bound - 1);
   }
 
  private:

@@ -143,6 +143,7 @@ void WeightedSampler::draw_samples(std::uint64_t key, std::int64_t* positions, s
   // while the rest of the group is drawn, then read.
   constexpr std::size_t kGroup = 32;
   const std::uint64_t total = cumulative_.back();
+  const std::uint64_t total_mask = detail::CounterStream::mask_of(total);
   // The first cumulative weight above the ticket: counted without branches over a few classes,
   // by binary search over many (sample weights).
   const auto chosen_by = [&](std::uint64_t ticket) {
@@ -157,7 +158,7 @@ void WeightedSampler::draw_samples(std::uint64_t key, std::int64_t* positions, s
   if (config_.sample_weights) {
     for (std::size_t k = 0; k < count; ++k) {
       detail::CounterStream stream(key, static_cast<std::uint64_t>(positions[k]));
-      positions[k] = static_cast<std::int64_t>(chosen_by(stream.below(total)));
+      positions[k] = static_cast<std::int64_t>(chosen_by(stream.below(total, total_mask)));
     }
     return;
   }
@@ -167,8 +168,9 @@ void WeightedSampler::draw_samples(std::uint64_t key, std::int64_t* positions, s
     const std::size_t group = std::min(kGroup, count - first);
     for (std::size_t k = 0; k < group; ++k) {
       detail::CounterStream stream(key, static_cast<std::uint64_t>(positions[first + k]));
-      const int label = static_cast<int>(chosen_by(stream.below(total)));
-      members[k] = index.members(label) + stream.below(static_cast<std::uint64_t>(index.count(label)));
+      const int label = static_cast<int>(chosen_by(stream.below(total, total_mask)));
+      const auto members_count = static_cast<std::uint64_t>(index.count(label));
+      members[k] = index.members(label) + stream.below(members_count, detail::CounterStream::mask_of(members_count));
       __builtin_prefetch(members[k]);
     }
     for (std::size_t k = 0; k < group; ++k) positions[first + k] = *members[k];
