@@ -11,12 +11,13 @@ Usage: scripts/gpu-bundle.sh [--build DIR] [--out DIR] [--max-mib N]
 Packs the build DIR (default build/, CUDA on: STRIDER_ENABLE_CUDA found nvcc and NCCL) into OUT
 (default gpu-bundle/, ignored by git), stripped, at most N MiB (default 55):
   bin/      strider-train, strider-gen, strider-bench, strider-inspect and the GPU test programs
-  lib/      libstrider and every shared library they need that is not glibc, libcuda or NCCL (Open
+  lib/      libstrider and every shared library they need but glibc, libcuda, NCCL and cuBLAS (Open
             MPI, parallel HDF5, Boost, libdeflate, the CUDA runtime, ...); lib/compat/ holds
             libstdc++ and libgcc_s, used only where the machine's are older than the build's
   ompi/     Open MPI's mpirun, orted, MCA components and help files, and PMIx's components
-  env.sh    sourced: PATH, LD_LIBRARY_PATH, OPAL_PREFIX and the component paths, and libnccl.so.2
-            from NCCL_ROOT, the machine's Python wheel (nvidia-nccl-cu*) or the system, in that order
+  env.sh    sourced: PATH, LD_LIBRARY_PATH, OPAL_PREFIX and the component paths, libnccl.so.2
+            from NCCL_ROOT, the machine's Python wheel (nvidia-nccl-cu*) or the system, in that order,
+            and cuBLAS from CUDA_HOME, the CUDA beside nvcc, /usr/local/cuda, the wheels or the system
   run       run CMD...: CMD in that environment (e.g. gpu-bundle/run mpirun -np 1 strider-train ...)
   MANIFEST.txt   the build (CUDA architectures, compilers, versions), the glibc and libstdc++
             versions it needs, and every file with its size
@@ -61,11 +62,13 @@ rm -rf "$out"
 mkdir -p "$out/bin" "$out/lib/compat" "$out/ompi/bin" "$out/ompi/lib/openmpi3" "$out/ompi/share/openmpi" "$out/ompi/pmix"
 
 # Libraries never packed: glibc (the machine's own, with its loader), the driver's libcuda, NCCL (the
-# machine's matching one), and libstdc++/libgcc_s (packed apart, in lib/compat).
+# machine's matching one), cuBLAS (part of every CUDA toolkit and wheel set, 600 MB with cuBLASLt),
+# and libstdc++/libgcc_s (packed apart, in lib/compat).
 skip_library() {
   case $1 in
     linux-vdso.so.* | ld-linux-x86-64.so.* | libc.so.* | libm.so.* | libdl.so.* | libpthread.so.* | librt.so.* | \
-      libresolv.so.* | libutil.so.* | libanl.so.* | libcuda.so.* | libnccl.so.*) return 0 ;;
+      libresolv.so.* | libutil.so.* | libanl.so.* | libcuda.so.* | libnccl.so.* | libcublas.so.* | \
+      libcublasLt.so.*) return 0 ;;
   esac
   return 1
 }
@@ -145,7 +148,7 @@ needs_glibcxx=$(highest GLIBCXX "${elves[@]}")
 
 cat >"$out/env.sh" <<'EOF'
 # Sourced (by ./run or by hand): the environment the bundle's programs run in. Prints one line and
-# returns 1 when the machine cannot run them (glibc too old, no libnccl.so.2).
+# returns 1 when the machine cannot run them (glibc too old, no libnccl.so.2, no cuBLAS).
 bundle=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 bundle_need() { sed -n "s/^needs $1: //p" "$bundle/MANIFEST.txt"; }
 # glibc: the machine's must be at least the build's.
@@ -172,6 +175,28 @@ if [[ -z $bundle_nccl ]]; then
   return 1
 fi
 export STRIDER_BUNDLE_NCCL=$bundle_nccl/libnccl.so.2
+# cuBLAS (the version libstrider names): CUDA_HOME, the CUDA beside nvcc, /usr/local/cuda, the Python
+# wheels (nvidia-cublas*), then the system's loader cache.
+bundle_cublas="" bundle_cublas_name=$(bundle_need cublas)
+if [[ -n $bundle_cublas_name ]]; then
+  bundle_nvcc=$(command -v nvcc 2>/dev/null)
+  for candidate in ${CUDA_HOME:+"$CUDA_HOME/lib64" "$CUDA_HOME/lib"} ${bundle_nvcc:+"$(dirname "$(dirname "$bundle_nvcc")")/lib64"} \
+    /usr/local/cuda/lib64 /usr/local/cuda/lib; do
+    [[ -e $candidate/$bundle_cublas_name ]] && bundle_cublas=$candidate && break
+  done
+  if [[ -z $bundle_cublas ]] && command -v python3 >/dev/null; then
+    bundle_cublas=$(python3 -c 'import glob, os, sys, nvidia; print(next(os.path.dirname(f) for d in nvidia.__path__ for f in glob.glob(os.path.join(d, "*", "lib", sys.argv[1]))))' "$bundle_cublas_name" 2>/dev/null) || bundle_cublas=""
+  fi
+  if [[ -z $bundle_cublas ]]; then
+    bundle_cublas=$(dirname "$(ldconfig -p 2>/dev/null | awk -v name="$bundle_cublas_name" '$1 == name {print $NF; exit}')" 2>/dev/null)
+    [[ $bundle_cublas == . ]] && bundle_cublas=""
+  fi
+  if [[ -z $bundle_cublas ]]; then
+    echo "gpu-bundle: no $bundle_cublas_name: set CUDA_HOME to a CUDA toolkit, or install NVIDIA's wheel (pip install nvidia-cublas) for python3 on PATH" >&2
+    return 1
+  fi
+  export STRIDER_BUNDLE_CUBLAS=$bundle_cublas/$bundle_cublas_name
+fi
 # libstdc++: the machine's unless it lacks the version the build needs.
 bundle_compat=""
 bundle_libstdcxx=$(ldconfig -p 2>/dev/null | awk '/libstdc\+\+\.so\.6 .*x86-64/ {print $NF; exit}')
@@ -179,7 +204,7 @@ if [[ -n $(bundle_need libstdc++) ]] && ! { [[ -n $bundle_libstdcxx ]] && grep -
   bundle_compat=$bundle/lib/compat:
 fi
 export PATH=$bundle/bin:$bundle/ompi/bin:$PATH
-export LD_LIBRARY_PATH=$bundle_compat$bundle/lib:$bundle_nccl${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export LD_LIBRARY_PATH=$bundle_compat$bundle/lib:$bundle_nccl${bundle_cublas:+:$bundle_cublas}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export OPAL_PREFIX=$bundle/ompi
 export OMPI_MCA_mca_base_component_path=$bundle/ompi/lib/openmpi3
 export PMIX_MCA_mca_base_component_path=$bundle/ompi/pmix
@@ -189,7 +214,7 @@ export OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader,tcp OMPI_MCA_btl_vader_single_co
 export OMPI_MCA_orte_launch_agent=$bundle/ompi/bin/orted
 if ((EUID == 0)); then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
 export OMPI_MCA_rmaps_base_oversubscribe=1
-unset bundle_glibc bundle_compat bundle_libstdcxx candidate
+unset bundle_glibc bundle_compat bundle_libstdcxx bundle_cublas bundle_cublas_name bundle_nvcc candidate
 EOF
 
 cat >"$out/run" <<'EOF'
@@ -212,6 +237,7 @@ chmod +x "$out/run"
   echo "nccl at build time: $(grep -hE '^#define NCCL_(MAJOR|MINOR|PATCH) ' "$(cache NCCL_INCLUDE_DIR)/nccl.h" | awk '{print $3}' | paste -sd.) ($(cache NCCL_LIBRARY))"
   echo "needs glibc: $needs_glibc"
   echo "needs libstdc++: $needs_glibcxx"
+  echo "needs cublas: $(objdump -p "$out/lib/libstrider.so.0" | awk '$1 == "NEEDED" && $2 ~ /^libcublas\.so/ {print $2}')"
   echo "open mpi components left out (fabric libraries a bare machine lacks): ${skipped_components[*]}"
   echo "files:"
   (cd "$out" && find . -type f -printf '%10s  %P\n' | sort -k2)

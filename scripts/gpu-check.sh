@@ -10,10 +10,10 @@ usage() {
 Usage: scripts/gpu-check.sh [--bundle DIR] [--out DIR] [--deadline S]
 Runs the GPU check from the bundle DIR (default gpu-bundle/ in the repository; make it with
 scripts/gpu-bundle.sh and carry it to the GPU machine with the working tree), in this order:
-  inventory     the GPU, driver and CUDA versions, nvcc, compute-sanitizer, NCCL (path and version),
+  inventory     the GPU, driver and CUDA versions, nvcc, compute-sanitizer, NCCL and cuBLAS (path and version),
                 Open MPI, glibc, Python and torch, the bundle's manifest; printed before anything
                 can fail, each item whatever became of the others
-  bundle        the bundle's environment (env.sh: glibc, libnccl.so.2)
+  bundle        the bundle's environment (env.sh: glibc, libnccl.so.2, cuBLAS)
   probe         strider_gpu_probe: the usable GPUs, or why there is none
   gpu tests     strider_gpu_tests [cuda-vs-cpu], [overlap], [device-batches] at 1 rank and
                 [allreduce] at 2 ranks (NCCL with 2 GPUs; with 1 GPU the ranks share it, MPI path)
@@ -23,7 +23,7 @@ scripts/gpu-bundle.sh and carry it to the GPU machine with the working tree), in
                 everywhere)
   benchmark     strider_gpu_benchmark on a copy-bound shape (64 MiB batches, mlp hidden 16) from
                 pinned and pageable memory (H2D GB/s against the pinned peak, overlap of copy k+1
-                with step k), and on a compute-bound shape
+                with step k), and on a compute-bound shape (dense layers on cuBLAS, then on the kernels)
   train         strider-gen writes 328 MB at up to 8 ranks; strider-train --backend cuda on it:
                 samples/s and stall fraction per epoch
   memcheck,     compute-sanitizer --tool memcheck / synccheck on strider_gpu_tests [cuda-vs-cpu];
@@ -148,6 +148,12 @@ if kind == "cudart":
     driver = value.value
     text = lambda v: "%d.%d" % (v // 1000, v % 1000 // 10)
     print("runtime %s (%s); the driver supports CUDA %s" % (text(runtime), path, text(driver) if driver else "- (no driver loaded)"))
+elif kind == "cublas":
+    parts = []
+    for which in range(3):  # MAJOR_VERSION, MINOR_VERSION, PATCH_LEVEL
+        lib.cublasGetProperty(which, ctypes.byref(value))
+        parts.append(str(value.value))
+    print("%s (%s)" % (".".join(parts), path))
 else:
     lib.ncclGetVersion(ctypes.byref(value))
     v = value.value
@@ -174,6 +180,8 @@ item nccl 'nccl=$("$bundle/run" sh -c "echo \$STRIDER_BUNDLE_NCCL") || { echo "t
   python3 -c "import importlib.metadata as m
 for d in m.distributions():
     if d.metadata[\"Name\"].startswith(\"nvidia-nccl\"): print(\"python wheel\", d.metadata[\"Name\"], d.version)" 2>/dev/null'
+item cublas 'cublas=$("$bundle/run" sh -c "echo \$STRIDER_BUNDLE_CUBLAS") || { echo "the bundle found none: $cublas"; exit 0; }
+  python3 -c "$versions_py" cublas "$cublas" 2>/dev/null || echo "$cublas (python3 could not ask it its version)"'
 item mpi '"$bundle/run" mpirun --version 2>&1 | head -n 1'
 item glibc 'echo "$(getconf GNU_LIBC_VERSION); the bundle needs $(sed -n "s/^needs glibc: //p" "$bundle/MANIFEST.txt" 2>/dev/null)"'
 item python 'command -v python3 >/dev/null || { echo "python3 not found"; exit 0; }
@@ -285,11 +293,22 @@ if gpu_part "benchmark copy-bound"; then
     "pinned peak $(grep -o 'pinned [0-9.]* GB/s' "$logs/benchmark-copy-bound.log" | head -n 1 | cut -d' ' -f2) GB/s; pinned staged: $(bench_figure 'pinned staged'); pageable staged: $(bench_figure 'pageable staged')"
 fi
 if gpu_part "benchmark compute-bound"; then
-  timed 60 "$logs/benchmark-compute-bound.log" "$run" strider_gpu_benchmark --steps 50 --batch 8192 --features 1024 \
-    --hidden 512 --memory pinned
-  show "$logs/benchmark-compute-bound.log" 'kernel time'
-  outcome "benchmark compute-bound" "$logs/benchmark-compute-bound.log" \
-    "staged: kernel time / step time $(sed -n 's/^pinned staged *kernel time \/ step time: .* = \([0-9.]*\).*/\1/p' "$logs/benchmark-compute-bound.log")"
+  # The same shape with the dense layers on cuBLAS (the default) and on strider's own kernels.
+  log=$logs/benchmark-compute-bound.log
+  : >"$log"
+  for dense in cublas kernels; do
+    echo "STRIDER_CUDA_DENSE=$dense" >>"$log"
+    timed 45 "$log.part" env STRIDER_CUDA_DENSE=$dense "$run" strider_gpu_benchmark --steps 50 --batch 8192 \
+      --features 1024 --hidden 512 --memory pinned
+    cat "$log.part" >>"$log" && rm -f "$log.part"
+    ((status == 0)) || break
+  done
+  show "$log" 'STRIDER_CUDA_DENSE|kernel time'
+  # dense_figure NAME: "NAME K ms / S ms" (kernel time and step time per step) of that run.
+  dense_figure() {
+    sed -n "/^STRIDER_CUDA_DENSE=$1/,/^STRIDER_CUDA_DENSE=/s/^pinned staged *kernel time \/ step time: \([0-9.]*\) ms \/ \([0-9.]*\) ms.*/$1 \1 ms \/ \2 ms/p" "$log" | head -n 1
+  }
+  outcome "benchmark compute-bound" "$log" "kernel time / step time per step: $(dense_figure cublas); $(dense_figure kernels)"
 fi
 if gpu_part "train 328 MB"; then
   gen_ranks=$(nproc)

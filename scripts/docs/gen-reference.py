@@ -38,6 +38,8 @@ ENVIRONMENT = {
                                 "the ranks and the UUID); such ranks all-reduce through MPI.",
     "STRIDER_NCCL_TIMEOUT_S": "seconds a NCCL init or all-reduce may make no progress before the rank tells "
                               "the others and aborts (default 600; 0: never).",
+    "STRIDER_CUDA_DENSE": "the CUDA models' dense layers: `cublas` (default; fp32 SGEMM) or `kernels` (strider's "
+                          "own per-output kernels, which sum in the CPU backend's order).",
     "STRIDER_IGNORE_LAUNCHER": "`1`: skip the launch check, which refuses (exit 2, `strider.UsageError`) a process "
                                "whose launcher says it started several (`WORLD_SIZE`, `SLURM_STEP_NUM_TASKS` of an "
                                "srun step, `OMPI_COMM_WORLD_SIZE`, `PMI_SIZE`, `PMIX_RANK` > 0) while MPI's world "

@@ -140,9 +140,20 @@ double parse_flag_seconds(const std::string& name, const char* value, double def
   return seconds;
 }
 
+const char* cuda_dense_name(CudaDense dense) noexcept {
+  return dense == CudaDense::kernels ? "kernels" : "cublas";
+}
+
 CudaBackendFlags parse_cuda_backend_flags(const char* allow_shared_gpu, const char* nccl_timeout_s,
-                                          const char* nccl_one_rank) {
+                                          const char* nccl_one_rank, const char* dense) {
   CudaBackendFlags flags;
+  if (dense != nullptr && *dense != '\0') {
+    const std::string text = lowercase(dense);
+    if (text == "kernels")
+      flags.dense = CudaDense::kernels;
+    else if (text != "cublas")
+      STRIDER_THROW(UsageError, std::string("STRIDER_CUDA_DENSE='") + dense + "': use cublas or kernels");
+  }
   flags.nccl_one_rank = parse_flag_bool("STRIDER_TEST_NCCL_ONE_RANK", nccl_one_rank, flags.nccl_one_rank);
   flags.allow_shared_device = parse_flag_bool("STRIDER_ALLOW_SHARED_GPU", allow_shared_gpu, flags.allow_shared_device);
   flags.nccl_timeout_s = parse_flag_seconds("STRIDER_NCCL_TIMEOUT_S", nccl_timeout_s, flags.nccl_timeout_s);
@@ -151,7 +162,7 @@ CudaBackendFlags parse_cuda_backend_flags(const char* allow_shared_gpu, const ch
 
 CudaBackendFlags cuda_backend_flags_from_environment() {
   return parse_cuda_backend_flags(std::getenv("STRIDER_ALLOW_SHARED_GPU"), std::getenv("STRIDER_NCCL_TIMEOUT_S"),
-                                  std::getenv("STRIDER_TEST_NCCL_ONE_RANK"));
+                                  std::getenv("STRIDER_TEST_NCCL_ONE_RANK"), std::getenv("STRIDER_CUDA_DENSE"));
 }
 
 double overlap_ms(const TimedInterval& a, const TimedInterval& b) noexcept {

@@ -1,9 +1,9 @@
 // The CUDA backend against the CPU backend (the reference math) on the same batches: losses,
-// correct counts (per class too), gradients, parameters and momentum after SGD steps, predictions, for softmax, mlp
-// and bag with several element types, batches small and large (a narrow layer's gradients then run
-// in chunks), and every grid-stride loop run more than once; NaN reaches the loss on both; bad
-// batches are refused before the gradients change; a staged copy is never used once its memory may
-// hold another batch.
+// correct counts (per class too), gradients, parameters and momentum after SGD steps, predictions,
+// for softmax, mlp and bag with several element types and the dense layers on cuBLAS and on
+// strider's kernels, batches small and large (a narrow layer's gradients then run in chunks), and
+// every grid-stride loop run more than once; NaN reaches the loss on both; bad batches are refused
+// before the gradients change; a staged copy is never used once its memory may hold another batch.
 #include <catch2/catch.hpp>
 #include <cfloat>
 #include <cmath>
@@ -155,17 +155,31 @@ void compare_on(Case& c) {
 
 }  // namespace
 
+/// Sets STRIDER_CUDA_DENSE (the dense layers' implementation) while it lives.
+struct DenseLayersChoice {
+  explicit DenseLayersChoice(const char* name) { ::setenv("STRIDER_CUDA_DENSE", name, 1); }
+  ~DenseLayersChoice() { ::unsetenv("STRIDER_CUDA_DENSE"); }
+  DenseLayersChoice(const DenseLayersChoice&) = delete;
+  DenseLayersChoice& operator=(const DenseLayersChoice&) = delete;
+};
+
 TEST_CASE("the CUDA backend computes what the CPU backend computes", "[cuda-vs-cpu]") {
-  for (Case& c : cases()) {
-    SECTION(c.name) {
-      compare_on(c);
+  // Both implementations of the dense layers: cuBLAS (the default) and strider's kernels.
+  for (const char* dense : {"cublas", "kernels"}) {
+    for (Case& c : cases()) {
+      SECTION(std::string(dense) + ": " + c.name) {
+        const DenseLayersChoice choice(dense);
+        compare_on(c);
+      }
     }
   }
 }
 
 TEST_CASE("every grid-stride loop runs more than once and still computes the same", "[cuda-vs-cpu]") {
-  // With one block of 256 threads per launch, every kernel whose work exceeds 256 elements strides.
+  // With one block of 256 threads per launch, every kernel whose work exceeds 256 elements strides
+  // (strider's dense kernels among them).
   const BlockLimit one_block(1);
+  const DenseLayersChoice kernels("kernels");
   for (Case& c : cases()) {
     if (c.name != "mlp on float32 features" && c.name != "bag on int32 tokens" &&
         c.name != "softmax on 3000 rows of 4 float32 features")

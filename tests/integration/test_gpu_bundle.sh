@@ -4,7 +4,7 @@
 # mount namespace where the system's copies of every library the bundle packs (Open MPI's, parallel
 # HDF5's, Boost's, libdeflate, the CUDA runtime ...) are hidden file by file (/dev/null bound over
 # each), Open MPI's and PMIx's folders, mpirun and orted, /usr/local/cuda and the build's libstrider
-# hidden too, and NCCL found only in a stand-in for NVIDIA's Python wheel. A library missing from the
+# hidden too, and NCCL and cuBLAS found only in stand-ins for NVIDIA's Python wheels. A library missing from the
 # bundle fails here, not on the GPU machine. Runs strider-gen and strider-train at 2 ranks through
 # the bundle's mpirun (the trace must equal the build's own), strider-inspect, ldd over every packed
 # program and library, and the GPU programs, which report their GPU parts skipped with the reason
@@ -41,10 +41,17 @@ train_args=(--data "$work/f.h5" --backend cpu --epochs 2 --batch-size 32 --seed 
 mpirun_n 2 "$STRIDER_BIN/strider-train" "${train_args[@]}" --trace-samples "$work/build-trace" >/dev/null 2>&1 ||
   fail "the build's strider-train"
 
-# NCCL from a stand-in for NVIDIA's wheel (nvidia/nccl/lib/libnccl.so.2 on python3's path).
+# NCCL from a stand-in for NVIDIA's wheel (nvidia/nccl/lib/libnccl.so.2 on python3's path), and
+# cuBLAS from one for NVIDIA's CUDA 13 wheels (nvidia/cu13/lib: hard links where the file system
+# allows, cuBLASLt being 540 MB).
 nccl=$(sed -n 's/^NCCL_LIBRARY:[A-Z]*=//p' "$STRIDER_BUILD_DIR/CMakeCache.txt")
-mkdir -p "$work/site/nvidia/nccl/lib"
+mkdir -p "$work/site/nvidia/nccl/lib" "$work/site/nvidia/cu13/lib"
 cp -L "$(dirname "$nccl")/libnccl.so.2" "$work/site/nvidia/nccl/lib/"
+cublas_name=$(sed -n 's/^needs cublas: //p' "$bundle/MANIFEST.txt")
+[[ $cublas_name == libcublas.so.* ]] || fail "the manifest names no cuBLAS libstrider needs: '$cublas_name'"
+while read -r name path; do
+  cp -lL "$path" "$work/site/nvidia/cu13/lib/$name" 2>/dev/null || cp -L "$path" "$work/site/nvidia/cu13/lib/$name"
+done < <(ldd "$STRIDER_BUILD_DIR/src/libstrider.so.0" | awk '$1 ~ /^libcublas(Lt)?\.so/ && $2 == "=>" {print $1, $3}')
 
 # What is hidden: every library the build's programs and Open MPI's launcher and components load
 # from the system (found from them, not from the bundle, so that one the bundle lacks is hidden
@@ -87,6 +94,7 @@ for folder in $FOLDERS; do mount -t tmpfs tmpfs "$folder" || { echo "cannot hide
 cd "$work"
 run=$bundle/run
 $run sh -c 'echo "$STRIDER_BUNDLE_NCCL"' >nccl.out 2>&1
+$run sh -c 'echo "$STRIDER_BUNDLE_CUBLAS"' >cublas.out 2>&1
 $run strider_gpu_probe >probe.out 2>&1
 echo $? >probe.status
 $run mpirun -np 2 strider-gen --kind features --classes 4 --samples 3000 --dim 16 --seed 2 --out "$work/g.h5" \
@@ -112,6 +120,7 @@ HIDDEN="${hidden[*]}" FOLDERS="${folders[*]}" PYTHONPATH=$work/site timeout -k 5
 [[ -s $work/inside.err ]] && fail "$(cat "$work/inside.err")"
 
 expect_equal "NCCL found in the wheel" "$(cat "$work/nccl.out")" "$work/site/nvidia/nccl/lib/libnccl.so.2"
+expect_equal "cuBLAS found in the wheel" "$(cat "$work/cublas.out")" "$work/site/nvidia/cu13/lib/$cublas_name"
 expect_equal "strider-gen at 2 ranks through the bundle's mpirun (exit)" "$(cat "$work/gen.status")" 0
 [[ -s $work/g.h5 ]] && cmp -s <("$STRIDER_BIN/strider-inspect" info "$work/g.h5" 2>&1 | grep -v '^file') \
   <("$STRIDER_BIN/strider-inspect" info "$work/f.h5" 2>&1 | grep -v '^file') &&
@@ -127,12 +136,13 @@ expect_equal "strider-inspect through the bundle (exit)" "$(cat "$work/inspect.s
 not_found=$(grep -ciE 'not found|error|too short' "$work/ldd.out")
 outside=$(grep '=> /' "$work/ldd.out" | awk '{print $3}' | grep -v "^$bundle/" |
   grep -vE '/(libc|libm|libdl|libpthread|librt|libresolv|libutil|libanl)\.so|/ld-linux-x86-64\.so|/libnccl\.so\.2$' |
+  grep -vE "^$work/site/nvidia/cu13/lib/libcublas(Lt)?\.so" |
   sort -u | while read -r path; do
     name=$(basename "$path")
     [[ $python_needs == *" $name "* || $name == libstdc++.so.6 || $name == libgcc_s.so.1 ]] || echo "$path"
   done)
 expect_equal "ldd over every packed program and library: libraries not found or unloadable" "$not_found" 0
-expect_equal "ldd: libraries from outside the bundle (glibc, NCCL and python3's aside)" "$outside" ""
+expect_equal "ldd: libraries from outside the bundle (glibc, NCCL, cuBLAS and python3's aside)" "$outside" ""
 # The GPU programs: exit 77 with their reason where no GPU works (GPU parts skipped), 0 with a GPU.
 for part in probe gpu-tests gpu-benchmark; do
   part_status=$(cat "$work/$part.status")
@@ -157,7 +167,7 @@ expect_equal "gpu-check without a GPU (exit)" "$check_status" 77
 items_missing=""
 for pattern in 'host: .* cores' 'gpu: nvidia-smi not found' 'cuda \(bundle\): runtime [0-9]+\.[0-9]+ .*no driver loaded' \
   'nvcc: not found' 'compute-sanitizer: not found' "nccl: [0-9]+\.[0-9]+\.[0-9]+ \($work/site/nvidia/nccl/lib/libnccl.so.2\)" \
-  'mpi: mpirun \(Open MPI\) [0-9]' 'glibc: glibc [0-9.]+; the bundle needs GLIBC_' 'python: Python 3' \
+  "cublas: [0-9]+\.[0-9]+\.[0-9]+ \($work/site/nvidia/cu13/lib/$cublas_name\)" 'mpi: mpirun \(Open MPI\) [0-9]' 'glibc: glibc [0-9.]+; the bundle needs GLIBC_' 'python: Python 3' \
   'manifest: cuda architectures: .*90'; do
   grep -qE "^gpu-check:   $pattern" "$check" || items_missing+=" '$pattern'"
 done

@@ -115,6 +115,21 @@ TEST_CASE("the CUDA backend's environment flags", "[gpu-binding]") {
   CHECK(set.nccl_timeout_s == 30.0);
   CHECK(set.nccl_one_rank);
   CHECK_THROWS_AS(parse_cuda_backend_flags(nullptr, nullptr, "always"), UsageError);
+  // The dense layers: cuBLAS unless STRIDER_CUDA_DENSE says kernels (any case); nothing else.
+  CHECK(defaults.dense == CudaDense::cublas);
+  CHECK(set.dense == CudaDense::cublas);
+  CHECK(parse_cuda_backend_flags(nullptr, nullptr, nullptr, "kernels").dense == CudaDense::kernels);
+  CHECK(parse_cuda_backend_flags(nullptr, nullptr, nullptr, "Kernels").dense == CudaDense::kernels);
+  CHECK(parse_cuda_backend_flags(nullptr, nullptr, nullptr, "cuBLAS").dense == CudaDense::cublas);
+  CHECK(parse_cuda_backend_flags(nullptr, nullptr, nullptr, "").dense == CudaDense::cublas);
+  CHECK(std::string(cuda_dense_name(CudaDense::kernels)) == "kernels");
+  CHECK(std::string(cuda_dense_name(CudaDense::cublas)) == "cublas");
+  try {
+    parse_cuda_backend_flags(nullptr, nullptr, nullptr, "naive");
+    FAIL("an unknown implementation must be refused");
+  } catch (const UsageError& error) {
+    CHECK(error.reason().find("STRIDER_CUDA_DENSE='naive': use cublas or kernels") != std::string::npos);
+  }
   try {
     parse_cuda_backend_flags("sometimes", nullptr);
     FAIL("a bad value must be refused");

@@ -56,6 +56,13 @@ std::string this_host_name();
 /// calling it after an all_gather is collective-safe. Not collective itself.
 void check_device_sharing(const std::vector<DeviceIdentity>& identities, bool allow_shared_device);
 
+/// How the CUDA models compute their dense (affine) layers: cuBLAS's SGEMM (fp32), or strider's own
+/// per-output kernels (the ones the CPU models were first checked against; no cuBLAS call).
+enum class CudaDense { cublas, kernels };
+
+/// "cublas" or "kernels".
+const char* cuda_dense_name(CudaDense dense) noexcept;
+
 /// Options of the CUDA backend that come from the environment (the Backend factory has no options).
 struct CudaBackendFlags {
   bool allow_shared_device = false;  ///< STRIDER_ALLOW_SHARED_GPU: ranks of a node may share one GPU
@@ -64,6 +71,7 @@ struct CudaBackendFlags {
   /// communicator of one rank instead of scaling locally, so that NCCL's init, all-reduce and abort
   /// run on a machine with one GPU.
   bool nccl_one_rank = false;
+  CudaDense dense = CudaDense::cublas;  ///< STRIDER_CUDA_DENSE: cublas | kernels
 };
 
 /// Parses a boolean flag's value: 1/true/yes/on and 0/false/no/off (any case), unset or empty gives
@@ -74,12 +82,12 @@ bool parse_flag_bool(const std::string& name, const char* value, bool default_va
 /// naming `name` otherwise.
 double parse_flag_seconds(const std::string& name, const char* value, double default_value);
 
-/// The flags from the two variables' values (nullptr: unset). Throws UsageError on a bad value.
+/// The flags from the variables' values (nullptr: unset). Throws UsageError on a bad value.
 CudaBackendFlags parse_cuda_backend_flags(const char* allow_shared_gpu, const char* nccl_timeout_s,
-                                          const char* nccl_one_rank = nullptr);
+                                          const char* nccl_one_rank = nullptr, const char* dense = nullptr);
 
-/// parse_cuda_backend_flags of getenv("STRIDER_ALLOW_SHARED_GPU"), getenv("STRIDER_NCCL_TIMEOUT_S") and
-/// getenv("STRIDER_TEST_NCCL_ONE_RANK").
+/// parse_cuda_backend_flags of getenv("STRIDER_ALLOW_SHARED_GPU"), getenv("STRIDER_NCCL_TIMEOUT_S"),
+/// getenv("STRIDER_TEST_NCCL_ONE_RANK") and getenv("STRIDER_CUDA_DENSE").
 CudaBackendFlags cuda_backend_flags_from_environment();
 
 }  // namespace strider

@@ -25,6 +25,7 @@
 #include "device/cuda/cuda_check.hpp"
 #include "device/cuda/cuda_handles.hpp"
 #include "device/cuda/cuda_kernels.cuh"
+#include "device/cuda/dense_layers.hpp"
 #include "device/cuda/element_conversion.cuh"
 #include "device/nccl_wait.hpp"
 #include "device/staging_slots.hpp"
@@ -127,7 +128,8 @@ const char* reduce_mode_name(ReduceMode mode) {
 /// The CUDA backend (see include/strider/device/cuda_backend.hpp). One thread at a time.
 class CudaBackend final : public Backend {
  public:
-  CudaBackend(const Communicator& comm, bool allow_shared_device, double nccl_timeout_s, bool nccl_one_rank);
+  CudaBackend(const Communicator& comm, bool allow_shared_device, double nccl_timeout_s, bool nccl_one_rank,
+              CudaDense dense);
   ~CudaBackend() override;
   CudaBackend(const CudaBackend&) = delete;
   CudaBackend& operator=(const CudaBackend&) = delete;
@@ -212,8 +214,9 @@ class CudaBackend final : public Backend {
   CudaEvent origin_;
   CudaEvent step_start_;
   CudaEvent step_end_;
-  mutable TimedSpan reduce_span_;  // all-reduce and scaling, collected after the next host wait
-  mutable TimedSpan sgd_span_;     // the SGD update, likewise
+  mutable TimedSpan reduce_span_;     // all-reduce and scaling, collected after the next host wait
+  mutable TimedSpan sgd_span_;        // the SGD update, likewise
+  std::optional<DenseLayers> dense_;  // the affine layers, on the compute stream
 
   ModelConfig config_;
   bool initialized_ = false;
@@ -244,7 +247,8 @@ class CudaBackend final : public Backend {
   mutable CudaBackendStats stats_;
 };
 
-CudaBackend::CudaBackend(const Communicator& comm, bool allow_shared_device, double nccl_timeout_s, bool nccl_one_rank)
+CudaBackend::CudaBackend(const Communicator& comm, bool allow_shared_device, double nccl_timeout_s, bool nccl_one_rank,
+                         CudaDense dense)
     : local_rank_(comm.local_rank()),
       allow_shared_device_(allow_shared_device),
       nccl_one_rank_(nccl_one_rank),
@@ -275,6 +279,7 @@ CudaBackend::CudaBackend(const Communicator& comm, bool allow_shared_device, dou
       make_device_identity(this_host_name(), reinterpret_cast<const unsigned char*>(properties.uuid.bytes), device_);
   copy_stream_ = make_stream();
   compute_stream_ = make_stream();
+  dense_.emplace(dense, compute_stream_.get());
   origin_ = make_event(true);
   step_start_ = make_event(true);
   step_end_ = make_event(true);
@@ -292,7 +297,8 @@ CudaBackend::CudaBackend(const Communicator& comm, bool allow_shared_device, dou
   stats_.device_uuid = device_uuid_text(identity_.uuid);
   log_info("cuda backend: node-local rank ", local_rank_, " of ", comm.local_size(), " -> device ", device_, " of ",
            count, " (", device_name_, ", ", stats_.device_uuid, ", compute capability ", capability,
-           "; kernels built for " STRIDER_CUDA_ARCHITECTURES ")");
+           "; kernels built for " STRIDER_CUDA_ARCHITECTURES "; dense layers on ",
+           dense == CudaDense::cublas ? "cuBLAS" : "strider's kernels", ")");
 }
 
 CudaBackend::~CudaBackend() {
@@ -459,14 +465,14 @@ void CudaBackend::reserve_scratch(std::int64_t count, std::int64_t elements) {
   std::int64_t width = 0;     // the hidden layer (mlp) or mean embedding (bag)
   std::int64_t partials = 0;  // the parameter gradients' chunk sums, the largest layer's
   if (config_.kind == "softmax") {
-    partials = kernels::parameter_gradient_partials(count, config_.features, classes);
+    partials = dense_->scratch_floats(count, config_.features, classes);
   } else if (config_.kind == "mlp") {
     width = config_.hidden;
-    partials = std::max(kernels::parameter_gradient_partials(count, width, classes),
-                        kernels::parameter_gradient_partials(count, config_.features, width));
+    partials =
+        std::max(dense_->scratch_floats(count, width, classes), dense_->scratch_floats(count, config_.features, width));
   } else {
     width = config_.embed_dim;
-    partials = kernels::parameter_gradient_partials(count, width, classes);
+    partials = dense_->scratch_floats(count, width, classes);
   }
   const bool features = config_.kind != "bag";
   const std::pair<DeviceScratch*, std::size_t> device[] = {
@@ -618,8 +624,7 @@ const float* CudaBackend::forward(const Slot& slot, std::int64_t count, std::int
     float* means = hidden_.get<float>(count * width);
     kernels::tokens_to_buckets(stream, slot.samples, slot.type, elements, config_.vocab, buckets);
     kernels::bag_mean(stream, p + layout_[0].offset, width, buckets, slot.offsets, count, means);
-    kernels::affine_forward(stream, means, count, width, p + layout_[1].offset, p + layout_[2].offset, classes, false,
-                            logits);
+    dense_->forward(means, count, width, p + layout_[1].offset, p + layout_[2].offset, classes, false, logits);
     return logits;
   }
   float* x = inputs_.get<float>(count * config_.features);
@@ -634,14 +639,13 @@ const float* CudaBackend::forward(const Slot& slot, std::int64_t count, std::int
     kernels::convert_to_float(stream, slot.samples, slot.type, count * config_.features, x);
   }
   if (config_.kind == "softmax") {
-    kernels::affine_forward(stream, x, count, config_.features, p + layout_[0].offset, p + layout_[1].offset, classes,
-                            false, logits);
+    dense_->forward(x, count, config_.features, p + layout_[0].offset, p + layout_[1].offset, classes, false, logits);
   } else {  // mlp
     float* hidden = hidden_.get<float>(count * config_.hidden);
-    kernels::affine_forward(stream, x, count, config_.features, p + layout_[0].offset, p + layout_[1].offset,
-                            config_.hidden, true, hidden);
-    kernels::affine_forward(stream, hidden, count, config_.hidden, p + layout_[2].offset, p + layout_[3].offset,
-                            classes, false, logits);
+    dense_->forward(x, count, config_.features, p + layout_[0].offset, p + layout_[1].offset, config_.hidden, true,
+                    hidden);
+    dense_->forward(hidden, count, config_.hidden, p + layout_[2].offset, p + layout_[3].offset, classes, false,
+                    logits);
   }
   return logits;
 }
@@ -656,27 +660,24 @@ void CudaBackend::backward(const Slot& slot, std::int64_t count, std::int64_t el
   kernels::cross_entropy(stream, logits, count, classes, slot.labels, losses_.get<double>(count),
                          correct_.get<std::int32_t>(count), logit_gradients);
   if (config_.kind == "softmax") {
-    kernels::affine_parameter_gradients(stream, inputs_.get<float>(count * config_.features), count, config_.features,
-                                        logit_gradients, classes, g + layout_[0].offset, g + layout_[1].offset,
-                                        partials);
+    dense_->parameter_gradients(inputs_.get<float>(count * config_.features), count, config_.features, logit_gradients,
+                                classes, g + layout_[0].offset, g + layout_[1].offset, partials);
   } else if (config_.kind == "mlp") {
     float* hidden = hidden_.get<float>(count * config_.hidden);
     float* hidden_gradients = hidden_gradients_.get<float>(count * config_.hidden);
-    kernels::affine_parameter_gradients(stream, hidden, count, config_.hidden, logit_gradients, classes,
-                                        g + layout_[2].offset, g + layout_[3].offset, partials);
-    kernels::affine_input_gradients(stream, p + layout_[2].offset, count, config_.hidden, logit_gradients, classes,
-                                    hidden, hidden_gradients);
-    kernels::affine_parameter_gradients(stream, inputs_.get<float>(count * config_.features), count, config_.features,
-                                        hidden_gradients, config_.hidden, g + layout_[0].offset, g + layout_[1].offset,
-                                        partials);
+    dense_->parameter_gradients(hidden, count, config_.hidden, logit_gradients, classes, g + layout_[2].offset,
+                                g + layout_[3].offset, partials);
+    dense_->input_gradients(p + layout_[2].offset, count, config_.hidden, logit_gradients, classes, hidden,
+                            hidden_gradients);
+    dense_->parameter_gradients(inputs_.get<float>(count * config_.features), count, config_.features, hidden_gradients,
+                                config_.hidden, g + layout_[0].offset, g + layout_[1].offset, partials);
   } else {  // bag
     const std::int64_t width = config_.embed_dim;
     float* means = hidden_.get<float>(count * width);
     float* mean_gradients = hidden_gradients_.get<float>(count * width);
-    kernels::affine_parameter_gradients(stream, means, count, width, logit_gradients, classes, g + layout_[1].offset,
-                                        g + layout_[2].offset, partials);
-    kernels::affine_input_gradients(stream, p + layout_[1].offset, count, width, logit_gradients, classes, nullptr,
-                                    mean_gradients);
+    dense_->parameter_gradients(means, count, width, logit_gradients, classes, g + layout_[1].offset,
+                                g + layout_[2].offset, partials);
+    dense_->input_gradients(p + layout_[1].offset, count, width, logit_gradients, classes, nullptr, mean_gradients);
     kernels::bag_embedding_gradients(stream, mean_gradients, width, buckets_.get<std::int64_t>(elements), slot.offsets,
                                      count, g + layout_[0].offset);
   }
@@ -1031,7 +1032,7 @@ std::unique_ptr<Backend> make_cuda_backend(const Communicator& comm, bool allow_
   if (probe.device_count == 0) STRIDER_THROW(UsageError, "the CUDA backend needs a working GPU: " + probe.reason);
   const CudaBackendFlags flags = cuda_backend_flags_from_environment();
   return std::make_unique<detail::CudaBackend>(comm, allow_shared_device || flags.allow_shared_device,
-                                               flags.nccl_timeout_s, flags.nccl_one_rank);
+                                               flags.nccl_timeout_s, flags.nccl_one_rank, flags.dense);
 }
 
 CudaBackendStats cuda_backend_stats(const Backend& backend) {

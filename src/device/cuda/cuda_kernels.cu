@@ -155,6 +155,23 @@ __global__ void affine_input_gradients_kernel(const float* weights, std::int64_t
   }
 }
 
+__global__ void add_bias_kernel(float* out, std::int64_t n, const float* bias, std::int64_t cols, bool relu) {
+  for (std::int64_t index = first_index(); index < n * cols; index += index_stride()) {
+    const float sum = out[index] + bias[index % cols];
+    out[index] = relu ? strider::detail::relu(sum) : sum;
+  }
+}
+
+__global__ void mask_relu_gradients_kernel(const float* mask, std::int64_t count, float* gradients) {
+  for (std::int64_t index = first_index(); index < count; index += index_stride()) {
+    if (!strider::detail::relu_passes_gradient(mask[index])) gradients[index] = 0.0f;
+  }
+}
+
+__global__ void fill_kernel(float* values, std::int64_t count, float value) {
+  for (std::int64_t index = first_index(); index < count; index += index_stride()) values[index] = value;
+}
+
 __device__ int row_argmax(const float* logits, int classes) {
   int best = 0;
   for (int c = 1; c < classes; ++c) {
@@ -299,6 +316,24 @@ void affine_input_gradients(cudaStream_t stream, const float* weights, std::int6
   affine_input_gradients_kernel<<<blocks_for(n * rows), threads_per_block, 0, stream>>>(weights, n, rows, out_gradients,
                                                                                         cols, mask, in_gradients);
   check_launch("launching the input gradients of an affine layer");
+}
+
+void add_bias(cudaStream_t stream, float* out, std::int64_t n, const float* bias, std::int64_t cols, bool relu) {
+  if (n == 0) return;
+  add_bias_kernel<<<blocks_for(n * cols), threads_per_block, 0, stream>>>(out, n, bias, cols, relu);
+  check_launch("launching an affine layer's bias");
+}
+
+void mask_relu_gradients(cudaStream_t stream, const float* mask, std::int64_t count, float* gradients) {
+  if (count == 0) return;
+  mask_relu_gradients_kernel<<<blocks_for(count), threads_per_block, 0, stream>>>(mask, count, gradients);
+  check_launch("launching the ReLU's gradient mask");
+}
+
+void fill(cudaStream_t stream, float* values, std::int64_t count, float value) {
+  if (count == 0) return;
+  fill_kernel<<<blocks_for(count), threads_per_block, 0, stream>>>(values, count, value);
+  check_launch("launching a fill");
 }
 
 void cross_entropy(cudaStream_t stream, const float* logits, std::int64_t n, int classes, const std::int32_t* labels,

@@ -47,6 +47,16 @@ void affine_parameter_gradients(cudaStream_t stream, const float* in, std::int64
 void affine_input_gradients(cudaStream_t stream, const float* weights, std::int64_t n, std::int64_t rows,
                             const float* out_gradients, std::int64_t cols, const float* mask, float* in_gradients);
 
+/// out[n, cols] += bias[cols] on every row, then relu clamps at 0 (NaN stays NaN) when asked: the
+/// epilogue of an affine layer whose product another routine made (cuBLAS).
+void add_bias(cudaStream_t stream, float* out, std::int64_t n, const float* bias, std::int64_t cols, bool relu);
+
+/// gradients[i] = 0 where mask[i] (the ReLU output) is <= 0, i < count; a NaN mask value passes.
+void mask_relu_gradients(cudaStream_t stream, const float* mask, std::int64_t count, float* gradients);
+
+/// values[i] = value, i < count.
+void fill(cudaStream_t stream, float* values, std::int64_t count, float value);
+
 /// Per row: loss (double), 1 when the argmax (lowest index on ties) equals the label, and
 /// d loss / d logits = softmax - one_hot.
 void cross_entropy(cudaStream_t stream, const float* logits, std::int64_t n, int classes, const std::int32_t* labels,
