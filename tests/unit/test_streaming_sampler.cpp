@@ -1,4 +1,5 @@
 // The streaming sampler and its Feistel permutation: exact coverage, invariants, 64-bit sizes.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <limits>
 #include <random>
@@ -162,11 +163,20 @@ TEST_CASE("Feistel permutation: permute() of every position is a bijection for e
   }
 }
 
-TEST_CASE("streaming permutation: exact coverage for 300 random N up to 1e7", "[streaming][slow]") {
+TEST_CASE("streaming permutation: exact coverage for 310 random N of every bit width up to 1e7", "[streaming][slow]") {
+  // 300 sizes of a bit width drawn uniformly from 1 to 24 (the cycle walking's edges lie at every
+  // power of two, each width as often), then 10 drawn uniformly from the top half of 1e7.
   std::mt19937_64 engine(12345);
   std::vector<std::int64_t> chunk(4096);
-  for (int trial = 0; trial < 300; ++trial) {
-    const std::uint64_t n = 1 + uniform_below(engine, 10'000'000);
+  constexpr std::uint64_t largest = 10'000'000;
+  for (int trial = 0; trial < 310; ++trial) {
+    std::uint64_t low = largest / 2, high = largest;  // n in [low, high]
+    if (trial < 300) {
+      const int bits = 1 + static_cast<int>(uniform_below(engine, 24));
+      low = std::uint64_t{1} << (bits - 1);
+      high = std::min((std::uint64_t{1} << bits) - 1, largest);
+    }
+    const std::uint64_t n = low + uniform_below(engine, high - low + 1);
     CAPTURE(n);
     const FeistelPermutation permutation(n, engine());
     std::vector<bool> seen(n, false);
