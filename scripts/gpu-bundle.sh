@@ -177,12 +177,13 @@ fi
 export STRIDER_BUNDLE_NCCL=$bundle_nccl/libnccl.so.2
 # cuBLAS (the version libstrider names): CUDA_HOME, the CUDA beside nvcc, /usr/local/cuda, the Python
 # wheels (nvidia-cublas*), then the system's loader cache.
+unset STRIDER_BUNDLE_CUBLAS
 bundle_cublas="" bundle_cublas_name=$(bundle_need cublas)
 if [[ -n $bundle_cublas_name ]]; then
-  bundle_nvcc=$(command -v nvcc 2>/dev/null)
+  bundle_nvcc=$(readlink -f "$(command -v nvcc 2>/dev/null)" 2>/dev/null)
   for candidate in ${CUDA_HOME:+"$CUDA_HOME/lib64" "$CUDA_HOME/lib"} ${bundle_nvcc:+"$(dirname "$(dirname "$bundle_nvcc")")/lib64"} \
     /usr/local/cuda/lib64 /usr/local/cuda/lib; do
-    [[ -e $candidate/$bundle_cublas_name ]] && bundle_cublas=$candidate && break
+    [[ -f $candidate/$bundle_cublas_name && -s $candidate/$bundle_cublas_name ]] && bundle_cublas=$candidate && break
   done
   if [[ -z $bundle_cublas ]] && command -v python3 >/dev/null; then
     bundle_cublas=$(python3 -c 'import glob, os, sys, nvidia; print(next(os.path.dirname(f) for d in nvidia.__path__ for f in glob.glob(os.path.join(d, "*", "lib", sys.argv[1]))))' "$bundle_cublas_name" 2>/dev/null) || bundle_cublas=""
@@ -237,7 +238,8 @@ chmod +x "$out/run"
   echo "nccl at build time: $(grep -hE '^#define NCCL_(MAJOR|MINOR|PATCH) ' "$(cache NCCL_INCLUDE_DIR)/nccl.h" | awk '{print $3}' | paste -sd.) ($(cache NCCL_LIBRARY))"
   echo "needs glibc: $needs_glibc"
   echo "needs libstdc++: $needs_glibcxx"
-  echo "needs cublas: $(objdump -p "$out/lib/libstrider.so.0" | awk '$1 == "NEEDED" && $2 ~ /^libcublas\.so/ {print $2}')"
+  # libstrider opens cuBLAS at run time by this name (dense_layers.cpp), so ldd does not list it.
+  echo "needs cublas: $(grep -aom 1 'libcublas\.so\.[0-9][0-9]*' "$out/lib/libstrider.so.0" | head -n 1)"
   echo "open mpi components left out (fabric libraries a bare machine lacks): ${skipped_components[*]}"
   echo "files:"
   (cd "$out" && find . -type f -printf '%10s  %P\n' | sort -k2)

@@ -181,6 +181,7 @@ item nccl 'nccl=$("$bundle/run" sh -c "echo \$STRIDER_BUNDLE_NCCL") || { echo "t
 for d in m.distributions():
     if d.metadata[\"Name\"].startswith(\"nvidia-nccl\"): print(\"python wheel\", d.metadata[\"Name\"], d.version)" 2>/dev/null'
 item cublas 'cublas=$("$bundle/run" sh -c "echo \$STRIDER_BUNDLE_CUBLAS") || { echo "the bundle found none: $cublas"; exit 0; }
+  [[ -n $cublas ]] || { echo "not needed (the bundle names no cuBLAS)"; exit 0; }
   python3 -c "$versions_py" cublas "$cublas" 2>/dev/null || echo "$cublas (python3 could not ask it its version)"'
 item mpi '"$bundle/run" mpirun --version 2>&1 | head -n 1'
 item glibc 'echo "$(getconf GNU_LIBC_VERSION); the bundle needs $(sed -n "s/^needs glibc: //p" "$bundle/MANIFEST.txt" 2>/dev/null)"'
@@ -303,6 +304,8 @@ if gpu_part "benchmark compute-bound"; then
     cat "$log.part" >>"$log" && rm -f "$log.part"
     ((status == 0)) || break
   done
+  # outcome reads "not started" from the log's first line: that of the run that stopped the loop.
+  ((status == 124)) && grep -q '^not started' "$log" && sed -i -n '/^not started/,$p' "$log"
   show "$log" 'STRIDER_CUDA_DENSE|kernel time'
   # dense_figure NAME: "NAME K ms / S ms" (kernel time and step time per step) of that run.
   dense_figure() {

@@ -155,10 +155,22 @@ void compare_on(Case& c) {
 
 }  // namespace
 
-/// Sets STRIDER_CUDA_DENSE (the dense layers' implementation) while it lives.
+/// Sets STRIDER_CUDA_DENSE (the dense layers' implementation) while it lives, then restores it.
 struct DenseLayersChoice {
-  explicit DenseLayersChoice(const char* name) { ::setenv("STRIDER_CUDA_DENSE", name, 1); }
-  ~DenseLayersChoice() { ::unsetenv("STRIDER_CUDA_DENSE"); }
+  explicit DenseLayersChoice(const char* name) {
+    const char* before = std::getenv("STRIDER_CUDA_DENSE");
+    if (before != nullptr) previous = before;
+    had_previous = before != nullptr;
+    ::setenv("STRIDER_CUDA_DENSE", name, 1);
+  }
+  ~DenseLayersChoice() {
+    if (had_previous)
+      ::setenv("STRIDER_CUDA_DENSE", previous.c_str(), 1);
+    else
+      ::unsetenv("STRIDER_CUDA_DENSE");
+  }
+  std::string previous;
+  bool had_previous = false;
   DenseLayersChoice(const DenseLayersChoice&) = delete;
   DenseLayersChoice& operator=(const DenseLayersChoice&) = delete;
 };
@@ -177,15 +189,17 @@ TEST_CASE("the CUDA backend computes what the CPU backend computes", "[cuda-vs-c
 
 TEST_CASE("every grid-stride loop runs more than once and still computes the same", "[cuda-vs-cpu]") {
   // With one block of 256 threads per launch, every kernel whose work exceeds 256 elements strides
-  // (strider's dense kernels among them).
+  // (strider's dense kernels, and cuBLAS's bias, mask and fill kernels).
   const BlockLimit one_block(1);
-  const DenseLayersChoice kernels("kernels");
-  for (Case& c : cases()) {
-    if (c.name != "mlp on float32 features" && c.name != "bag on int32 tokens" &&
-        c.name != "softmax on 3000 rows of 4 float32 features")
-      continue;
-    SECTION(c.name) {
-      compare_on(c);
+  for (const char* dense : {"cublas", "kernels"}) {
+    for (Case& c : cases()) {
+      if (c.name != "mlp on float32 features" && c.name != "bag on int32 tokens" &&
+          c.name != "softmax on 3000 rows of 4 float32 features")
+        continue;
+      SECTION(std::string(dense) + ": " + c.name) {
+        const DenseLayersChoice choice(dense);
+        compare_on(c);
+      }
     }
   }
 }

@@ -48,10 +48,13 @@ nccl=$(sed -n 's/^NCCL_LIBRARY:[A-Z]*=//p' "$STRIDER_BUILD_DIR/CMakeCache.txt")
 mkdir -p "$work/site/nvidia/nccl/lib" "$work/site/nvidia/cu13/lib"
 cp -L "$(dirname "$nccl")/libnccl.so.2" "$work/site/nvidia/nccl/lib/"
 cublas_name=$(sed -n 's/^needs cublas: //p' "$bundle/MANIFEST.txt")
-[[ $cublas_name == libcublas.so.* ]] || fail "the manifest names no cuBLAS libstrider needs: '$cublas_name'"
-while read -r name path; do
-  cp -lL "$path" "$work/site/nvidia/cu13/lib/$name" 2>/dev/null || cp -L "$path" "$work/site/nvidia/cu13/lib/$name"
-done < <(ldd "$STRIDER_BUILD_DIR/src/libstrider.so.0" | awk '$1 ~ /^libcublas(Lt)?\.so/ && $2 == "=>" {print $1, $3}')
+[[ $cublas_name == libcublas.so.* ]] || fail "the manifest names no cuBLAS libstrider opens: '$cublas_name'"
+nvcc=$(sed -n 's/^set(CMAKE_CUDA_COMPILER "\(.*\)")$/\1/p' "$STRIDER_BUILD_DIR"/CMakeFiles/*/CMakeCUDACompiler.cmake | head -n 1)
+cuda_lib=$(dirname "$(dirname "$(readlink -f "$nvcc")")")/lib64
+for name in "$cublas_name" "${cublas_name/libcublas/libcublasLt}"; do
+  cp -lL "$cuda_lib/$name" "$work/site/nvidia/cu13/lib/$name" 2>/dev/null || cp -L "$cuda_lib/$name" "$work/site/nvidia/cu13/lib/$name" ||
+    fail "no $name in the build's CUDA toolkit ($cuda_lib)"
+done
 
 # What is hidden: every library the build's programs and Open MPI's launcher and components load
 # from the system (found from them, not from the bundle, so that one the bundle lacks is hidden
@@ -115,7 +118,7 @@ ldd "$bundle"/bin/* "$bundle"/lib/*.so* "$bundle"/ompi/bin/orted "$bundle"/ompi/
   "$bundle"/ompi/pmix/*.so >ldd.out 2>&1
 EOF
 HIDDEN="${hidden[*]}" FOLDERS="${folders[*]}" PYTHONPATH=$work/site timeout -k 5 240 \
-  env -u NCCL_ROOT -u LD_LIBRARY_PATH -u OPAL_PREFIX PATH=/usr/bin:/bin \
+  env -u NCCL_ROOT -u CUDA_HOME -u LD_LIBRARY_PATH -u OPAL_PREFIX PATH=/usr/bin:/bin \
   unshare --mount --propagation private bash "$work/inside.sh" "$work" "$bundle" "${train_args[@]}"
 [[ -s $work/inside.err ]] && fail "$(cat "$work/inside.err")"
 

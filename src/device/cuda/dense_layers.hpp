@@ -5,7 +5,7 @@
 //   parameter_gradients: dW += in^T * g; db += column sums of g[n, cols]
 //   input_gradients:     dx[n, rows] = g[n, cols] * W^T  (zero where the ReLU was off)
 // cuBLAS (the default) runs full fp32 SGEMM (no TF32) on the stream it is bound to, with a workspace
-// allocated once here, so that no later call allocates or waits on the device. Its products do not
+// allocated once here, so that no later call allocates device memory. Its products do not
 // skip zero inputs as the kernels do (0 * inf is NaN there), and they sum in another order: results
 // agree with the kernels and the CPU within float rounding for finite inputs. Both are deterministic
 // on one device and toolkit.
