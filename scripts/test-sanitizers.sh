@@ -15,8 +15,10 @@ set -euo pipefail
 source "$(dirname "$0")/common.sh"
 which=${1:-all}
 supp=$repo_root/tests/sanitizers
-# -O1 -g1 compiles in about half the time of -O2 -g and keeps stacks readable.
-fast_debug=(-DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1" "-DCMAKE_C_FLAGS_DEBUG=-O1 -g1")
+# -O0 -g1: the sanitizers insert their checks at any optimisation level, and under ASan + UBSan the
+# library compiles in 40 s at -O0 against 67 s at -O1 (from an empty cache here) while the CI pass's
+# tests take as long (55 s against 53 s); -g1 keeps stacks readable.
+fast_debug=(-DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O0 -g1" "-DCMAKE_C_FLAGS_DEBUG=-O0 -g1")
 
 case $which in
   all | asan | tsan | ci) ;;
