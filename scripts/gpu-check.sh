@@ -301,17 +301,17 @@ if gpu_part "benchmark compute-bound"; then
     echo "STRIDER_CUDA_DENSE=$dense" >>"$log"
     timed 45 "$log.part" env STRIDER_CUDA_DENSE=$dense "$run" strider_gpu_benchmark --steps 50 --batch 8192 \
       --features 1024 --hidden 512 --memory pinned
-    cat "$log.part" >>"$log" && rm -f "$log.part"
+    cat "$log.part" >>"$log"
     ((status == 0)) || break
   done
-  # outcome reads "not started" from the log's first line: that of the run that stopped the loop.
-  ((status == 124)) && grep -q '^not started' "$log" && sed -i -n '/^not started/,$p' "$log"
   show "$log" 'STRIDER_CUDA_DENSE|kernel time'
   # dense_figure NAME: "NAME K ms / S ms" (kernel time and step time per step) of that run.
   dense_figure() {
     sed -n "/^STRIDER_CUDA_DENSE=$1/,/^STRIDER_CUDA_DENSE=/s/^pinned staged *kernel time \/ step time: \([0-9.]*\) ms \/ \([0-9.]*\) ms.*/$1 \1 ms \/ \2 ms/p" "$log" | head -n 1
   }
-  outcome "benchmark compute-bound" "$log" "kernel time / step time per step: $(dense_figure cublas); $(dense_figure kernels)"
+  # A failure or timeout is read from the log of the run that stopped the loop.
+  outcome "benchmark compute-bound" "$log.part" "kernel time / step time per step: $(dense_figure cublas); $(dense_figure kernels)"
+  rm -f "$log.part"
 fi
 if gpu_part "train 328 MB"; then
   gen_ranks=$(nproc)

@@ -13,6 +13,7 @@
 
 #include "device/cuda/kernel_limits.hpp"
 #include "gpu_test_support.hpp"
+#include "scoped_variable.hpp"
 #include "strider/core/error.hpp"
 #include "strider/device/cpu_backend.hpp"
 #include "strider/device/cuda_backend.hpp"
@@ -155,32 +156,12 @@ void compare_on(Case& c) {
 
 }  // namespace
 
-/// Sets STRIDER_CUDA_DENSE (the dense layers' implementation) while it lives, then restores it.
-struct DenseLayersChoice {
-  explicit DenseLayersChoice(const char* name) {
-    const char* before = std::getenv("STRIDER_CUDA_DENSE");
-    if (before != nullptr) previous = before;
-    had_previous = before != nullptr;
-    ::setenv("STRIDER_CUDA_DENSE", name, 1);
-  }
-  ~DenseLayersChoice() {
-    if (had_previous)
-      ::setenv("STRIDER_CUDA_DENSE", previous.c_str(), 1);
-    else
-      ::unsetenv("STRIDER_CUDA_DENSE");
-  }
-  std::string previous;
-  bool had_previous = false;
-  DenseLayersChoice(const DenseLayersChoice&) = delete;
-  DenseLayersChoice& operator=(const DenseLayersChoice&) = delete;
-};
-
 TEST_CASE("the CUDA backend computes what the CPU backend computes", "[cuda-vs-cpu]") {
   // Both implementations of the dense layers: cuBLAS (the default) and strider's kernels.
   for (const char* dense : {"cublas", "kernels"}) {
     for (Case& c : cases()) {
       SECTION(std::string(dense) + ": " + c.name) {
-        const DenseLayersChoice choice(dense);
+        const strider::testing::ScopedVariable choice("STRIDER_CUDA_DENSE", dense);
         compare_on(c);
       }
     }
@@ -197,7 +178,7 @@ TEST_CASE("every grid-stride loop runs more than once and still computes the sam
           c.name != "softmax on 3000 rows of 4 float32 features")
         continue;
       SECTION(std::string(dense) + ": " + c.name) {
-        const DenseLayersChoice choice(dense);
+        const strider::testing::ScopedVariable choice("STRIDER_CUDA_DENSE", dense);
         compare_on(c);
       }
     }

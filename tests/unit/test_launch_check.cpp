@@ -8,11 +8,13 @@
 #include <optional>
 #include <string>
 
+#include "scoped_variable.hpp"
 #include "strider/comm/launch_check.hpp"
 #include "strider/core/error.hpp"
 
 using namespace strider;
 using Environment = std::map<std::string, std::string>;
+using strider::testing::ScopedVariable;
 
 namespace {
 
@@ -22,30 +24,6 @@ void require_one_line(const LaunchVerdict& verdict) {
   REQUIRE_THAT(verdict.message, Catch::Contains("but MPI's world has 1 process") &&
                                     Catch::Contains("STRIDER_IGNORE_LAUNCHER=1 skips this check"));
 }
-
-/// Sets (or, for nullptr, unsets) an environment variable for its lifetime, then restores it.
-class ScopedVariable {
- public:
-  ScopedVariable(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) saved_ = old;
-    if (value)
-      ::setenv(name, value, 1);
-    else
-      ::unsetenv(name);
-  }
-  ~ScopedVariable() {
-    if (saved_)
-      ::setenv(name_, saved_->c_str(), 1);
-    else
-      ::unsetenv(name_);
-  }
-  ScopedVariable(const ScopedVariable&) = delete;
-  ScopedVariable& operator=(const ScopedVariable&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> saved_;
-};
 
 }  // namespace
 

@@ -129,12 +129,11 @@ void DenseLayers::forward(const float* in, std::int64_t n, std::int64_t rows, co
   }
   if (n == 0) return;
   const float one = 1.0f, zero = 0.0f;
+  const int c = dimension(cols, "output count"), r = dimension(rows, "input count");
   // out^T[cols, n] = W^T[cols, rows] * in^T[rows, n]
-  STRIDER_CUBLAS_CHECK(
-      cublas().sgemm(handle_.get(), CUBLAS_OP_N, CUBLAS_OP_N, dimension(cols, "output count"), dimension(n, "batch"),
-                     dimension(rows, "input count"), &one, weights, dimension(cols, "output count"), in,
-                     dimension(rows, "input count"), &zero, out, dimension(cols, "output count")),
-      "an affine layer's product");
+  STRIDER_CUBLAS_CHECK(cublas().sgemm(handle_.get(), CUBLAS_OP_N, CUBLAS_OP_N, c, dimension(n, "batch"), r, &one,
+                                      weights, c, in, r, &zero, out, c),
+                       "an affine layer's product");
   kernels::add_bias(stream_, out, n, bias, cols, relu);
 }
 
