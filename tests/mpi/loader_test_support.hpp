@@ -16,6 +16,7 @@
 
 #include "batch_hashes.hpp"
 #include "mpi_test_support.hpp"
+#include "scoped_variable.hpp"
 #include "strider/io/synthetic_dataset.hpp"
 #include "strider/pipeline/loader.hpp"
 
@@ -191,26 +192,13 @@ inline const std::vector<ModeCase>& every_mode() {
 /// restores what the environment held before (a run of the tests with it set must still pass).
 class NodeSize {
  public:
-  explicit NodeSize(int ranks_per_node) {
-    if (const char* before = std::getenv("STRIDER_NODE_SIZE")) before_ = before;
-    if (ranks_per_node > 0) {
-      ::setenv("STRIDER_NODE_SIZE", std::to_string(ranks_per_node).c_str(), 1);
-    } else {
-      ::unsetenv("STRIDER_NODE_SIZE");
-    }
-  }
-  ~NodeSize() {
-    if (before_) {
-      ::setenv("STRIDER_NODE_SIZE", before_->c_str(), 1);
-    } else {
-      ::unsetenv("STRIDER_NODE_SIZE");
-    }
-  }
-  NodeSize(const NodeSize&) = delete;
-  NodeSize& operator=(const NodeSize&) = delete;
+  explicit NodeSize(int ranks_per_node)
+      : value_(std::to_string(ranks_per_node)),
+        variable_("STRIDER_NODE_SIZE", ranks_per_node > 0 ? value_.c_str() : nullptr) {}
 
  private:
-  std::optional<std::string> before_;
+  std::string value_;  // before variable_: set before it is read
+  ScopedVariable variable_;
 };
 
 /// The node sizes a run at `ranks` ranks can use (each divides the ranks of the one real node),
