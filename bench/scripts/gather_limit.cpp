@@ -18,13 +18,15 @@
 // cache line; a table per row indexed by the shuffled row would add cache misses the real gather
 // does not have. Nor is a row's size looked up per row where strider's mmap engine knows it: rows
 // of 64, 128, 256 or 512 bytes (and 4-byte labels) are copied with the size a constant, as that
-// engine copies them (a memcpy call per row would understate the limit). Two loops are timed,
-// each on fresh shuffled epochs: plain (memcpy per row) and prefetching (the first KiB of the row
-// 8 positions ahead requested while this one is copied, as the mmap engine does); the limit is the
-// faster.
+// engine copies them (a memcpy call per row would understate the limit). Three loops are timed,
+// each on fresh shuffled epochs: plain (memcpy per row) and two prefetching ones (the first KiB of
+// the row 8 positions ahead requested while this one is copied, as the mmap engine does), one
+// asking for the lines in every cache level (prefetcht0, the mmap engine's) and one non-temporal
+// (prefetchnta, which on some processors keeps the lines out of the outer caches); the limit is the
+// fastest.
 //
 // Prints one JSON object: rows_per_s (the sum over processes), rows_per_cpu_s (rows per CPU-second
-// of user + system time, the figure that holds on a loaded machine), bytes_per_s, the rates of both
+// of user + system time, the figure that holds on a loaded machine), bytes_per_s, the rates of the
 // loops, and each process's figures. The shuffle is not timed (the sampler's share).
 
 #include <fcntl.h>
@@ -112,8 +114,8 @@ double cpu_seconds() {
 
 /// One process's result.
 struct Figures {
-  double plain_rows_per_s = 0, prefetch_rows_per_s = 0;      // wall-clock, each loop alone
-  double rows = 0, bytes = 0, seconds = 0, cpu_seconds = 0;  // the faster loop's totals
+  double plain_rows_per_s = 0, prefetch_rows_per_s = 0, prefetch_nta_rows_per_s = 0;  // wall-clock, each loop alone
+  double rows = 0, bytes = 0, seconds = 0, cpu_seconds = 0;                           // the fastest loop's totals
 };
 
 /// Where row i lies: fixed-size rows by arithmetic, variable-length rows by their offsets; and its
@@ -151,12 +153,15 @@ class Rows {
 
 constexpr std::int64_t kRowsAhead = 8;
 
+/// The loops: no prefetch, prefetcht0 (every cache level) or prefetchnta (non-temporal).
+enum Prefetch { kPlain, kPrefetchT0, kPrefetchNta };
+
 /// Copies one epoch in `order`, batch by batch, into `buffer` (and the labels into `labels`);
 /// returns the bytes of rows copied. kRowBytes and kLabelBytes, when not 0, are the rows' and the
 /// labels' sizes as constants: the compiler then inlines each memcpy as a few moves, as strider's
 /// mmap engine does for the common row sizes (a limit that paid a memcpy call per row would
 /// understate what a loader can do).
-template <bool kPrefetch, std::int64_t kRowBytes, std::int64_t kLabelBytes>
+template <Prefetch kPrefetch, std::int64_t kRowBytes, std::int64_t kLabelBytes>
 std::int64_t gather_epoch(const Rows& rows, const std::vector<std::int64_t>& order, std::int64_t batch,
                           std::byte* buffer, std::byte* labels, volatile std::uint64_t& sink) {
   const auto count = static_cast<std::int64_t>(order.size());
@@ -167,13 +172,14 @@ std::int64_t gather_epoch(const Rows& rows, const std::vector<std::int64_t>& ord
     const std::int64_t last = std::min(count, first + batch);
     std::byte* out = buffer;
     for (std::int64_t k = first; k < last; ++k) {
-      if constexpr (kPrefetch) {
+      if constexpr (kPrefetch != kPlain) {
         if (k + kRowsAhead < count) {
           const std::int64_t ahead = order[k + kRowsAhead];
           const std::byte* at = rows.at(ahead);
           const std::int64_t bytes = std::min<std::int64_t>(row_bytes(ahead), 1024);
-          for (std::int64_t line = 0; line < bytes; line += 64) __builtin_prefetch(at + line, 0, 0);
-          if (rows.has_labels()) __builtin_prefetch(rows.label(ahead), 0, 0);
+          constexpr int kLocality = kPrefetch == kPrefetchT0 ? 3 : 0;
+          for (std::int64_t line = 0; line < bytes; line += 64) __builtin_prefetch(at + line, 0, kLocality);
+          if (rows.has_labels()) __builtin_prefetch(rows.label(ahead), 0, kLocality);
         }
       }
       const std::int64_t row = order[k];
@@ -191,7 +197,7 @@ std::int64_t gather_epoch(const Rows& rows, const std::vector<std::int64_t>& ord
 
 /// gather_epoch with the rows' size a constant where it is one of strider's specialised sizes
 /// (fixed-size rows of 64, 128, 256 or 512 bytes) and 4-byte labels a constant.
-template <bool kPrefetch, std::int64_t kLabelBytes>
+template <Prefetch kPrefetch, std::int64_t kLabelBytes>
 std::int64_t gather_epoch_sized(const Rows& rows, std::int64_t fixed_row_bytes, const std::vector<std::int64_t>& order,
                                 std::int64_t batch, std::byte* buffer, std::byte* labels,
                                 volatile std::uint64_t& sink) {
@@ -210,7 +216,7 @@ std::int64_t gather_epoch_sized(const Rows& rows, std::int64_t fixed_row_bytes, 
 }
 
 /// Whole shuffled epochs until `seconds` of copying have passed (at least one epoch).
-template <bool kPrefetch>
+template <Prefetch kPrefetch>
 Figures run_loop(const Rows& rows, std::int64_t count, std::int64_t batch, double seconds, std::uint64_t seed,
                  std::byte* buffer, std::byte* labels, volatile std::uint64_t& sink) {
   std::vector<std::int64_t> order(static_cast<std::size_t>(count));
@@ -232,7 +238,7 @@ Figures run_loop(const Rows& rows, std::int64_t count, std::int64_t batch, doubl
   return figures;
 }
 
-/// One process: both loops, alternating, each for half of `seconds`; the faster one's totals.
+/// One process: the three loops, alternating, each for a third of `seconds`; the fastest one's totals.
 Figures measure(const Options& options, const Rows& rows, std::int64_t seed) {
   std::int64_t longest = 0;
   for (std::int64_t row = 0; row < options.rows; ++row) longest = std::max(longest, rows.bytes(row));
@@ -241,22 +247,30 @@ Figures measure(const Options& options, const Rows& rows, std::int64_t seed) {
   volatile std::uint64_t sink = 0;
   for (std::int64_t row = 0; row < options.rows; ++row)  // touch every row once (TLB and page tables)
     if (rows.bytes(row) > 0) sink = sink + static_cast<std::uint64_t>(*rows.at(row));
-  Figures plain, prefetch;
-  for (int round = 0; round < 2; ++round) {  // alternate, so that a disturbance hits both alike
-    const Figures a = run_loop<false>(rows, options.rows, options.batch, options.seconds / 4, seed + 2 * round,
-                                      buffer.data(), labels.data(), sink);
-    const Figures b = run_loop<true>(rows, options.rows, options.batch, options.seconds / 4, seed + 2 * round + 1,
-                                     buffer.data(), labels.data(), sink);
-    for (auto [total, part] : {std::pair{&plain, &a}, std::pair{&prefetch, &b}}) {
+  Figures plain, prefetch, prefetch_nta;
+  const double part_seconds = options.seconds / 6;
+  for (int round = 0; round < 2; ++round) {  // alternate, so that a disturbance hits all alike
+    const std::int64_t round_seed = seed + 3 * round;
+    const Figures a = run_loop<kPlain>(rows, options.rows, options.batch, part_seconds, round_seed, buffer.data(),
+                                       labels.data(), sink);
+    const Figures b = run_loop<kPrefetchT0>(rows, options.rows, options.batch, part_seconds, round_seed + 1,
+                                            buffer.data(), labels.data(), sink);
+    const Figures c = run_loop<kPrefetchNta>(rows, options.rows, options.batch, part_seconds, round_seed + 2,
+                                             buffer.data(), labels.data(), sink);
+    for (auto [total, part] : {std::pair{&plain, &a}, std::pair{&prefetch, &b}, std::pair{&prefetch_nta, &c}}) {
       total->rows += part->rows;
       total->bytes += part->bytes;
       total->seconds += part->seconds;
       total->cpu_seconds += part->cpu_seconds;
     }
   }
-  Figures best = prefetch.rows / prefetch.seconds >= plain.rows / plain.seconds ? prefetch : plain;
-  best.plain_rows_per_s = plain.rows / plain.seconds;
-  best.prefetch_rows_per_s = prefetch.rows / prefetch.seconds;
+  const auto rate = [](const Figures& figures) { return figures.rows / figures.seconds; };
+  Figures best = plain;
+  for (const Figures* loop : {&prefetch, &prefetch_nta})
+    if (rate(*loop) > rate(best)) best = *loop;
+  best.plain_rows_per_s = rate(plain);
+  best.prefetch_rows_per_s = rate(prefetch);
+  best.prefetch_nta_rows_per_s = rate(prefetch_nta);
   return best;
 }
 
@@ -359,20 +373,22 @@ int main(int argc, char** argv) {
     for (const pid_t child : children) ::waitpid(child, nullptr, 0);
   }
 
-  double rows_per_s = 0, bytes_per_s = 0, plain = 0, prefetch = 0, total_rows = 0, total_cpu = 0;
+  double rows_per_s = 0, bytes_per_s = 0, plain = 0, prefetch = 0, prefetch_nta = 0, total_rows = 0, total_cpu = 0;
   for (const Figures& figures : results) {
     rows_per_s += figures.rows / figures.seconds;
     bytes_per_s += figures.bytes / figures.seconds;
     plain += figures.plain_rows_per_s;
     prefetch += figures.prefetch_rows_per_s;
+    prefetch_nta += figures.prefetch_nta_rows_per_s;
     total_rows += figures.rows;
     total_cpu += figures.cpu_seconds;
   }
   std::printf(
       "{\"processes\": %d, \"labels\": %s, \"rows_per_s\": %.1f, \"bytes_per_s\": %.1f, \"rows_per_cpu_s\": %.1f, "
-      "\"plain_rows_per_s\": %.1f, \"prefetch_rows_per_s\": %.1f, \"per_process\": [",
+      "\"plain_rows_per_s\": %.1f, \"prefetch_rows_per_s\": %.1f, \"prefetch_nta_rows_per_s\": %.1f, "
+      "\"per_process\": [",
       options.processes, options.labels_at >= 0 ? "true" : "false", rows_per_s, bytes_per_s,
-      total_cpu > 0 ? total_rows / total_cpu : 0.0, plain, prefetch);
+      total_cpu > 0 ? total_rows / total_cpu : 0.0, plain, prefetch, prefetch_nta);
   for (std::size_t p = 0; p < results.size(); ++p)
     std::printf("%s{\"rows_per_s\": %.1f, \"rows\": %.0f, \"seconds\": %.4f, \"cpu_seconds\": %.4f}", p > 0 ? ", " : "",
                 results[p].rows / results[p].seconds, results[p].rows, results[p].seconds, results[p].cpu_seconds);
