@@ -1,48 +1,82 @@
 #pragma once
-// MT19937 for torch_randperm: the stream of std::mt19937, faster.
+// MT19937 and MT19937-64: the streams of std::mt19937 and std::mt19937_64, faster.
 
+#include <cstddef>
 #include <cstdint>
 
 namespace strider::sampling_detail {
 
-/// MT19937: the stream of std::mt19937 (tested against it), generated and tempered 624 words at a
-/// time in plain loops the compiler keeps branch-free, several times faster than libstdc++'s
-/// word-at-a-time engine. torch_randperm spends most of its time drawing.
-class BlockMt19937 {
+/// The parameters of std::mt19937 (32-bit words) and std::mt19937_64 (64-bit words).
+struct Mt19937Parameters {
+  using Word = std::uint32_t;
+  static constexpr unsigned kWords = 624, kShift = 397, kLowerBits = 31;
+  static constexpr Word kMatrix = 0x9908b0dfu;
+  static constexpr unsigned kU = 11, kS = 7, kT = 15, kL = 18, kInitShift = 30;
+  static constexpr Word kD = 0xffffffffu, kB = 0x9d2c5680u, kC = 0xefc60000u, kInit = 1812433253u;
+};
+struct Mt19937_64Parameters {
+  using Word = std::uint64_t;
+  static constexpr unsigned kWords = 312, kShift = 156, kLowerBits = 31;
+  static constexpr Word kMatrix = 0xb5026f5aa96619e9ULL;
+  static constexpr unsigned kU = 29, kS = 17, kT = 37, kL = 43, kInitShift = 62;
+  static constexpr Word kD = 0x5555555555555555ULL, kB = 0x71d67fffeda60000ULL, kC = 0xfff7eee000000000ULL,
+                        kInit = 6364136223846793005ULL;
+};
+
+/// A Mersenne Twister with the stream of the standard engine of the same parameters (tested against
+/// it), generated and tempered a whole state at a time in plain loops the compiler keeps
+/// branch-free: several times faster than libstdc++'s word-at-a-time engine. torch_randperm and
+/// the bucketed plan spend most of their time drawing.
+template <typename P>
+class BlockMersenneTwister {
  public:
-  explicit BlockMt19937(std::uint32_t seed) noexcept {
+  using Word = typename P::Word;
+  explicit BlockMersenneTwister(Word seed) noexcept {
     state_[0] = seed;
-    for (std::uint32_t i = 1; i < kWords; ++i) state_[i] = 1812433253u * (state_[i - 1] ^ (state_[i - 1] >> 30)) + i;
+    for (unsigned i = 1; i < P::kWords; ++i)
+      state_[i] = P::kInit * (state_[i - 1] ^ (state_[i - 1] >> P::kInitShift)) + static_cast<Word>(i);
   }
-  std::uint32_t operator()() noexcept {
-    if (next_ == kWords) refill();
+  Word operator()() noexcept {
+    if (next_ == P::kWords) refill();
     return output_[next_++];
   }
 
  private:
-  static constexpr std::uint32_t kWords = 624, kShift = 397;
-  static std::uint32_t twist(std::uint32_t upper, std::uint32_t lower, std::uint32_t shifted) noexcept {
-    const std::uint32_t y = (upper & 0x80000000u) | (lower & 0x7fffffffu);
-    return shifted ^ (y >> 1) ^ ((y & 1u) != 0 ? 0x9908b0dfu : 0u);
+  static constexpr Word kLowerMask = (Word{1} << P::kLowerBits) - 1;
+  static Word twist(Word upper, Word lower, Word shifted) noexcept {
+    const Word y = (upper & ~kLowerMask) | (lower & kLowerMask);
+    return shifted ^ (y >> 1) ^ ((y & 1u) != 0 ? P::kMatrix : Word{0});
   }
   void refill() noexcept {
-    std::uint32_t i = 0;
-    for (; i < kWords - kShift; ++i) state_[i] = twist(state_[i], state_[i + 1], state_[i + kShift]);
-    for (; i < kWords - 1; ++i) state_[i] = twist(state_[i], state_[i + 1], state_[i + kShift - kWords]);
-    state_[kWords - 1] = twist(state_[kWords - 1], state_[0], state_[kShift - 1]);
-    for (std::uint32_t k = 0; k < kWords; ++k) {
-      std::uint32_t y = state_[k];
-      y ^= y >> 11;
-      y ^= (y << 7) & 0x9d2c5680u;
-      y ^= (y << 15) & 0xefc60000u;
-      y ^= y >> 18;
+    constexpr unsigned n = P::kWords, m = P::kShift;
+    unsigned i = 0;
+    for (; i < n - m; ++i) state_[i] = twist(state_[i], state_[i + 1], state_[i + m]);
+    for (; i < n - 1; ++i) state_[i] = twist(state_[i], state_[i + 1], state_[i + m - n]);
+    state_[n - 1] = twist(state_[n - 1], state_[0], state_[m - 1]);
+    for (unsigned k = 0; k < n; ++k) {
+      Word y = state_[k];
+      y ^= (y >> P::kU) & P::kD;
+      y ^= (y << P::kS) & P::kB;
+      y ^= (y << P::kT) & P::kC;
+      y ^= y >> P::kL;
       output_[k] = y;
     }
     next_ = 0;
   }
-  std::uint32_t state_[kWords];
-  std::uint32_t output_[kWords];
-  std::uint32_t next_ = kWords;
+  Word state_[P::kWords];
+  Word output_[P::kWords];
+  unsigned next_ = P::kWords;
 };
+
+/// The stream of std::mt19937 (torch's CPU generator).
+using BlockMt19937 = BlockMersenneTwister<Mt19937Parameters>;
+/// The stream of std::mt19937_64 (the plans' shuffles).
+using BlockMt19937_64 = BlockMersenneTwister<Mt19937_64Parameters>;
+
+/// shuffle_in_place(values, engine) with engine = std::mt19937_64(seed), on values[0, n): the same
+/// swaps (Fisher-Yates does not look at the values, so any 64-bit words shuffle alike), the engine's
+/// stream drawn a block at a time.
+void shuffle_seeded(std::int64_t* values, std::size_t n, std::uint64_t seed);
+void shuffle_seeded(std::uint64_t* values, std::size_t n, std::uint64_t seed);
 
 }  // namespace strider::sampling_detail

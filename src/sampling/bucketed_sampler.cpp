@@ -9,6 +9,8 @@
 #include <random>
 #include <type_traits>
 
+#include "sampling/block_mt19937.hpp"
+#include "sampling/key_sort.hpp"
 #include "strider/core/error.hpp"
 #include "strider/core/hash.hpp"
 #include "strider/sampling/random.hpp"
@@ -62,47 +64,7 @@ BucketedSampler::BucketedSampler(const BucketedSamplerConfig& config, int world_
   on_epoch();
 }
 
-namespace {
-
-/// The bits `value` needs (0 for 0).
-int bit_width(std::uint64_t value) noexcept {
-  int bits = 0;
-  while (bits < 64 && (value >> bits) != 0) ++bits;
-  return bits;
-}
-
-/// Sorts distinct keys ascending: a least-significant-digit radix sort, 11 bits a pass, over the
-/// bits the largest key uses (3 passes for 200,000 samples of up to 512 tokens), where that beats
-/// a comparison sort; `spare` is scratch of any content.
-void sort_keys(std::vector<std::uint64_t>& keys, std::vector<std::uint64_t>& spare) {
-  constexpr int kDigitBits = 11;
-  constexpr std::size_t kBuckets = std::size_t{1} << kDigitBits;
-  std::uint64_t largest = 0;
-  for (std::uint64_t key : keys) largest |= key;
-  const int passes = (bit_width(largest) + kDigitBits - 1) / kDigitBits;
-  // A pass costs about 2 * size + kBuckets steps, a comparison sort size * log2(size) comparisons.
-  if (keys.size() < 512 || static_cast<double>(passes) * 3.0 > std::log2(static_cast<double>(keys.size()))) {
-    std::sort(keys.begin(), keys.end());
-    return;
-  }
-  spare.resize(keys.size());
-  std::size_t counts[kBuckets];
-  for (int pass = 0; pass < passes; ++pass) {
-    const int shift = pass * kDigitBits;
-    std::fill(std::begin(counts), std::end(counts), std::size_t{0});
-    for (std::uint64_t key : keys) ++counts[(key >> shift) & (kBuckets - 1)];
-    std::size_t at = 0;
-    for (std::size_t& count : counts) {
-      const std::size_t here = count;
-      count = at;
-      at += here;
-    }
-    for (std::uint64_t key : keys) spare[counts[(key >> shift) & (kBuckets - 1)]++] = key;
-    keys.swap(spare);
-  }
-}
-
-}  // namespace
+namespace {}  // namespace
 
 void BucketedSampler::pack_window(std::vector<std::uint64_t>& window, bool last_window) {
   const SharedView<std::int64_t>& lengths = config_.lengths;
@@ -116,7 +78,9 @@ void BucketedSampler::pack_window(std::vector<std::uint64_t>& window, bool last_
   // are sorted as integers, by radix, without looking a length up per comparison (the window sort
   // is the plan's largest cost).
   if (packed) {
-    sort_keys(window, spare_keys_);
+    if (!sampling_detail::sort_dense_keys(window, index_bits_, lengths.data(), spare_keys_, window_bitmap_,
+                                          length_starts_))
+      sampling_detail::sort_keys(window, spare_keys_);
   } else {
     std::sort(window.begin(), window.end(), [&](std::uint64_t a, std::uint64_t b) {
       return length_of(a) != length_of(b) ? length_of(a) < length_of(b) : a < b;
@@ -126,12 +90,21 @@ void BucketedSampler::pack_window(std::vector<std::uint64_t>& window, bool last_
   const std::int64_t multiple = config_.batch_size_multiple;
   const std::int64_t count_limit =
       config_.max_batch_size > 0 ? config_.max_batch_size : std::numeric_limits<std::int64_t>::max();
+  // max_tokens / length, divided once per run of equal lengths rather than once per sample.
+  std::int64_t divided_length = 0, most_of_length = 0;
+  const auto most_of = [&](std::int64_t length) {
+    if (length != divided_length) {
+      divided_length = length;
+      most_of_length = config_.max_tokens / length;
+    }
+    return most_of_length;
+  };
   std::int64_t start = 0;
   while (start < size) {
     // Ascending lengths: the sample being added is the batch's longest.
     std::int64_t count = 0;
     while (start + count < size && count < count_limit &&
-           count + 1 <= config_.max_tokens / length_of(window[static_cast<std::size_t>(start + count)]))
+           count + 1 <= most_of(length_of(window[static_cast<std::size_t>(start + count)])))
       ++count;                                            // >= 1: no sample is longer than max_tokens
     if (start + count == size && !last_window) break;     // partial: carried into the next window
     if (start + count < size) count -= count % multiple;  // >= multiple: validated against the longest sample
@@ -213,13 +186,6 @@ void BucketedSampler::make_plan() {
   sequence_.clear();
   largest_batch_ = 0;
 
-  std::vector<std::int64_t> order(static_cast<std::size_t>(n));
-  std::iota(order.begin(), order.end(), std::int64_t{0});
-  if (config_.shuffle) {
-    std::mt19937_64 engine(derive_seed(seed(), epoch(), sample_stream));
-    shuffle_in_place(order, engine);
-  }
-
   // Windows of about `megabatch` batches' worth of tokens (saturating: 0 or huge means the epoch).
   const std::int64_t window_tokens =
       config_.megabatch == 0 || config_.megabatch > std::numeric_limits<std::int64_t>::max() / config_.max_tokens
@@ -228,24 +194,34 @@ void BucketedSampler::make_plan() {
   // Each sample enters its window as one word, (length << index_bits_ | index), where a length and
   // an index fit one together (bits of max_tokens + bits of N - 1 <= 64), so that its length is
   // looked up once; else as its index (index_bits_ 0).
-  const int index_bits = bit_width(lengths.size() > 1 ? lengths.size() - 1 : 1);
-  index_bits_ = index_bits + bit_width(static_cast<std::uint64_t>(config_.max_tokens)) <= 64 ? index_bits : 0;
+  const int index_bits = sampling_detail::bit_width(lengths.size() > 1 ? lengths.size() - 1 : 1);
+  index_bits_ =
+      index_bits + sampling_detail::bit_width(static_cast<std::uint64_t>(config_.max_tokens)) <= 64 ? index_bits : 0;
+  const bool packed = index_bits_ > 0;
+  // The epoch's order of samples, shuffled as words: Fisher-Yates moves them as it would move the
+  // bare indices, and each length is then read in index order, not at a random place per sample.
+  std::vector<std::uint64_t> entries(static_cast<std::size_t>(n));
+  for (std::int64_t sample = 0; sample < n; ++sample)
+    entries[static_cast<std::size_t>(sample)] =
+        packed ? static_cast<std::uint64_t>(lengths[static_cast<std::size_t>(sample)]) << index_bits_ |
+                     static_cast<std::uint64_t>(sample)
+               : static_cast<std::uint64_t>(sample);
+  if (config_.shuffle)
+    sampling_detail::shuffle_seeded(entries.data(), entries.size(), derive_seed(seed(), epoch(), sample_stream));
+
   std::vector<std::uint64_t>& window = keys_;
   window.clear();
   std::int64_t window_sum = 0;  // tokens of the window's new samples (the carry is < one batch)
   for (std::int64_t position = 0; position < n; ++position) {
-    const std::int64_t sample = order[static_cast<std::size_t>(position)];
-    const std::int64_t length = lengths[static_cast<std::size_t>(sample)];
-    window.push_back(index_bits_ > 0
-                         ? static_cast<std::uint64_t>(length) << index_bits_ | static_cast<std::uint64_t>(sample)
-                         : static_cast<std::uint64_t>(sample));
-    window_sum += length;
+    const std::uint64_t entry = entries[static_cast<std::size_t>(position)];
+    window.push_back(entry);
+    window_sum += packed ? static_cast<std::int64_t>(entry >> index_bits_) : lengths[static_cast<std::size_t>(entry)];
     if (window_sum >= window_tokens || position + 1 == n) {
       pack_window(window, position + 1 == n);
       window_sum = 0;
     }
   }
-  std::vector<std::int64_t>().swap(order);
+  std::vector<std::uint64_t>().swap(entries);
 
   if (config_.shuffle) {
     std::mt19937_64 engine(derive_seed(seed(), epoch(), batch_stream));

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <random>
 
+#include "sampling/block_mt19937.hpp"
 #include "strider/core/error.hpp"
 #include "strider/sampling/random.hpp"
 
@@ -21,8 +22,8 @@ void ClassCycler::build(const ClassIndex& index, bool shuffle, std::int64_t seed
     auto& list = lists_[static_cast<std::size_t>(label)];
     list.assign(index.members(label), index.members(label) + index.count(label));
     if (!shuffle || list.size() < 2) continue;
-    std::mt19937_64 engine(derive_seed(seed, epoch, stream + static_cast<std::uint64_t>(label)));
-    shuffle_in_place(list, engine);
+    sampling_detail::shuffle_seeded(list.data(), list.size(),
+                                    derive_seed(seed, epoch, stream + static_cast<std::uint64_t>(label)));
   }
 }
 

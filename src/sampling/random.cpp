@@ -59,7 +59,8 @@ namespace {
 
 // Lemire: multiply-high with rejection of the biased low range. Inlined into the shuffle's loop (a
 // call to the exported function would go through the library's PLT for every entry).
-inline std::uint64_t draw_below(std::mt19937_64& engine, std::uint64_t bound) {
+template <typename Engine>
+inline std::uint64_t draw_below(Engine& engine, std::uint64_t bound) {
   if (bound <= 1) return 0;
   std::uint64_t x = engine();
   uint128 product = static_cast<uint128>(x) * bound;
@@ -81,11 +82,34 @@ std::uint64_t uniform_below(std::mt19937_64& engine, std::uint64_t bound) {
   return draw_below(engine, bound);
 }
 
-void shuffle_in_place(std::vector<std::int64_t>& values, std::mt19937_64& engine) {
-  for (std::size_t i = values.size(); i > 1; --i) {
+namespace {
+
+template <typename Engine, typename T>
+void fisher_yates(T* values, std::size_t n, Engine& engine) {
+  for (std::size_t i = n; i > 1; --i) {
     const auto j = static_cast<std::size_t>(draw_below(engine, i));
     std::swap(values[i - 1], values[j]);
   }
 }
+
+}  // namespace
+
+void shuffle_in_place(std::vector<std::int64_t>& values, std::mt19937_64& engine) {
+  fisher_yates(values.data(), values.size(), engine);
+}
+
+namespace sampling_detail {
+
+void shuffle_seeded(std::int64_t* values, std::size_t n, std::uint64_t seed) {
+  BlockMt19937_64 engine(seed);
+  fisher_yates(values, n, engine);
+}
+
+void shuffle_seeded(std::uint64_t* values, std::size_t n, std::uint64_t seed) {
+  BlockMt19937_64 engine(seed);
+  fisher_yates(values, n, engine);
+}
+
+}  // namespace sampling_detail
 
 }  // namespace strider

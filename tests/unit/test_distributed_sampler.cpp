@@ -4,6 +4,7 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <random>
 #include <sstream>
 
@@ -374,14 +375,46 @@ TEST_CASE("shuffle_in_place gives each order of four values about equally often 
   REQUIRE(one == std::vector<std::int64_t>{7});
 }
 
+namespace {
+
+/// Of `draws` words of the block engine and of the standard one from the same seed, how many differ.
+template <typename Block, typename Standard>
+std::int64_t differing_words(typename Block::Word seed, int draws) {
+  Standard reference(seed);
+  Block engine(seed);
+  std::int64_t differing = 0;
+  for (int i = 0; i < draws; ++i) differing += engine() != reference() ? 1 : 0;
+  return differing;
+}
+
+}  // namespace
+
 TEST_CASE("torch_randperm's engine draws std::mt19937's stream", "[distributed][torch]") {
   for (std::uint32_t seed : {0u, 1u, 5489u, 4294967295u}) {
     CAPTURE(seed);
-    std::mt19937 reference(seed);
-    sampling_detail::BlockMt19937 engine(seed);
-    std::int64_t differing = 0;
-    for (int i = 0; i < 5000; ++i) differing += engine() != reference() ? 1 : 0;  // 8 blocks of 624
-    REQUIRE(differing == 0);
+    REQUIRE(differing_words<sampling_detail::BlockMt19937, std::mt19937>(seed, 5000) == 0);  // 8 blocks of 624
+  }
+}
+
+TEST_CASE("the plans' block engine draws std::mt19937_64's stream, and shuffles as shuffle_in_place",
+          "[distributed][random]") {
+  for (std::uint64_t seed : {std::uint64_t{0}, std::uint64_t{5489}, ~std::uint64_t{0}, derive_seed(3, 7, 11)}) {
+    CAPTURE(seed);
+    REQUIRE(differing_words<sampling_detail::BlockMt19937_64, std::mt19937_64>(seed, 2500) == 0);  // 8 blocks of 312
+    for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{2}, std::size_t{313}, std::size_t{5000}}) {
+      CAPTURE(n);
+      std::vector<std::int64_t> expected(n);
+      std::iota(expected.begin(), expected.end(), std::int64_t{0});
+      std::vector<std::int64_t> signed_words = expected;
+      std::vector<std::uint64_t> words(expected.begin(), expected.end());
+      std::mt19937_64 standard(seed);
+      shuffle_in_place(expected, standard);
+      sampling_detail::shuffle_seeded(signed_words.data(), n, seed);
+      sampling_detail::shuffle_seeded(words.data(), n, seed);
+      REQUIRE(signed_words == expected);
+      REQUIRE(std::equal(words.begin(), words.end(), expected.begin(),
+                         [](std::uint64_t a, std::int64_t b) { return a == static_cast<std::uint64_t>(b); }));
+    }
   }
 }
 

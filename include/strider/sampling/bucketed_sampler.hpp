@@ -2,6 +2,7 @@
 /// \file
 /// Length-bucketed batches under a token budget, balanced across ranks.
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -90,9 +91,11 @@ class BucketedSampler final : public Sampler {
 
   BucketedSamplerConfig config_;
   std::uint64_t lengths_hash_ = 0;
-  std::vector<std::int64_t> samples_;             // sample indices, batch after batch, in order of formation
-  std::vector<Span> sequence_;                    // the epoch's batches in run order
-  std::vector<std::uint64_t> keys_, spare_keys_;  // the window and its sort's scratch, reused across epochs
+  std::vector<std::int64_t> samples_;  // sample indices, batch after batch, in order of formation
+  std::vector<Span> sequence_;         // the epoch's batches in run order
+  // The window and its sort's scratch, reused across windows and epochs.
+  std::vector<std::uint64_t> keys_, spare_keys_, window_bitmap_;
+  std::vector<std::size_t> length_starts_;
   int index_bits_ = 0;  // bits of a window entry's index where its length is packed above it (0: not packed)
   std::int64_t largest_batch_ = 0;
   std::int64_t plan_header_[2] = {};  // plan_pieces(): the batch count and the largest batch

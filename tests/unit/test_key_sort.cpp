@@ -1,0 +1,85 @@
+// The bucketed plan's window sorts against std::sort: both give the ascending order of distinct
+// packed keys, each on the inputs it takes, and the dense sort declines the ones it is not for.
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "sampling/key_sort.hpp"
+
+namespace strider {
+namespace {
+
+struct Window {
+  std::vector<std::int64_t> lengths;  // of every index of the dataset
+  std::vector<std::uint64_t> keys;    // (length << index_bits | index) of the window's indices
+  int index_bits = 0;
+};
+
+/// `size` distinct indices of a dataset of `n`, drawn from [first, first + span), with lengths in
+/// [1, longest].
+Window window_of(std::int64_t n, std::int64_t first, std::int64_t span, std::size_t size, std::int64_t longest,
+                 std::uint64_t seed) {
+  Window window;
+  std::mt19937_64 random(seed);
+  window.lengths.resize(static_cast<std::size_t>(n));
+  for (std::int64_t& length : window.lengths)
+    length = 1 + static_cast<std::int64_t>(random() % static_cast<std::uint64_t>(longest));
+  window.index_bits = sampling_detail::bit_width(static_cast<std::uint64_t>(n - 1));
+  std::vector<std::int64_t> indices(static_cast<std::size_t>(span));
+  std::iota(indices.begin(), indices.end(), first);
+  std::shuffle(indices.begin(), indices.end(), random);
+  indices.resize(size);
+  for (const std::int64_t index : indices)
+    window.keys.push_back(static_cast<std::uint64_t>(window.lengths[static_cast<std::size_t>(index)])
+                              << window.index_bits |
+                          static_cast<std::uint64_t>(index));
+  return window;
+}
+
+}  // namespace
+
+TEST_CASE("bucketed window sorts: the dense sort and the radix sort order keys as std::sort does", "[bucketed]") {
+  struct Case {
+    std::int64_t n, first, span;
+    std::size_t size;
+    std::int64_t longest;
+    bool dense;  // sort_dense_keys takes it
+  };
+  const Case cases[] = {
+      {200000, 0, 200000, 13000, 512, true},     // a w3 window: one in 16 of the dataset
+      {5000, 0, 5000, 5000, 40, true},           // the whole dataset, many ties
+      {100000, 40000, 3000, 3000, 4000, true},   // a dense stretch in the middle of the index range
+      {60000, 0, 60000, 512, 8, true},           // the fewest keys it takes, 117 indices a key
+      {60000, 0, 60000, 511, 8, false},          // one key fewer
+      {1000000, 0, 1000000, 4000, 300, false},   // 250 indices a key: too sparse for a bitmap
+      {100000, 0, 100000, 20000, 90000, false},  // lengths spread over 4.5 times the keys
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.n, c.first, c.span, c.size, c.longest);
+    const Window window = window_of(c.n, c.first, c.span, c.size, c.longest, 7);
+    std::vector<std::uint64_t> expected = window.keys;
+    std::sort(expected.begin(), expected.end());
+
+    std::vector<std::uint64_t> dense = window.keys, spare = {1, 2, 3}, bitmap = {~std::uint64_t{0}};
+    std::vector<std::size_t> starts = {9};
+    const bool took =
+        sampling_detail::sort_dense_keys(dense, window.index_bits, window.lengths.data(), spare, bitmap, starts);
+    REQUIRE(took == c.dense);
+    REQUIRE(dense == (took ? expected : window.keys));
+    // Scratch left by one window does not leak into the next.
+    if (took) {
+      std::vector<std::uint64_t> again = window.keys;
+      REQUIRE(sampling_detail::sort_dense_keys(again, window.index_bits, window.lengths.data(), spare, bitmap, starts));
+      REQUIRE(again == expected);
+    }
+
+    std::vector<std::uint64_t> radix = window.keys, radix_spare;
+    sampling_detail::sort_keys(radix, radix_spare);
+    REQUIRE(radix == expected);
+  }
+}
+
+}  // namespace strider
