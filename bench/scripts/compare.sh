@@ -42,8 +42,9 @@
 # BENCH_DIR (the data files, kept between runs; default /tmp/strider-bench), BENCH_OUT (results;
 # default $BENCH_DIR/results), RANKS, PEER_BATCHES (500), PEER_WARMUP (20), PEER_WORKERS (0,1,2),
 # REPEATS (3: every strider figure is the median of this many runs; the peer's is its best
-# num_workers over 500 timed batches; the limits are the best of three), W1_REPEATS (5: w1's runs,
-# each with its gathers and its Python loop beside it; the ratios are the median of the pairs').
+# num_workers over 500 timed batches; the limits are the best of three), W1_REPEATS (5: the runs of w1,
+# w3 and w4, each with its gathers beside it and w1's with its Python loop; the ratios are the
+# median of the pairs').
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=bench/scripts/settings.sh
@@ -54,7 +55,7 @@ peer_batches=${PEER_BATCHES:-500}
 peer_warmup=${PEER_WARMUP:-20}
 peer_workers=${PEER_WORKERS:-0,1,2}
 repeats=${REPEATS:-3}
-w1_repeats=${W1_REPEATS:-5}  # w1 carries the ratios the goals read: more pairs against the drift
+w1_repeats=${W1_REPEATS:-5}  # w1, w3 and w4 carry the ratios the goals read: more pairs against the drift
 only=${BENCH_ONLY:-}
 pythonpath=${STRIDER_PYTHONPATH:-$bin/../python}
 seed=0
@@ -271,6 +272,10 @@ limits w1 /samples 256
 # The warm-up epochs count in no figure but the time to first batch; --cold runs have none.
 w1_epochs="--epochs 10 --warmup-epochs 3"
 w1_step_epochs="--epochs 2 --warmup-epochs 2"
+# w3 and w4 likewise (w3's epoch is about a tenth of w1's, w4's about w1's), each repeat with its
+# gathers beside it: their ratios to the gather are the goals' too.
+w3_epochs="--epochs 10 --warmup-epochs 2"
+w4_epochs="--epochs 4 --warmup-epochs 2"
 if [[ $only == python ]]; then
   for ranks in $ranks_list; do
     PAIRED=w1 WITH_PYTHON=1 repeats=$w1_repeats strider "w1-r$ranks" "$ranks" --data "$data/w1.h5" --batch-size 256 $w1_epochs
@@ -289,8 +294,10 @@ limits w4 /samples 256
 for ranks in $ranks_list; do
   PAIRED=w1 WITH_PYTHON=1 repeats=$w1_repeats strider "w1-r$ranks" "$ranks" --data "$data/w1.h5" --batch-size 256 $w1_epochs
   strider "w2-r$ranks" "$ranks" --data "$data/w2.h5" --batch-size 32 --epochs 4
-  strider "w3-r$ranks" "$ranks" --data "$data/w3.h5" --sampler bucketed --max-tokens 16384 --epochs 2
-  strider "w4-r$ranks" "$ranks" --data "$data/w4.h5" --sampler weighted --batch-size 256 --epochs 2
+  PAIRED=w3 repeats=$w1_repeats strider "w3-r$ranks" "$ranks" --data "$data/w3.h5" --sampler bucketed --max-tokens 16384 \
+    $w3_epochs
+  PAIRED=w4 repeats=$w1_repeats strider "w4-r$ranks" "$ranks" --data "$data/w4.h5" --sampler weighted --batch-size 256 \
+    $w4_epochs
 done
 for ranks in $ranks_list; do
   peer "w1-r$ranks" "$ranks" --data "$data/w1.h5" --batch-size 256 --sampler distributed
@@ -298,7 +305,7 @@ for ranks in $ranks_list; do
   peer "w3-r$ranks" "$ranks" --data "$data/w3.h5" --sampler length-grouped --max-tokens 16384
   peer "w4-r$ranks" "$ranks" --data "$data/w4.h5" --batch-size 256 --sampler weighted
 done
-pair_limits w1  # w1's limits: the gathers run beside the kept strider runs
+for name in w1 w3 w4; do pair_limits $name; done  # the gathers run beside the kept strider runs
 
 # ---- stall fraction with an emulated step of about the time to read a batch (w1) ----
 read_us=$($python - "$out/strider-w1-r1.json" <<'EOF'

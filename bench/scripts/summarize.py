@@ -291,12 +291,19 @@ def main(out):
                  f"{100 * row['python_over_strider']:.0f}%{pairs_text(row, 'python_over_strider', 0.8)}")
         if row["workload"] == "w1" and "strider_over_peer" in row:
             goal(f"w1 at {row['ranks']} rank(s): >= 50x the peer", row["strider_over_peer"] >= 50, f"{row['strider_over_peer']:.1f}x")
-        if row["workload"] == "w1" and "strider_rank_over_gather" in row:
-            goal(f"w1 at {row['ranks']} rank(s): >= 40% of the gather limit per rank", row["strider_rank_over_gather"] >= 0.4,
-                 f"{100 * row['strider_rank_over_gather']:.0f}%")
+        if row["workload"] in ("w1", "w3", "w4") and "strider_rank_over_gather" in row:
+            goal(f"{row['workload']} at {row['ranks']} rank(s): >= 40% of the gather limit per rank",
+                 row["strider_rank_over_gather"] >= 0.4, f"{100 * row['strider_rank_over_gather']:.0f}%")
         if row["workload"] == "w2" and "strider_over_sequential_read" in row:
             goal(f"w2 at {row['ranks']} rank(s): >= half the sequential-read limit", row["strider_over_sequential_read"] >= 0.5,
                  f"{100 * row['strider_over_sequential_read']:.0f}%")
+    by_ranks = {(row["workload"], row["ranks"]): row for row in rows}
+    for workload in ("w3", "w4"):  # scaling: 2 ranks against 1, the medians of each
+        one, two = by_ranks.get((workload, 1), {}), by_ranks.get((workload, 2), {})
+        if one.get("strider_samples_per_s") and two.get("strider_samples_per_s"):
+            scaling = two["strider_samples_per_s"] / one["strider_samples_per_s"]
+            two["strider_over_one_rank"] = scaling
+            goal(f"{workload} at 2 ranks: >= 1.6x its 1-rank samples/s", scaling >= 1.6, f"{scaling:.2f}x")
     for row in rows:  # CPU efficiency, and w1 at 2 ranks against the two-process gather and the peer
         if row["workload"] != "w1":
             continue
