@@ -114,8 +114,8 @@ double cpu_seconds() {
 
 /// One process's result.
 struct Figures {
-  double plain_rows_per_s = 0, prefetch_rows_per_s = 0, prefetch_nta_rows_per_s = 0;  // wall-clock, each loop alone
-  double rows = 0, bytes = 0, seconds = 0, cpu_seconds = 0;                           // the fastest loop's totals
+  double plain_rows_per_s = 0, prefetch_t0_rows_per_s = 0, prefetch_nta_rows_per_s = 0;  // wall-clock, each loop alone
+  double rows = 0, bytes = 0, seconds = 0, cpu_seconds = 0;                              // the fastest loop's totals
 };
 
 /// Where row i lies: fixed-size rows by arithmetic, variable-length rows by their offsets; and its
@@ -269,7 +269,7 @@ Figures measure(const Options& options, const Rows& rows, std::int64_t seed) {
   for (const Figures* loop : {&prefetch, &prefetch_nta})
     if (rate(*loop) > rate(best)) best = *loop;
   best.plain_rows_per_s = rate(plain);
-  best.prefetch_rows_per_s = rate(prefetch);
+  best.prefetch_t0_rows_per_s = rate(prefetch);
   best.prefetch_nta_rows_per_s = rate(prefetch_nta);
   return best;
 }
@@ -378,14 +378,14 @@ int main(int argc, char** argv) {
     rows_per_s += figures.rows / figures.seconds;
     bytes_per_s += figures.bytes / figures.seconds;
     plain += figures.plain_rows_per_s;
-    prefetch += figures.prefetch_rows_per_s;
+    prefetch += figures.prefetch_t0_rows_per_s;
     prefetch_nta += figures.prefetch_nta_rows_per_s;
     total_rows += figures.rows;
     total_cpu += figures.cpu_seconds;
   }
   std::printf(
       "{\"processes\": %d, \"labels\": %s, \"rows_per_s\": %.1f, \"bytes_per_s\": %.1f, \"rows_per_cpu_s\": %.1f, "
-      "\"plain_rows_per_s\": %.1f, \"prefetch_rows_per_s\": %.1f, \"prefetch_nta_rows_per_s\": %.1f, "
+      "\"plain_rows_per_s\": %.1f, \"prefetch_t0_rows_per_s\": %.1f, \"prefetch_nta_rows_per_s\": %.1f, "
       "\"per_process\": [",
       options.processes, options.labels_at >= 0 ? "true" : "false", rows_per_s, bytes_per_s,
       total_cpu > 0 ? total_rows / total_cpu : 0.0, plain, prefetch, prefetch_nta);

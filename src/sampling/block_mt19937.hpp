@@ -1,7 +1,6 @@
 #pragma once
 // MT19937 and MT19937-64: the streams of std::mt19937 and std::mt19937_64, faster.
 
-#include <cstddef>
 #include <cstdint>
 
 namespace strider::sampling_detail {
@@ -72,11 +71,5 @@ class BlockMersenneTwister {
 using BlockMt19937 = BlockMersenneTwister<Mt19937Parameters>;
 /// The stream of std::mt19937_64 (the plans' shuffles).
 using BlockMt19937_64 = BlockMersenneTwister<Mt19937_64Parameters>;
-
-/// shuffle_in_place(values, engine) with engine = std::mt19937_64(seed), on values[0, n): the same
-/// swaps (Fisher-Yates does not look at the values, so any 64-bit words shuffle alike), the engine's
-/// stream drawn a block at a time.
-void shuffle_seeded(std::int64_t* values, std::size_t n, std::uint64_t seed);
-void shuffle_seeded(std::uint64_t* values, std::size_t n, std::uint64_t seed);
 
 }  // namespace strider::sampling_detail

@@ -1,16 +1,13 @@
 #include "strider/sampling/bucketed_sampler.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <cstring>
-#include <iterator>
 #include <limits>
-#include <numeric>
 #include <random>
 #include <type_traits>
 
-#include "sampling/block_mt19937.hpp"
 #include "sampling/key_sort.hpp"
+#include "sampling/seeded_shuffle.hpp"
 #include "strider/core/error.hpp"
 #include "strider/core/hash.hpp"
 #include "strider/sampling/random.hpp"
@@ -63,8 +60,6 @@ BucketedSampler::BucketedSampler(const BucketedSamplerConfig& config, int world_
                                   std::to_string(config.max_tokens));
   on_epoch();
 }
-
-namespace {}  // namespace
 
 void BucketedSampler::pack_window(std::vector<std::uint64_t>& window, bool last_window) {
   const SharedView<std::int64_t>& lengths = config_.lengths;

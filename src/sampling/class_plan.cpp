@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <random>
 
-#include "sampling/block_mt19937.hpp"
+#include "sampling/seeded_shuffle.hpp"
 #include "strider/core/error.hpp"
 #include "strider/sampling/random.hpp"
 

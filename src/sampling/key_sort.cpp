@@ -43,8 +43,8 @@ void sort_keys(std::vector<std::uint64_t>& keys, std::vector<std::uint64_t>& spa
 bool sort_dense_keys(std::vector<std::uint64_t>& keys, int index_bits, const std::int64_t* lengths,
                      std::vector<std::uint64_t>& spare, std::vector<std::uint64_t>& bitmap,
                      std::vector<std::size_t>& starts) {
-  constexpr std::uint64_t kIndicesPerKey = 128;  // a bitmap word per half key at most
-  constexpr std::uint64_t kLengthsPerKey = 4;
+  constexpr std::uint64_t kIndicesPerKey = 128;  // two bitmap words per key at most
+  constexpr std::uint64_t kLengthsPerKey = 1;    // a count per key at most
   const std::size_t size = keys.size();
   if (size < 512 || index_bits <= 0 || index_bits >= 64) return false;
   const std::uint64_t index_mask = (std::uint64_t{1} << index_bits) - 1;
@@ -76,7 +76,9 @@ bool sort_dense_keys(std::vector<std::uint64_t>& keys, int index_bits, const std
     for (std::uint64_t bits = bitmap[word]; bits != 0; bits &= bits - 1) {
       const std::uint64_t index = first_index + word * 64 + static_cast<std::uint64_t>(__builtin_ctzll(bits));
       const auto length = static_cast<std::uint64_t>(lengths[index]);
-      spare[starts[static_cast<std::size_t>(length - shortest)]++] = length << index_bits | index;
+      const std::uint64_t slot = length - shortest;
+      if (slot >= length_span) return false;  // a key whose length is not lengths[index]: keys untouched
+      spare[starts[static_cast<std::size_t>(slot)]++] = length << index_bits | index;
     }
   }
   keys.swap(spare);

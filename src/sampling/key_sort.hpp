@@ -21,9 +21,9 @@ void sort_keys(std::vector<std::uint64_t>& keys, std::vector<std::uint64_t>& spa
 /// index order and each dealt to its length's place (a stable counting sort by length, so ties stay
 /// in index order). One pass over the keys, one over the bitmap and one scattered write a key,
 /// against the radix sort's three passes of scattered writes. Returns false, the keys untouched,
-/// for fewer than 512 keys or where the range of indices or of lengths is much wider than the keys
-/// are many (the bitmap or the counts would cost more than they save). `spare`, `bitmap` and
-/// `starts` are scratch of any content, reused from one window to the next.
+/// for fewer than 512 keys, where the indices span more than 128 per key (the bitmap would cost
+/// more than it saves) or the lengths more values than there are keys (the counts would). `spare`,
+/// `bitmap` and `starts` are scratch of any content, reused from one window to the next.
 bool sort_dense_keys(std::vector<std::uint64_t>& keys, int index_bits, const std::int64_t* lengths,
                      std::vector<std::uint64_t>& spare, std::vector<std::uint64_t>& bitmap,
                      std::vector<std::size_t>& starts);

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "sampling/block_mt19937.hpp"
+#include "sampling/seeded_shuffle.hpp"
 
 namespace strider {
 
@@ -61,6 +62,7 @@ namespace {
 // call to the exported function would go through the library's PLT for every entry).
 template <typename Engine>
 inline std::uint64_t draw_below(Engine& engine, std::uint64_t bound) {
+  static_assert(sizeof(engine()) == 8, "draw_below takes 64-bit words");
   if (bound <= 1) return 0;
   std::uint64_t x = engine();
   uint128 product = static_cast<uint128>(x) * bound;

@@ -8,6 +8,24 @@ expect_equal "rank 0 golden" "$($inspect plan --samples 10 --world 3 --rank 0 --
 expect_equal "rank 2 golden" "$($inspect plan --samples 10 --world 3 --rank 2 --seed 0 --epoch 1)" "1 8 7 6"
 expect_equal "all ranks" "$($inspect plan --samples 10 --world 3 --seed 0 --epoch 1 --all-ranks)" \
   "$(printf 'rank 0: 5 2 9 4\nrank 1: 6 0 3 5\nrank 2: 1 8 7 6')"
+# Plans that must not change between versions (a checkpoint resumes into the same order): the
+# class-aware and bucketed plans' digests, as strider first made them (MD5 of the printed indices).
+plan_digest() { "$inspect" plan "$@" | md5sum | cut -d' ' -f1; }
+expect_equal "bucketed plan, windows of 64 batches" \
+  "$(plan_digest --samples 200000 --lengths lognormal:median=64,min=1,max=512 --sampler bucketed --max-tokens 16384 --world 2 --rank 1 --epoch 0)" \
+  f2cd61d86ec99680c0d6ef97940f7d51
+expect_equal "bucketed plan, one window" \
+  "$(plan_digest --samples 30000 --lengths uniform:min=8,max=2048 --sampler bucketed --max-tokens 4096 --megabatch 0 --world 3 --rank 2 --epoch 5)" \
+  7cf181ef9127dd0d4447957900bb8cd3
+expect_equal "balanced plan" \
+  "$(plan_digest --samples 5100 --class-counts 5000,37,63 --sampler balanced --world 2 --rank 1 --epoch 2 --batch-size 16)" \
+  e9c3599c124f39a55190c7b612d07c23
+expect_equal "stratified plan" \
+  "$(plan_digest --samples 5100 --class-counts 5000,37,63 --sampler stratified --world 2 --rank 1 --epoch 2 --batch-size 16)" \
+  a6097635683694b6e2322eb26409b270
+expect_equal "weighted plan" \
+  "$(plan_digest --samples 500 --class-counts 100,400 --sampler weighted --class-weights 0.3,7 --world 2 --rank 0)" \
+  742df6aca974a30d677a292da2078d6d
 expect_equal "no shuffle" "$($inspect plan --samples 10 --world 3 --rank 1 --no-shuffle)" "1 4 7 0"
 expect_equal "drop last" "$($inspect plan --samples 10 --world 3 --rank 1 --no-shuffle --drop-last)" "1 4 7"
 expect_equal "json" "$($inspect plan --samples 10 --world 3 --rank 0 --seed 0 --epoch 1 --batch-size 3 --json)" \

@@ -194,10 +194,11 @@ TEST_CASE("bucketed sampler: padding and balance targets (log-normal, 16384 toke
 TEST_CASE("bucketed sampler: a window's samples are formed into batches by ascending (length, index)", "[bucketed]") {
   // One window (megabatch 0) of shuffled samples, one rank: each batch is a run of the window
   // sorted by length, ties by index, so the batches put back in order of their first sample are
-  // every sample in that order. Sizes that take the packed keys' radix sort (5,000 and 70,000
-  // samples, several passes) and the comparison sort (300), with many ties (lengths 1..40) and
-  // with few (1..4,000); and a budget of 2^62 tokens, whose lengths do not fit a word beside an
-  // index (the entries are indices, sorted by comparing lengths: one batch of the whole window).
+  // every sample in that order. Sizes that take the dense sort of packed keys (5,000 and 70,000
+  // samples, one window of every index; the radix sort's cases are in test_key_sort.cpp) and the
+  // comparison sort (300), with many ties (lengths 1..40) and with few (1..4,000); and a budget of
+  // 2^62 tokens, whose lengths do not fit a word beside an index (the entries are indices, sorted
+  // by comparing lengths: one batch of the whole window).
   for (const std::int64_t n : {300, 5000, 70000}) {
     for (const auto& [longest, budget] :
          {std::pair<std::int64_t, std::int64_t>{40, 8192}, {4000, 8192}, {4000, std::int64_t{1} << 62}}) {

@@ -10,6 +10,7 @@
 
 #include "sampler_properties.hpp"
 #include "sampling/block_mt19937.hpp"
+#include "sampling/seeded_shuffle.hpp"
 #include "strider/core/error.hpp"
 #include "strider/core/hash.hpp"
 #include "strider/sampling/distributed_sampler.hpp"

@@ -51,11 +51,11 @@ TEST_CASE("bucketed window sorts: the dense sort and the radix sort order keys a
   const Case cases[] = {
       {200000, 0, 200000, 13000, 512, true},     // a w3 window: one in 16 of the dataset
       {5000, 0, 5000, 5000, 40, true},           // the whole dataset, many ties
-      {100000, 40000, 3000, 3000, 4000, true},   // a dense stretch in the middle of the index range
+      {100000, 40000, 3000, 3000, 2000, true},   // a dense stretch in the middle of the index range
       {60000, 0, 60000, 512, 8, true},           // the fewest keys it takes, 117 indices a key
       {60000, 0, 60000, 511, 8, false},          // one key fewer
       {1000000, 0, 1000000, 4000, 300, false},   // 250 indices a key: too sparse for a bitmap
-      {100000, 0, 100000, 20000, 90000, false},  // lengths spread over 4.5 times the keys
+      {100000, 0, 100000, 20000, 90000, false},  // lengths spread over 4.5 times as many values as keys
   };
   for (const Case& c : cases) {
     CAPTURE(c.n, c.first, c.span, c.size, c.longest);
@@ -79,6 +79,46 @@ TEST_CASE("bucketed window sorts: the dense sort and the radix sort order keys a
     std::vector<std::uint64_t> radix = window.keys, radix_spare;
     sampling_detail::sort_keys(radix, radix_spare);
     REQUIRE(radix == expected);
+  }
+}
+
+TEST_CASE("bucketed window sorts: the dense sort's limits, at their edges", "[bucketed]") {
+  // 512 keys: indices first, first + 1, ... with the last at first + span - 1, and lengths among
+  // L values. The bitmap takes up to 128 indices a key (a span of 128 * 512 + 127 still divides to
+  // 512), the counts one length value a key.
+  constexpr std::size_t size = 512;
+  constexpr std::uint64_t first = 1000;
+  const auto keys_of = [&](std::uint64_t span, std::uint64_t length_values, std::vector<std::int64_t>& lengths) {
+    lengths.assign(static_cast<std::size_t>(first + span), 1);
+    std::vector<std::uint64_t> keys;
+    for (std::size_t k = 0; k < size; ++k) {
+      const std::uint64_t index = k + 1 == size ? first + span - 1 : first + k;
+      // Every one of the L values once (k < L), then any of them; the last key the longest.
+      const std::uint64_t length =
+          k + 1 == size ? length_values : 1 + (k < length_values ? k : (k * 7) % length_values);
+      lengths[static_cast<std::size_t>(index)] = static_cast<std::int64_t>(length);
+      keys.push_back(length << 20 | index);
+    }
+    std::reverse(keys.begin(), keys.end());
+    return keys;
+  };
+  struct Edge {
+    std::uint64_t span, length_values;
+    bool takes;
+  };
+  const Edge edges[] = {
+      {128 * size + 127, 512, true}, {128 * size + 128, 512, false}, {1000, 512, true}, {1000, 513, false}};
+  for (const Edge& edge : edges) {
+    CAPTURE(edge.span, edge.length_values);
+    std::vector<std::int64_t> lengths;
+    std::vector<std::uint64_t> keys = keys_of(edge.span, edge.length_values, lengths);
+    const std::vector<std::uint64_t> before = keys;
+    std::vector<std::uint64_t> expected = keys, spare, bitmap;
+    std::sort(expected.begin(), expected.end());
+    std::vector<std::size_t> starts;
+    const bool took = sampling_detail::sort_dense_keys(keys, 20, lengths.data(), spare, bitmap, starts);
+    REQUIRE(took == edge.takes);
+    REQUIRE(keys == (took ? expected : before));
   }
 }
 
