@@ -70,8 +70,9 @@ void BucketedSampler::pack_window(std::vector<std::uint64_t>& window, bool last_
     return packed ? static_cast<std::int64_t>(entry >> index_bits_) : lengths[static_cast<std::size_t>(entry)];
   };
   // Ascending (length, index): a total order, so any sort gives the same window. Packed entries
-  // are sorted as integers, by radix, without looking a length up per comparison (the window sort
-  // is the plan's largest cost).
+  // are sorted as integers, without looking a length up per comparison (the window sort is among
+  // the plan's largest costs): through a bitmap of their indices where those are dense, else by
+  // radix.
   if (packed) {
     if (!sampling_detail::sort_dense_keys(window, index_bits_, lengths.data(), spare_keys_, window_bitmap_,
                                           length_starts_))

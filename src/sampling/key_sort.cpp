@@ -6,6 +6,21 @@
 
 namespace strider::sampling_detail {
 
+namespace {
+
+/// Each bucket's count replaced by its first place in the sorted output (an exclusive prefix sum).
+template <typename Counts>
+void counts_to_starts(Counts& counts) {
+  std::size_t place = 0;
+  for (std::size_t& count : counts) {
+    const std::size_t here = count;
+    count = place;
+    place += here;
+  }
+}
+
+}  // namespace
+
 int bit_width(std::uint64_t value) noexcept {
   int bits = 0;
   while (bits < 64 && (value >> bits) != 0) ++bits;
@@ -29,12 +44,7 @@ void sort_keys(std::vector<std::uint64_t>& keys, std::vector<std::uint64_t>& spa
     const int shift = pass * kDigitBits;
     std::fill(std::begin(counts), std::end(counts), std::size_t{0});
     for (std::uint64_t key : keys) ++counts[(key >> shift) & (kBuckets - 1)];
-    std::size_t at = 0;
-    for (std::size_t& count : counts) {
-      const std::size_t here = count;
-      count = at;
-      at += here;
-    }
+    counts_to_starts(counts);
     for (std::uint64_t key : keys) spare[counts[(key >> shift) & (kBuckets - 1)]++] = key;
     keys.swap(spare);
   }
@@ -65,12 +75,7 @@ bool sort_dense_keys(std::vector<std::uint64_t>& keys, int index_bits, const std
     bitmap[static_cast<std::size_t>(offset >> 6)] |= std::uint64_t{1} << (offset & 63);
     ++starts[static_cast<std::size_t>((key >> index_bits) - shortest)];
   }
-  std::size_t place = 0;
-  for (std::size_t& start : starts) {
-    const std::size_t count = start;
-    start = place;
-    place += count;
-  }
+  counts_to_starts(starts);
   spare.resize(size);
   for (std::size_t word = 0; word < bitmap.size(); ++word) {
     for (std::uint64_t bits = bitmap[word]; bits != 0; bits &= bits - 1) {

@@ -78,14 +78,6 @@ inline std::uint64_t draw_below(Engine& engine, std::uint64_t bound) {
   return static_cast<std::uint64_t>(product >> 64);
 }
 
-}  // namespace
-
-std::uint64_t uniform_below(std::mt19937_64& engine, std::uint64_t bound) {
-  return draw_below(engine, bound);
-}
-
-namespace {
-
 template <typename Engine, typename T>
 void fisher_yates(T* values, std::size_t n, Engine& engine) {
   for (std::size_t i = n; i > 1; --i) {
@@ -95,6 +87,10 @@ void fisher_yates(T* values, std::size_t n, Engine& engine) {
 }
 
 }  // namespace
+
+std::uint64_t uniform_below(std::mt19937_64& engine, std::uint64_t bound) {
+  return draw_below(engine, bound);
+}
 
 void shuffle_in_place(std::vector<std::int64_t>& values, std::mt19937_64& engine) {
   fisher_yates(values.data(), values.size(), engine);
