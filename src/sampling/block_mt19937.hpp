@@ -44,7 +44,10 @@ class BlockMersenneTwister {
   static constexpr Word kLowerMask = (Word{1} << P::kLowerBits) - 1;
   static Word twist(Word upper, Word lower, Word shifted) noexcept {
     const Word y = (upper & ~kLowerMask) | (lower & kLowerMask);
-    return shifted ^ (y >> 1) ^ ((y & 1u) != 0 ? P::kMatrix : Word{0});
+    // The matrix by a mask of y's low bit, not a branch on it: that bit is random, so a branch
+    // (which the compiler keeps for 64-bit words) mispredicts every other word and costs more than
+    // the rest of the draw.
+    return shifted ^ (y >> 1) ^ ((Word{0} - (y & 1u)) & P::kMatrix);
   }
   void refill() noexcept {
     constexpr unsigned n = P::kWords, m = P::kShift;
