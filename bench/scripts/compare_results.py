@@ -100,6 +100,17 @@ def main():
     if args.python_only_seconds:
         durations["python_only"] = args.python_only_seconds
 
+    # 2 ranks against 1 (w3, w4), and against 1 rank held to one core where compare.sh ran it.
+    scaling = {}
+    for row in rows:
+        if row["ranks"] == 2 and row.get("strider_over_one_rank"):
+            scaling[row["workload"]] = {
+                "two_ranks_over_one": rounded(row["strider_over_one_rank"]),
+                "two_ranks_over_one_on_one_core": rounded(row.get("strider_over_one_rank_one_core")),
+                "one_rank_one_core_million_samples_per_s": rounded(
+                    row.get("strider_one_rank_one_core_samples_per_s", 0) / 1e6, 1) or None,
+            }
+
     compare = {
         "machine": described,
         # The largest max/min over the repeats of one configuration in this run.
@@ -108,6 +119,7 @@ def main():
         "durations_s": durations,
         "page_cache": page_cache,
         "w1_repeats": w1_repeats,
+        "scaling": scaling,
         "runs": [run_of(row) for row in rows],
     }
     json.dump(compare, sys.stdout, indent=1)

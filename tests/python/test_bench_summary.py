@@ -123,3 +123,27 @@ def test_compare_results_maps_one_run_for_the_performance_page(tmp_path):
     assert result["page_cache"] == {"w1_cold_ranks_1_million_samples_per_s": 3.51}
     assert result["durations_s"] == {"compare": 300, "python_only": 80}
     assert {"cpu", "cores", "memory_gib", "commit", "date"} <= set(result["machine"])
+
+
+def test_compare_results_keeps_the_scaling_against_one_rank_and_one_core(tmp_path):
+    # w3 at 2 ranks against its 1-rank run, and against 1 rank held to one core (compare.sh's
+    # ONE_CORE run, set on the 2-rank row by summarize.py); a workload without the one-core run
+    # keeps its 1-rank ratio alone.
+    def row(workload, ranks, rate, **extra):
+        return dict({"workload": workload, "title": workload, "ranks": ranks, "sequential_read_bytes_per_s": 8e9,
+                     "gather_rows_per_s_one_core": 3e7, "strider_samples_per_s": rate,
+                     "strider_bytes_per_s": rate * 300}, **extra)
+
+    table = [row("w3", 1, 1.9e7), row("w3", 2, 2.2e7, strider_over_one_rank=2.2 / 1.9,
+                                      strider_over_one_rank_one_core=2.2 / 1.25,
+                                      strider_one_rank_one_core_samples_per_s=1.25e7),
+             row("w4", 2, 3.6e7, strider_over_one_rank=2.27)]
+    (tmp_path / "results.json").write_text(json.dumps({"table": table}))
+    script = os.path.join(SOURCE_DIR, "bench", "scripts", "compare_results.py")
+    printed = subprocess.run([sys.executable, script, str(tmp_path), "--seconds", "300"],
+                             check=True, stdout=subprocess.PIPE, text=True).stdout
+    scaling = json.loads(printed)["scaling"]
+    assert scaling["w3"] == {"two_ranks_over_one": 1.16, "two_ranks_over_one_on_one_core": 1.76,
+                             "one_rank_one_core_million_samples_per_s": 12.5}
+    assert scaling["w4"] == {"two_ranks_over_one": 2.27, "two_ranks_over_one_on_one_core": None,
+                             "one_rank_one_core_million_samples_per_s": None}
