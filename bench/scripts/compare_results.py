@@ -6,8 +6,8 @@ they were measured on.
   bench/scripts/compare_results.py OUT --seconds S [--python-only-seconds P] > bench/results/compare.json
 
 S is the run's total time ("done in S s", the last line compare.sh prints); P that of a
-BENCH_ONLY=python run, where one was made (else the value already in the file named by --previous is
-kept, or none)."""
+BENCH_ONLY=python run, where one was made. The run's sampler microbenchmarks have their own file
+(bench/scripts/sampler_results.py)."""
 
 import argparse
 import json

@@ -147,3 +147,37 @@ def test_compare_results_keeps_the_scaling_against_one_rank_and_one_core(tmp_pat
                              "one_rank_one_core_million_samples_per_s": 12.5}
     assert scaling["w4"] == {"two_ranks_over_one": 2.27, "two_ranks_over_one_on_one_core": None,
                              "one_rank_one_core_million_samples_per_s": None}
+
+
+def test_sampler_results_maps_the_microbenchmarks_for_the_performance_page(tmp_path):
+    # bench/scripts/sampler_results.py: each mode's batch() rate in M indices/s and its set_epoch
+    # time in ms to two figures (O(1) modes by their cost), the Feistel permutation's slowest domain
+    # with and without cycle walking; a mode missing from the output is an error, not a gap.
+    modes = ("distributed", "streaming", "bucketed", "block", "balanced", "weighted", "stratified")
+    benchmarks = []
+    for k, mode in enumerate(modes):
+        benchmarks.append({"name": f"batches/{mode}", "real_time": 300.0, "time_unit": "ns",
+                           "indices_per_s": (k + 1) * 1.0e8 + 4.0e5})
+        benchmarks.append({"name": f"set_epoch/{mode}", "real_time": 3.339 + 10 * k, "time_unit": "ms"})
+    benchmarks += [{"name": "feistel_permutation/20/0", "indices_per_s": 6.3e7, "real_time": 1, "time_unit": "ns"},
+                   {"name": "feistel_permutation/20/1", "indices_per_s": 1.25e8, "real_time": 1, "time_unit": "ns"},
+                   {"name": "feistel_permutation/40/0", "indices_per_s": 6.1e7, "real_time": 1, "time_unit": "ns"},
+                   {"name": "feistel_single_index/20", "indices_per_s": 2e7, "real_time": 1, "time_unit": "ns"}]
+    path = tmp_path / "sampler-bench.json"
+    path.write_text(json.dumps({"benchmarks": benchmarks}))
+    script = os.path.join(SOURCE_DIR, "bench", "scripts", "sampler_results.py")
+    result = json.loads(subprocess.run([sys.executable, script, str(path)], check=True, stdout=subprocess.PIPE,
+                                       text=True).stdout)
+    runs = {run["mode"]: run for run in result["runs"]}
+    assert [run["mode"] for run in result["runs"]] == list(modes)
+    assert runs["distributed"] == {"mode": "distributed", "million_indices_per_s": 100, "set_epoch_ms": 3.3,
+                                   "set_epoch_note": "torch's permutation"}
+    assert runs["bucketed"]["set_epoch_ms"] == 23 and runs["bucketed"]["million_indices_per_s"] == 300
+    assert runs["streaming"]["set_epoch_ms"] is None and runs["streaming"]["set_epoch_cost"] == "O(1)"
+    assert result["feistel"] == {"domains_log2": [20, 40], "million_indices_per_s_each": 61,
+                                 "million_indices_per_s_without_cycle_walking": 125}
+    assert {"cpu", "cores", "commit", "date"} <= set(result["machine"])
+
+    path.write_text(json.dumps({"benchmarks": [b for b in benchmarks if b["name"] != "set_epoch/balanced"]}))
+    missing = subprocess.run([sys.executable, script, str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert missing.returncode != 0 and "set_epoch/balanced" in missing.stderr
