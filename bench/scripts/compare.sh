@@ -12,8 +12,8 @@
 #   w2  8,192 x 64 KiB (16384 float32) rows, shuffled, batches of 32
 #   w3  200,000 sequences (median 64, max 512 int32 tokens), bucketed under 16384 tokens per batch
 #   w4  1,000,000 x 64 float32, 10 classes, imbalance 100, class-balanced (weighted sampler, 1/count)
-# w3 and w4 also at 1 rank held to one core (taskset): the scaling of 2 ranks per core, beside the
-# 1-rank figure whose next-epoch plan has the second core to itself;
+# each 2-rank repeat of w3 and w4 followed by 1 rank held to one core (taskset): the scaling of 2
+# ranks per core, beside the 1-rank figure whose next-epoch plan has the second core to itself;
 # plus, on w1: strider from Python (bench/scripts/python_loop.py: strider.Loader, each batch wrapped with
 # torch.from_numpy) beside strider-bench's C++ loop and the peer; the same rows split over 8 shards (read as one
 # dataset; strider-bench within 10% of the one file is the target); runs with --compute-us at 1x, 2x (and 4x) the
@@ -76,6 +76,8 @@ mkdir -p "$data" "$out/logs"
 rm -rf "$out"/*.json "$out/runs"
 mkdir -p "$out/runs"
 launch=(mpirun --bind-to none --oversubscribe)  # --oversubscribe: RANKS may exceed the cores
+# The first CPU this script may run on (taskset -c for the runs held to one core).
+first_cpu=$(taskset -pc $$ | sed -E 's/.*: *//; s/[-,].*//')
 started=$(date +%s)
 log() { printf '[%4ds] %s\n' $(($(date +%s) - started)) "$*"; }
 echo "# machine: $(nproc) cores, $(free -g | awk '/^Mem:/ {print $2}') GiB, $(. /etc/os-release && echo "$PRETTY_NAME"); load before: $(cut -d' ' -f1-3 /proc/loadavg)" |
@@ -232,12 +234,15 @@ strider() {  # TAG RANKS strider-bench options...: the median of $repeats runs (
       log "python $tag skipped: no strider module in $pythonpath (build with the Python module) or no mpi4py"
     fi
   fi
-  local pin=()  # ONE_CORE=C: every process of the run held to core C (taskset)
-  [[ -n ${ONE_CORE:-} ]] && pin=(taskset -c "$ONE_CORE")
   for ((k = 1; k <= repeats; ++k)); do
     if [[ -n ${PAIRED:-} ]]; then paired_gather "$PAIRED" "$ranks" "$tag" "$k"; fi
-    "${pin[@]}" "${launch[@]}" -np "$ranks" "$bin/strider-bench" --seed "$seed" --json "$out/runs/strider-$tag.$k.json" "$@" \
+    "${launch[@]}" -np "$ranks" "$bin/strider-bench" --seed "$seed" --json "$out/runs/strider-$tag.$k.json" "$@" \
       >"$out/logs/strider-$tag.$k.log" 2>&1 || { log "strider $tag FAILED (see $out/logs/strider-$tag.$k.log)"; return 0; }
+    if [[ -n ${WITH_ONE_CORE:-} ]]; then  # 1 rank held to one core, the same options, just after
+      taskset -c "$first_cpu" "${launch[@]}" -np 1 "$bin/strider-bench" --seed "$seed" \
+        --json "$out/runs/onecore-$tag.$k.json" "$@" >"$out/logs/onecore-$tag.$k.log" 2>&1 ||
+        log "onecore $tag FAILED (see $out/logs/onecore-$tag.$k.log)"
+    fi
     if [[ -n $python_ok ]] && ! python_run "$tag" "$ranks" "$k" "$@"; then
       log "python $tag FAILED (see $out/logs/python-$tag.$k.log)"
       python_ok=""
@@ -298,20 +303,16 @@ limits w4 /samples 256
 for ranks in $ranks_list; do
   PAIRED=w1 WITH_PYTHON=1 repeats=$w1_repeats strider "w1-r$ranks" "$ranks" --data "$data/w1.h5" --batch-size 256 $w1_epochs
   strider "w2-r$ranks" "$ranks" --data "$data/w2.h5" --batch-size 32 --epochs 4
-  PAIRED=w3 repeats=$w1_repeats strider "w3-r$ranks" "$ranks" --data "$data/w3.h5" --sampler bucketed --max-tokens 16384 \
-    $w3_epochs
-  PAIRED=w4 repeats=$w1_repeats strider "w4-r$ranks" "$ranks" --data "$data/w4.h5" --sampler weighted --batch-size 256 \
-    $w4_epochs
+  # At 2 ranks each repeat of w3 and w4 is followed by 1 rank held to one core (WITH_ONE_CORE): the
+  # 1-rank runs plan the next epoch on the second core while the first reads, which 2 ranks on 2
+  # cores cannot, so 2 ranks are also set against the same cores per rank.
+  one_core=""
+  [[ $ranks == 2 ]] && one_core=1
+  PAIRED=w3 WITH_ONE_CORE=$one_core repeats=$w1_repeats strider "w3-r$ranks" "$ranks" --data "$data/w3.h5" \
+    --sampler bucketed --max-tokens 16384 $w3_epochs
+  PAIRED=w4 WITH_ONE_CORE=$one_core repeats=$w1_repeats strider "w4-r$ranks" "$ranks" --data "$data/w4.h5" \
+    --sampler weighted --batch-size 256 $w4_epochs
 done
-# w3 and w4 at 1 rank held to one core: the 1-rank runs above plan the next epoch on the second core
-# while the first reads, which 2 ranks on 2 cores cannot; against these, 2 ranks show their scaling
-# per core.
-if [[ " $ranks_list " == *" 1 "* && " $ranks_list " == *" 2 "* ]]; then
-  ONE_CORE=0 repeats=$w1_repeats strider "w3-onecore-r1" 1 --data "$data/w3.h5" --sampler bucketed --max-tokens 16384 \
-    $w3_epochs
-  ONE_CORE=0 repeats=$w1_repeats strider "w4-onecore-r1" 1 --data "$data/w4.h5" --sampler weighted --batch-size 256 \
-    $w4_epochs
-fi
 for ranks in $ranks_list; do
   peer "w1-r$ranks" "$ranks" --data "$data/w1.h5" --batch-size 256 --sampler distributed
   peer "w2-r$ranks" "$ranks" --data "$data/w2.h5" --batch-size 32 --sampler distributed

@@ -26,8 +26,9 @@ NOTES = {"distributed": "torch's permutation", "bucketed": "shuffle, sort window
 
 
 def two_figures(value):
-    """Two significant figures: 8.4, 85, 3.1."""
-    return round(value, 1) if value < 10 else round(value)
+    """Two significant figures: 0.043, 8.4, 85, 120 (whole numbers from 10 up)."""
+    rounded = float(f"{value:.2g}")
+    return int(rounded) if rounded >= 10 else rounded
 
 
 def main():
@@ -41,11 +42,15 @@ def main():
         scale = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}[benchmark["time_unit"]]
         return benchmark["real_time"] * scale
 
+    measured = {name.split("/", 1)[1] for name in by_name if name.startswith("batches/")}
+    for mode in sorted(measured - set(MODES)):
+        print(f"sampler_results: batches/{mode} is not in the table (add it to MODES)", file=sys.stderr)
     runs = []
     for mode in MODES:
-        batches, plan = by_name.get(f"batches/{mode}"), by_name.get(f"set_epoch/{mode}")
-        if not batches or not plan:
-            sys.exit(f"sampler_results: {args.benchmarks} lacks batches/{mode} or set_epoch/{mode}")
+        for name in (f"batches/{mode}", f"set_epoch/{mode}"):
+            if name not in by_name:
+                sys.exit(f"sampler_results: {args.benchmarks} lacks {name}")
+        batches, plan = by_name[f"batches/{mode}"], by_name[f"set_epoch/{mode}"]
         run = {"mode": mode, "million_indices_per_s": round(batches["indices_per_s"] / 1e6)}
         if mode in CONSTANT_SET_EPOCH:
             run.update(set_epoch_ms=None, set_epoch_cost="O(1)")

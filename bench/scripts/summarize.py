@@ -303,14 +303,20 @@ def main(out):
         if one.get("strider_samples_per_s") and two.get("strider_samples_per_s"):
             scaling = two["strider_samples_per_s"] / one["strider_samples_per_s"]
             two["strider_over_one_rank"] = scaling
-            # Beside it, 1 rank held to one core (compare.sh's ONE_CORE run): the same cores per rank.
-            one_core = strider.get(f"{workload}-onecore-r1")
+            # Beside it, 1 rank held to one core, run just after each 2-rank repeat (compare.sh's
+            # WITH_ONE_CORE): the same cores per rank; the median of the repeats' own ratios.
+            tag = f"{workload}-r2"
+            set_paired(two, "strider_over_one_rank_one_core",
+                       paired_ratios(out, tag, "strider", "samples_per_s", "onecore", "samples_per_s"))
+            one_core_runs = [run["samples_per_s"] for run in
+                             (load(path) for path in glob.glob(os.path.join(out, "runs", f"onecore-{tag}.*.json")))
+                             if run and run.get("samples_per_s")]
             per_core = ""
-            if one_core and one_core.get("samples_per_s"):
-                two["strider_one_rank_one_core_samples_per_s"] = one_core["samples_per_s"]
-                two["strider_over_one_rank_one_core"] = two["strider_samples_per_s"] / one_core["samples_per_s"]
-                per_core = (f" ({two['strider_over_one_rank_one_core']:.2f}x 1 rank held to one core, "
-                            f"{one_core['samples_per_s']:.0f} samples/s)")
+            if "strider_over_one_rank_one_core" in two and one_core_runs:
+                two["strider_one_rank_one_core_samples_per_s"] = statistics.median(one_core_runs)
+                per_core = (f" ({two['strider_over_one_rank_one_core']:.2f}x 1 rank held to one core"
+                            f"{pairs_text(two, 'strider_over_one_rank_one_core')}, "
+                            f"{two['strider_one_rank_one_core_samples_per_s']:.0f} samples/s)")
             goal(f"{workload} at 2 ranks: >= 1.6x its 1-rank samples/s", scaling >= 1.6, f"{scaling:.2f}x{per_core}")
     for row in rows:  # CPU efficiency, and w1 at 2 ranks against the two-process gather and the peer
         if row["workload"] != "w1":

@@ -173,6 +173,7 @@ def test_sampler_results_maps_the_microbenchmarks_for_the_performance_page(tmp_p
     assert runs["distributed"] == {"mode": "distributed", "million_indices_per_s": 100, "set_epoch_ms": 3.3,
                                    "set_epoch_note": "torch's permutation"}
     assert runs["bucketed"]["set_epoch_ms"] == 23 and runs["bucketed"]["million_indices_per_s"] == 300
+    assert runs["stratified"]["set_epoch_ms"] == 63  # 63.339
     assert runs["streaming"]["set_epoch_ms"] is None and runs["streaming"]["set_epoch_cost"] == "O(1)"
     assert result["feistel"] == {"domains_log2": [20, 40], "million_indices_per_s_each": 61,
                                  "million_indices_per_s_without_cycle_walking": 125}
@@ -180,4 +181,33 @@ def test_sampler_results_maps_the_microbenchmarks_for_the_performance_page(tmp_p
 
     path.write_text(json.dumps({"benchmarks": [b for b in benchmarks if b["name"] != "set_epoch/balanced"]}))
     missing = subprocess.run([sys.executable, script, str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert missing.returncode != 0 and "set_epoch/balanced" in missing.stderr
+    assert missing.returncode != 0 and "lacks set_epoch/balanced" in missing.stderr
+
+
+def test_two_ranks_are_set_against_one_rank_on_one_core_pair_by_pair(tmp_path):
+    # summarize.py: each 2-rank repeat of w3 against the 1-rank run held to one core just after it
+    # (compare.sh's WITH_ONE_CORE, runs/onecore-w3-r2.K.json); the ratio is the median of the
+    # pairs', the one-core figure the median of its runs, and the one-core runs make no table row.
+    summarize = load_summarize()
+
+    def bench(rate, ranks):
+        return {"samples_per_s": rate, "bytes_per_s": rate * 300, "stall_fraction": 0.5,
+                "time_to_first_batch_s": 0.01, "peak_rss_bytes": 1 << 20, "read_amplification": 1.0,
+                "ranks": [{"rank": r, "samples_per_s": rate / ranks} for r in range(ranks)]}
+
+    (tmp_path / "strider-w3-r1.json").write_text(json.dumps(bench(20.0e6, 1)))
+    (tmp_path / "strider-w3-r2.json").write_text(json.dumps(bench(26.0e6, 2)))
+    write_runs(tmp_path, "strider", "w3-r2", {1: 30.0e6, 2: 26.0e6, 3: 22.0e6}, "samples_per_s")
+    # Pairs 30/20 = 1.5, 26/13 = 2.0, 22/16 = 1.375: median 1.5, where the medians' ratio would be 26/16.
+    write_runs(tmp_path, "onecore", "w3-r2", {1: 20.0e6, 2: 13.0e6, 3: 16.0e6}, "samples_per_s")
+    summarize.main(str(tmp_path))
+    results = json.loads((tmp_path / "results.json").read_text())
+    rows = {(row["workload"], row["ranks"]): row for row in results["table"]}
+    assert set(rows) == {("w3", 1), ("w3", 2)}
+    two = rows[("w3", 2)]
+    assert two["strider_over_one_rank"] == 26.0e6 / 20.0e6
+    assert two["strider_over_one_rank_one_core_pairs"] == [1.375, 1.5, 2.0]
+    assert two["strider_over_one_rank_one_core"] == 1.5
+    assert two["strider_one_rank_one_core_samples_per_s"] == 16.0e6
+    scaling = [goal for goal in results["goals"] if goal["goal"].startswith("w3 at 2 ranks: >= 1.6x")]
+    assert len(scaling) == 1 and not scaling[0]["met"] and "1.50x 1 rank held to one core" in scaling[0]["detail"]
