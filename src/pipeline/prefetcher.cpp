@@ -368,10 +368,14 @@ void Prefetcher::start_epoch(const Sampler& sampler, std::int64_t first_step, st
                                   std::to_string(steps) + " steps");
 
   // Size the ring from this epoch's largest batch (the I/O thread is idle: the reader's const size
-  // queries are safe here). Sequences need a scan of the batches; fixed-size samples do not.
+  // queries are safe here). Sequences need the plan's most elements of a batch, or else a scan of
+  // the batches; fixed-size samples need neither.
   const std::int64_t max_samples = std::max<std::int64_t>(sampler.max_batch_size(), 1);
   std::int64_t max_bytes = max_samples * info_.sample_bytes;
-  if (info_.variable_length) {
+  const std::int64_t max_elements = info_.variable_length ? sampler.max_batch_elements() : -1;
+  if (max_elements >= 0) {
+    max_bytes = max_elements * static_cast<std::int64_t>(element_bytes(info_.element_type));
+  } else if (info_.variable_length) {
     std::vector<std::int64_t> indices;
     max_bytes = 0;
     for (std::int64_t step = first_step; step < end_step; ++step) {

@@ -104,11 +104,16 @@ void BucketedSampler::pack_window(std::vector<std::uint64_t>& window, bool last_
       ++count;                                            // >= 1: no sample is longer than max_tokens
     if (start + count == size && !last_window) break;     // partial: carried into the next window
     if (start + count < size) count -= count % multiple;  // >= multiple: validated against the longest sample
-    for (std::int64_t k = start; k < start + count; ++k)
-      samples_.push_back(static_cast<std::int64_t>(window[static_cast<std::size_t>(k)] & index_mask));
+    std::int64_t tokens = 0;
+    for (std::int64_t k = start; k < start + count; ++k) {
+      const std::uint64_t entry = window[static_cast<std::size_t>(k)];
+      samples_.push_back(static_cast<std::int64_t>(entry & index_mask));
+      tokens += length_of(entry);
+    }
     sequence_.push_back(Span{static_cast<std::int64_t>(samples_.size()) - count, count,
                              length_of(window[static_cast<std::size_t>(start + count - 1)])});
     largest_batch_ = std::max(largest_batch_, count);
+    largest_batch_tokens_ = std::max(largest_batch_tokens_, tokens);
     start += count;
   }
   window.erase(window.begin(), window.begin() + start);
@@ -129,17 +134,19 @@ void BucketedSampler::on_epoch() {
       [this](const std::byte* data, std::int64_t bytes) { return load_plan(data, bytes); });
 }
 
-// A shared plan: the batch count and the largest batch, the samples (N), then the batches' spans.
+// A shared plan: the batch count, the largest batch and the most tokens of a batch, the samples
+// (N), then the batches' spans.
 std::int64_t BucketedSampler::shared_plan_bytes(std::int64_t samples, std::int64_t batches) noexcept {
   static_assert(sizeof(Span) == 3 * sizeof(std::int64_t) && std::is_trivially_copyable_v<Span>,
                 "a plan's spans are shared as bytes");
-  return static_cast<std::int64_t>(2 * sizeof(std::int64_t) + sizeof(std::int64_t) * static_cast<std::size_t>(samples) +
+  return static_cast<std::int64_t>(sizeof(plan_header_) + sizeof(std::int64_t) * static_cast<std::size_t>(samples) +
                                    sizeof(Span) * static_cast<std::size_t>(batches));
 }
 
 std::vector<SharedPlan::Piece> BucketedSampler::plan_pieces() {
   plan_header_[0] = num_batches();
   plan_header_[1] = largest_batch_;
+  plan_header_[2] = largest_batch_tokens_;
   return {{plan_header_, static_cast<std::int64_t>(sizeof(plan_header_))},
           {samples_.data(), static_cast<std::int64_t>(samples_.size() * sizeof(std::int64_t))},
           {sequence_.data(), static_cast<std::int64_t>(sequence_.size() * sizeof(Span))}};
@@ -149,7 +156,7 @@ bool BucketedSampler::load_plan(const std::byte* data, std::int64_t bytes) {
   // The bytes may be overwritten while they are read (the caller then throws the result away): every
   // size is checked against `bytes` before it is used.
   const auto n = static_cast<std::int64_t>(config_.lengths.size());
-  std::int64_t header[2];
+  std::int64_t header[sizeof(plan_header_) / sizeof(std::int64_t)];
   if (bytes < shared_plan_bytes(n, 0)) return false;
   std::memcpy(header, data, sizeof(header));
   const std::int64_t batches = header[0];
@@ -160,15 +167,21 @@ bool BucketedSampler::load_plan(const std::byte* data, std::int64_t bytes) {
   std::memcpy(static_cast<void*>(sequence_.data()), data + sizeof(header) + samples_.size() * sizeof(std::int64_t),
               sequence_.size() * sizeof(Span));
   largest_batch_ = header[1];
+  largest_batch_tokens_ = header[2];
   // A plan every later step can rely on: spans of at least one sample inside the N, covering N in
-  // all, the largest as said, every sample index a sample's.
-  std::int64_t covered = 0, largest = 0;
+  // all, the largest as said, the most tokens of a batch within the costliest batch's padded
+  // tokens (and so within max_tokens), every sample index a sample's.
+  std::int64_t covered = 0, largest = 0, costliest = 0;
   for (const Span& span : sequence_) {
-    if (span.count < 1 || span.first < 0 || span.first > n - span.count || span.longest < 1) return false;
+    if (span.count < 1 || span.first < 0 || span.first > n - span.count || span.longest < 1 ||
+        span.longest > config_.max_tokens / span.count)
+      return false;
     covered += span.count;
     largest = std::max(largest, span.count);
+    costliest = std::max(costliest, span.cost());
   }
-  if (covered != n || largest != largest_batch_) return false;
+  if (covered != n || largest != largest_batch_ || largest_batch_tokens_ < 0 || largest_batch_tokens_ > costliest)
+    return false;
   for (std::int64_t sample : samples_)
     if (sample < 0 || sample >= n) return false;
   return true;
@@ -181,6 +194,7 @@ void BucketedSampler::make_plan() {
   samples_.reserve(static_cast<std::size_t>(n));
   sequence_.clear();
   largest_batch_ = 0;
+  largest_batch_tokens_ = 0;
 
   // Windows of about `megabatch` batches' worth of tokens (saturating: 0 or huge means the epoch).
   const std::int64_t window_tokens =

@@ -42,6 +42,12 @@ std::int64_t cost_of(const std::vector<std::int64_t>& batch, const std::vector<s
   return longest * static_cast<std::int64_t>(batch.size());
 }
 
+std::int64_t tokens_of(const std::vector<std::int64_t>& batch, const std::vector<std::int64_t>& lengths) {
+  std::int64_t tokens = 0;
+  for (std::int64_t index : batch) tokens += lengths[static_cast<std::size_t>(index)];
+  return tokens;
+}
+
 }  // namespace
 
 TEST_CASE("bucketed sampler: invariants of every mode (batch sizes vary)", "[bucketed]") {
@@ -76,9 +82,11 @@ TEST_CASE("bucketed sampler: budget, max batch size, multiples, exact coverage",
       std::vector<int> seen(lengths->size(), 0);
       int not_multiple = 0;
       std::vector<std::int64_t> batch;
+      std::int64_t most_tokens = 0;
       for (std::int64_t position = 0; position < sampler.num_batches(); ++position) {
         sampler.sequence_batch(position, batch);
         REQUIRE(!batch.empty());
+        most_tokens = std::max(most_tokens, tokens_of(batch, *lengths));
         REQUIRE(cost_of(batch, *lengths) <= 8192);
         REQUIRE(cost_of(batch, *lengths) == sampler.sequence_cost(position));
         if (max_batch > 0) REQUIRE(static_cast<std::int64_t>(batch.size()) <= max_batch);
@@ -86,7 +94,8 @@ TEST_CASE("bucketed sampler: budget, max batch size, multiples, exact coverage",
         not_multiple += static_cast<std::int64_t>(batch.size()) % multiple != 0 ? 1 : 0;
         for (std::int64_t index : batch) ++seen[static_cast<std::size_t>(index)];
       }
-      REQUIRE(not_multiple <= 1);  // only the epoch's last formed batch may miss the multiple
+      REQUIRE(sampler.max_batch_elements() == most_tokens);  // what the prefetcher sizes its buffers by
+      REQUIRE(not_multiple <= 1);                            // only the epoch's last formed batch may miss the multiple
       for (int count : seen) REQUIRE(count == 1);
     }
   }
@@ -280,6 +289,8 @@ TEST_CASE("bucketed sampler: a shared plan is the plan, and bytes that are not o
   REQUIRE(kept->loaded == 2);
   REQUIRE(all_batches(copier) == expected);
   REQUIRE(copier.max_batch_size() == alone.max_batch_size());
+  REQUIRE(copier.max_batch_elements() == alone.max_batch_elements());
+  REQUIRE(alone.max_batch_elements() > 0);
   // Each spoiled copy is refused, and the plan made instead is the same.
   const std::vector<std::function<void(std::vector<std::byte>&)>> spoils = {
       [](std::vector<std::byte>& bytes) { bytes.resize(bytes.size() - 8); },  // truncated
@@ -287,7 +298,10 @@ TEST_CASE("bucketed sampler: a shared plan is the plan, and bytes that are not o
       [](std::vector<std::byte>& bytes) { std::fill(bytes.end() - 24, bytes.end() - 16, std::byte{0x7f}); },  // a span
       [](std::vector<std::byte>& bytes) { std::fill(bytes.begin() + 8, bytes.begin() + 16, std::byte{0}); },  // largest
       [](std::vector<std::byte>& bytes) {
-        std::fill(bytes.begin() + 16, bytes.begin() + 24, std::byte{0xff});
+        std::fill(bytes.begin() + 16, bytes.begin() + 24, std::byte{0x7f});
+      },  // the most tokens of a batch, past max_tokens
+      [](std::vector<std::byte>& bytes) {
+        std::fill(bytes.begin() + 24, bytes.begin() + 32, std::byte{0xff});
       },  // a sample
   };
   for (std::size_t k = 0; k < spoils.size(); ++k) {

@@ -54,6 +54,8 @@ class BucketedSampler final : public Sampler {
   std::unique_ptr<Sampler> clone() const override { return std::unique_ptr<Sampler>(new BucketedSampler(*this)); }
   std::int64_t num_steps() const override;
   std::int64_t max_batch_size() const override { return largest_batch_; }
+  /// The most tokens of any of the epoch's batches (every rank's): at most max_tokens.
+  std::int64_t max_batch_elements() const override { return largest_batch_tokens_; }
   void batch(std::int64_t step, std::vector<std::int64_t>& indices) const override;
   /// Global batches: steps * R (padding repeats included).
   std::int64_t consumed_after(std::int64_t steps) const override;
@@ -98,7 +100,8 @@ class BucketedSampler final : public Sampler {
   std::vector<std::size_t> length_starts_;
   int index_bits_ = 0;  // bits of a window entry's index where its length is packed above it (0: not packed)
   std::int64_t largest_batch_ = 0;
-  std::int64_t plan_header_[2] = {};  // plan_pieces(): the batch count and the largest batch
+  std::int64_t largest_batch_tokens_ = 0;
+  std::int64_t plan_header_[3] = {};  // plan_pieces(): the batch count, the largest batch and its most tokens
 };
 
 }  // namespace strider

@@ -61,6 +61,10 @@ class Sampler {
   virtual std::int64_t num_steps() const = 0;
   /// The largest batch this rank can get in any step of the current epoch (for sizing buffers).
   virtual std::int64_t max_batch_size() const = 0;
+  /// For variable-length rows: at least the elements (rows' lengths summed) of any batch this rank
+  /// gets in the current epoch, where the plan knows it; -1 where it does not. The prefetcher sizes
+  /// its buffers from it, else from every batch of the epoch read through the reader's lengths.
+  virtual std::int64_t max_batch_elements() const { return -1; }
   /// Writes this rank's batch for `step` (0 <= step < num_steps()) as global sample indices, in
   /// the order the batch is to be delivered. O(batch size).
   virtual void batch(std::int64_t step, std::vector<std::int64_t>& indices) const = 0;
