@@ -62,6 +62,16 @@ def pairs_text(row, key, goal=None):
             + ("; the pairs fall on both sides of the goal" if split else "") + ")")
 
 
+def repeat_rates(out, kind):
+    """{TAG: the samples/s of every repeat runs/KIND-TAG.K.json}."""
+    rates = {}
+    for path in glob.glob(os.path.join(out, "runs", f"{kind}-*.json")):
+        run = load(path)
+        if run:
+            rates.setdefault(os.path.basename(path)[len(kind) + 1:].rsplit(".", 2)[0], []).append(run["samples_per_s"])
+    return rates
+
+
 def main(out):
     strider = {os.path.basename(p)[8:-5]: load(p) for p in glob.glob(os.path.join(out, "strider-*.json"))}
     peers = {os.path.basename(p)[5:-5]: load(p) for p in glob.glob(os.path.join(out, "peer-*.json"))}
@@ -69,16 +79,9 @@ def main(out):
     pythons = {os.path.basename(p)[7:-5]: load(p) for p in glob.glob(os.path.join(out, "python-*.json"))}
     machine = open(os.path.join(out, "machine.txt")).read().strip() if os.path.exists(os.path.join(out, "machine.txt")) else ""
     rows, goals = [], []
-    repeats = {}  # tag -> samples/s of every repeated run (compare.sh keeps the median)
-    python_repeats = {}
-    for path in glob.glob(os.path.join(out, "runs", "strider-*.json")):
-        run = load(path)
-        if run:
-            repeats.setdefault(os.path.basename(path)[8:].rsplit(".", 2)[0], []).append(run["samples_per_s"])
-    for path in glob.glob(os.path.join(out, "runs", "python-*.json")):
-        run = load(path)
-        if run:
-            python_repeats.setdefault(os.path.basename(path)[7:].rsplit(".", 2)[0], []).append(run["samples_per_s"])
+    repeats = repeat_rates(out, "strider")  # tag -> samples/s of every repeated run (compare.sh keeps the median)
+    python_repeats = repeat_rates(out, "python")
+    one_core_repeats = repeat_rates(out, "onecore")  # compare.sh's WITH_ONE_CORE runs
     ranks_seen = sorted({int(k.split("-r")[-1]) for k in strider if k[:2] in WORKLOADS and k.count("-") == 1})
 
     print(machine)
@@ -308,9 +311,7 @@ def main(out):
             tag = f"{workload}-r2"
             set_paired(two, "strider_over_one_rank_one_core",
                        paired_ratios(out, tag, "strider", "samples_per_s", "onecore", "samples_per_s"))
-            one_core_runs = [run["samples_per_s"] for run in
-                             (load(path) for path in glob.glob(os.path.join(out, "runs", f"onecore-{tag}.*.json")))
-                             if run and run.get("samples_per_s")]
+            one_core_runs = one_core_repeats.get(tag, [])
             per_core = ""
             if "strider_over_one_rank_one_core" in two and one_core_runs:
                 two["strider_one_rank_one_core_samples_per_s"] = statistics.median(one_core_runs)
