@@ -329,15 +329,23 @@ NodePlan::Counts NodePlan::counts() const {
   counts.published = published_.load(std::memory_order_relaxed);
   counts.copied = copied_.load(std::memory_order_relaxed);
   counts.alone = alone_.load(std::memory_order_relaxed);
+  counts.ahead = ahead_.load(std::memory_order_relaxed);
   return counts;
 }
 
 void NodePlan::share(std::uint64_t key, std::uint64_t turn, const std::function<void()>& make,
                      const std::function<std::vector<Piece>()>& pieces,
-                     const std::function<bool(const std::byte* data, std::int64_t bytes)>& load) {
+                     const std::function<bool(const std::byte* data, std::int64_t bytes)>& load,
+                     const std::function<void()>& ahead) {
   std::lock_guard<std::mutex> lock(mutex_);
   const bool query = on_this_rank_only > 0;  // neither waits for the node's plan nor writes it
   const bool my_turn = writes(turn);
+  // The next plan's maker starts on it while this one is made elsewhere: each rank then carries
+  // part of every epoch's planning, not all of every other epoch's.
+  if (!my_turn && !query && writes(turn + 1) && ahead) {
+    ahead();
+    ++ahead_;
+  }
   // A plan the node holds already is copied by anyone; a rank whose turn it is not waits for it.
   if (copy_from_node(key, load, !my_turn && !query)) {
     ++copied_;

@@ -118,12 +118,14 @@ class NodePlan final : public SharedPlan {
 
   void share(std::uint64_t key, std::uint64_t turn, const std::function<void()>& make,
              const std::function<std::vector<Piece>()>& pieces,
-             const std::function<bool(const std::byte* data, std::int64_t bytes)>& load) override;
+             const std::function<bool(const std::byte* data, std::int64_t bytes)>& load,
+             const std::function<void()>& ahead) override;
 
   /// What share() did so far on this rank: made a plan and published it (its turn), copied the
-  /// node's, or made one that nobody else reads (a missing, late or too large copy; a query).
+  /// node's, or made one that nobody else reads (a missing, late or too large copy; a query); and
+  /// started on the next plan while waiting for another rank's (`ahead`).
   struct Counts {
-    std::int64_t published = 0, copied = 0, alone = 0;
+    std::int64_t published = 0, copied = 0, alone = 0, ahead = 0;
   };
   Counts counts() const;
   bool writes(std::uint64_t turn) const noexcept {
@@ -149,7 +151,7 @@ class NodePlan final : public SharedPlan {
   const std::int64_t capacity_;
   const NodeOrderWaits waits_;
   std::mutex mutex_;  // one share() at a time (the samplers of one Loader)
-  std::atomic<std::int64_t> published_{0}, copied_{0}, alone_{0};
+  std::atomic<std::int64_t> published_{0}, copied_{0}, alone_{0}, ahead_{0};
 };
 
 /// Collective over comm: the class-aware samplers' per-class lists of `labels` (checked: K =

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <mutex>
+#include <new>
 #include <random>
 #include <type_traits>
 
@@ -22,8 +24,15 @@ constexpr std::uint64_t batch_stream = 0x4255434b45540002ULL;   // "BUCKET" 2
 
 }  // namespace
 
+struct BucketedSampler::Ahead {
+  std::mutex mutex;
+  std::uint64_t key = 0;  // the plan's (plan_key); 0: none
+  sampling_detail::WindowMarks marks;
+  std::int64_t used = 0;  // plans that began with marks from here
+};
+
 BucketedSampler::BucketedSampler(const BucketedSamplerConfig& config, int world_size, int rank)
-    : Sampler(world_size, rank, config.seed), config_(config) {
+    : Sampler(world_size, rank, config.seed), config_(config), ahead_(std::make_shared<Ahead>()) {
   if (!config.lengths) STRIDER_THROW(UsageError, "the bucketed sampler needs per-sample lengths");
   if (config.max_tokens <= 0)
     STRIDER_THROW(UsageError, "bucketed: max_tokens must be > 0, got " + std::to_string(config.max_tokens));
@@ -42,17 +51,29 @@ BucketedSampler::BucketedSampler(const BucketedSamplerConfig& config, int world_
 
   const SharedView<std::int64_t>& lengths = config.lengths;
   Fnv1a64 hash;
-  std::size_t longest = 0;
+  std::size_t shortest = 0, longest = 0;
   for (std::size_t sample = 0; sample < lengths.size(); ++sample) {
     const std::int64_t length = lengths[sample];
     if (length < 1 || length > config.max_tokens)
       STRIDER_THROW(UsageError, "bucketed: sample " + std::to_string(sample) + " has length " + std::to_string(length) +
                                     (length < 1 ? ", lengths must be >= 1"
                                                 : ", longer than max_tokens " + std::to_string(config.max_tokens)));
+    if (length < lengths[shortest]) shortest = sample;
     if (length > lengths[longest]) longest = sample;
+    total_tokens_ += static_cast<std::uint64_t>(length);
     hash.add(length);
   }
   lengths_hash_ = hash.value();
+  if (!lengths.empty()) {
+    shortest_length_ = lengths[shortest];
+    longest_length_ = lengths[longest];
+  }
+  // Each sample enters its window as one word, (length << index_bits_ | index), where a length and
+  // an index fit one together (bits of max_tokens + bits of N - 1 <= 64), so that its length is
+  // looked up once; else as its index (index_bits_ 0).
+  const int index_bits = sampling_detail::bit_width(lengths.size() > 1 ? lengths.size() - 1 : 1);
+  index_bits_ =
+      index_bits + sampling_detail::bit_width(static_cast<std::uint64_t>(config.max_tokens)) <= 64 ? index_bits : 0;
   if (!lengths.empty() && config.batch_size_multiple > config.max_tokens / lengths[longest])
     STRIDER_THROW(UsageError, "bucketed: batch_size_multiple " + std::to_string(config.batch_size_multiple) +
                                   " samples as long as sample " + std::to_string(longest) + " (" +
@@ -61,57 +82,72 @@ BucketedSampler::BucketedSampler(const BucketedSamplerConfig& config, int world_
   on_epoch();
 }
 
-void BucketedSampler::pack_window(std::vector<std::uint64_t>& window, bool last_window) {
+void BucketedSampler::sort_window(std::vector<std::uint64_t>& window) {
   const SharedView<std::int64_t>& lengths = config_.lengths;
-  // Entries: (length << index_bits_ | index) where packed, else the index (see make_plan).
-  const bool packed = index_bits_ > 0;
-  const std::uint64_t index_mask = packed ? (std::uint64_t{1} << index_bits_) - 1 : ~std::uint64_t{0};
-  auto length_of = [&](std::uint64_t entry) {
-    return packed ? static_cast<std::int64_t>(entry >> index_bits_) : lengths[static_cast<std::size_t>(entry)];
-  };
   // Ascending (length, index): a total order, so any sort gives the same window. Packed entries
-  // are sorted as integers, without looking a length up per comparison (the window sort is among
-  // the plan's largest costs): through a bitmap of their indices where those are dense, else by
-  // radix.
-  if (packed) {
+  // (length << index_bits_ | index, see make_plan) are sorted as integers, without looking a length
+  // up per comparison: through a bitmap of their indices where those are dense, else by radix.
+  if (index_bits_ > 0) {
     if (!sampling_detail::sort_dense_keys(window, index_bits_, lengths.data(), spare_keys_, window_bitmap_,
                                           length_starts_))
       sampling_detail::sort_keys(window, spare_keys_);
   } else {
     std::sort(window.begin(), window.end(), [&](std::uint64_t a, std::uint64_t b) {
-      return length_of(a) != length_of(b) ? length_of(a) < length_of(b) : a < b;
+      const std::int64_t length_a = lengths[static_cast<std::size_t>(a)],
+                         length_b = lengths[static_cast<std::size_t>(b)];
+      return length_a != length_b ? length_a < length_b : a < b;
     });
   }
+}
+
+void BucketedSampler::pack_window(std::vector<std::uint64_t>& window, bool last_window) {
+  const SharedView<std::int64_t>& lengths = config_.lengths;
+  // Entries: (length << index_bits_ | index) where packed, else the index (see make_plan); sorted.
+  const bool packed = index_bits_ > 0;
+  const std::uint64_t index_mask = packed ? (std::uint64_t{1} << index_bits_) - 1 : ~std::uint64_t{0};
+  auto length_of = [&](std::uint64_t entry) {
+    return packed ? static_cast<std::int64_t>(entry >> index_bits_) : lengths[static_cast<std::size_t>(entry)];
+  };
   const auto size = static_cast<std::int64_t>(window.size());
   const std::int64_t multiple = config_.batch_size_multiple;
   const std::int64_t count_limit =
       config_.max_batch_size > 0 ? config_.max_batch_size : std::numeric_limits<std::int64_t>::max();
-  // max_tokens / length, divided once per run of equal lengths rather than once per sample.
-  std::int64_t divided_length = 0, most_of_length = 0;
-  const auto most_of = [&](std::int64_t length) {
-    if (length != divided_length) {
-      divided_length = length;
-      most_of_length = config_.max_tokens / length;
-    }
-    return most_of_length;
-  };
   std::int64_t start = 0;
+  // Whether the `count` samples from `start` make a batch: ascending lengths, so the last is the
+  // batch's longest. True up to the most that fit and false after: found by doubling, then halving.
+  const auto fits = [&](std::int64_t count) {
+    return count <= count_limit && count <= size - start &&
+           count <= config_.max_tokens / length_of(window[static_cast<std::size_t>(start + count - 1)]);
+  };
   while (start < size) {
-    // Ascending lengths: the sample being added is the batch's longest.
-    std::int64_t count = 0;
-    while (start + count < size && count < count_limit &&
-           count + 1 <= most_of(length_of(window[static_cast<std::size_t>(start + count)])))
-      ++count;                                            // >= 1: no sample is longer than max_tokens
+    std::int64_t count = 1, step = 1;  // one always fits: no sample is longer than max_tokens
+    while (fits(count + step)) {
+      count += step;
+      step *= 2;
+    }
+    for (std::int64_t beyond = count + step; beyond - count > 1;) {
+      const std::int64_t middle = count + (beyond - count) / 2;
+      (fits(middle) ? count : beyond) = middle;
+    }
     if (start + count == size && !last_window) break;     // partial: carried into the next window
     if (start + count < size) count -= count % multiple;  // >= multiple: validated against the longest sample
+    const std::size_t first = samples_.size();
+    samples_.resize(first + static_cast<std::size_t>(count));
+    std::int64_t* const out = samples_.data() + first;
+    const std::uint64_t* const in = window.data() + start;
     std::int64_t tokens = 0;
-    for (std::int64_t k = start; k < start + count; ++k) {
-      const std::uint64_t entry = window[static_cast<std::size_t>(k)];
-      samples_.push_back(static_cast<std::int64_t>(entry & index_mask));
-      tokens += length_of(entry);
+    if (packed) {
+      for (std::int64_t k = 0; k < count; ++k) {
+        out[k] = static_cast<std::int64_t>(in[k] & index_mask);
+        tokens += static_cast<std::int64_t>(in[k] >> index_bits_);
+      }
+    } else {
+      for (std::int64_t k = 0; k < count; ++k) {
+        out[k] = static_cast<std::int64_t>(in[k]);
+        tokens += lengths[static_cast<std::size_t>(in[k])];
+      }
     }
-    sequence_.push_back(Span{static_cast<std::int64_t>(samples_.size()) - count, count,
-                             length_of(window[static_cast<std::size_t>(start + count - 1)])});
+    sequence_.push_back(Span{static_cast<std::int64_t>(first), count, length_of(in[count - 1])});
     largest_batch_ = std::max(largest_batch_, count);
     largest_batch_tokens_ = std::max(largest_batch_tokens_, tokens);
     start += count;
@@ -124,14 +160,20 @@ void BucketedSampler::on_epoch() {
     make_plan();
     return;
   }
-  // One plan per epoch and configuration (the seed included); the node's ranks make them in turn.
+  // One plan per epoch and configuration (the seed included); the node's ranks make them in turn,
+  // and the next epoch's maker makes its first part while it waits for this one.
+  config_.shared_plan->share(
+      plan_key(epoch()), static_cast<std::uint64_t>(seed()) + static_cast<std::uint64_t>(epoch()),
+      [this] { make_plan(); }, [this] { return plan_pieces(); },
+      [this](const std::byte* data, std::int64_t bytes) { return load_plan(data, bytes); },
+      [this] { prepare_next_plan(); });
+}
+
+std::uint64_t BucketedSampler::plan_key(std::int64_t epoch) const {
   Fnv1a64 key;
   key.add(config_hash());
-  key.add(epoch());
-  config_.shared_plan->share(
-      key.value() | 1, static_cast<std::uint64_t>(seed()) + static_cast<std::uint64_t>(epoch()),
-      [this] { make_plan(); }, [this] { return plan_pieces(); },
-      [this](const std::byte* data, std::int64_t bytes) { return load_plan(data, bytes); });
+  key.add(epoch);
+  return key.value() | 1;
 }
 
 // A shared plan: the batch count, the largest batch and the most tokens of a batch, the samples
@@ -163,14 +205,23 @@ bool BucketedSampler::load_plan(const std::byte* data, std::int64_t bytes) {
   if (batches < 0 || batches > n || bytes != shared_plan_bytes(n, batches)) return false;
   samples_.resize(static_cast<std::size_t>(n));
   sequence_.resize(static_cast<std::size_t>(batches));
-  std::memcpy(samples_.data(), data + sizeof(header), samples_.size() * sizeof(std::int64_t));
+  // Copied and checked in one pass: every sample index a sample's.
+  const std::byte* const samples = data + sizeof(header);
+  std::uint64_t outside = 0;
+  for (std::size_t k = 0; k < samples_.size(); ++k) {
+    std::int64_t sample;
+    std::memcpy(&sample, samples + k * sizeof(sample), sizeof(sample));
+    outside |= static_cast<std::uint64_t>(static_cast<std::uint64_t>(sample) >= static_cast<std::uint64_t>(n));
+    samples_[k] = sample;
+  }
+  if (outside != 0) return false;
   std::memcpy(static_cast<void*>(sequence_.data()), data + sizeof(header) + samples_.size() * sizeof(std::int64_t),
               sequence_.size() * sizeof(Span));
   largest_batch_ = header[1];
   largest_batch_tokens_ = header[2];
   // A plan every later step can rely on: spans of at least one sample inside the N, covering N in
   // all, the largest as said, the most tokens of a batch within the costliest batch's padded
-  // tokens (and so within max_tokens), every sample index a sample's.
+  // tokens (and so within max_tokens).
   std::int64_t covered = 0, largest = 0, costliest = 0;
   for (const Span& span : sequence_) {
     if (span.count < 1 || span.first < 0 || span.first > n - span.count || span.longest < 1 ||
@@ -180,11 +231,80 @@ bool BucketedSampler::load_plan(const std::byte* data, std::int64_t bytes) {
     largest = std::max(largest, span.count);
     costliest = std::max(costliest, span.cost());
   }
-  if (covered != n || largest != largest_batch_ || largest_batch_tokens_ < 0 || largest_batch_tokens_ > costliest)
-    return false;
-  for (std::int64_t sample : samples_)
-    if (sample < 0 || sample >= n) return false;
-  return true;
+  return covered == n && largest == largest_batch_ && largest_batch_tokens_ >= 0 && largest_batch_tokens_ <= costliest;
+}
+
+std::int64_t BucketedSampler::window_tokens() const noexcept {
+  // Saturating: a megabatch of 0, or one too large to count, is the epoch.
+  return config_.megabatch == 0 || config_.megabatch > std::numeric_limits<std::int64_t>::max() / config_.max_tokens
+             ? std::numeric_limits<std::int64_t>::max()
+             : config_.megabatch * config_.max_tokens;
+}
+
+std::uint64_t BucketedSampler::most_windows() const noexcept {
+  // Each window but the last holds at least window_tokens.
+  return total_tokens_ / static_cast<std::uint64_t>(window_tokens()) + 1;
+}
+
+bool BucketedSampler::markable() const noexcept {
+  return index_bits_ > 0 &&
+         sampling_detail::windows_markable(config_.lengths.size(), shortest_length_, longest_length_, most_windows());
+}
+
+bool BucketedSampler::order_windows(std::int64_t epoch, std::vector<std::uint64_t>& entries,
+                                    sampling_detail::WindowMarks& marks) const {
+  const SharedView<std::int64_t>& lengths = config_.lengths;
+  const auto n = static_cast<std::int64_t>(lengths.size());
+  const bool packed = index_bits_ > 0;
+  // The epoch's order of samples, shuffled as words: Fisher-Yates moves them as it would move the
+  // bare indices, and each length is then read in index order, not at a random place per sample.
+  entries.resize(static_cast<std::size_t>(n));
+  for (std::int64_t sample = 0; sample < n; ++sample)
+    entries[static_cast<std::size_t>(sample)] =
+        packed ? static_cast<std::uint64_t>(lengths[static_cast<std::size_t>(sample)]) << index_bits_ |
+                     static_cast<std::uint64_t>(sample)
+               : static_cast<std::uint64_t>(sample);
+  if (config_.shuffle)
+    sampling_detail::shuffle_seeded(entries.data(), entries.size(), derive_seed(seed(), epoch, sample_stream));
+
+  // Windows of about `megabatch` batches' worth of tokens: each ends once its new samples reach
+  // that (the carry of the window before is < one batch), or with the order.
+  const std::int64_t tokens = window_tokens();
+  if (markable() && sampling_detail::mark_windows(entries, index_bits_, shortest_length_, longest_length_, tokens,
+                                                  most_windows(), marks))
+    return true;
+  marks.ends.clear();
+  std::int64_t window_sum = 0;
+  for (std::int64_t position = 0; position < n; ++position) {
+    const std::uint64_t entry = entries[static_cast<std::size_t>(position)];
+    window_sum += packed ? static_cast<std::int64_t>(entry >> index_bits_) : lengths[static_cast<std::size_t>(entry)];
+    if (window_sum >= tokens || position + 1 == n) {
+      marks.ends.push_back(static_cast<std::size_t>(position + 1));
+      window_sum = 0;
+    }
+  }
+  return false;
+}
+
+void BucketedSampler::prepare_next_plan() {
+  // Only the marks outlive the order (2 bytes a sample, not 8): nothing to make ahead without them.
+  if (!markable()) return;
+  // An optimisation only: where memory runs short, the plan makes its first part itself.
+  try {
+    std::vector<std::uint64_t> entries;
+    sampling_detail::WindowMarks marks;
+    const std::int64_t next = epoch() + 1;
+    if (!order_windows(next, entries, marks)) return;
+    std::lock_guard<std::mutex> lock(ahead_->mutex);
+    ahead_->key = plan_key(next);
+    ahead_->marks = std::move(marks);
+  } catch (const std::bad_alloc&) {
+  }
+}
+
+std::int64_t BucketedSampler::plans_begun_ahead() const {
+  std::lock_guard<std::mutex> lock(ahead_->mutex);
+  return ahead_->used;
 }
 
 void BucketedSampler::make_plan() {
@@ -196,40 +316,41 @@ void BucketedSampler::make_plan() {
   largest_batch_ = 0;
   largest_batch_tokens_ = 0;
 
-  // Windows of about `megabatch` batches' worth of tokens (saturating: 0 or huge means the epoch).
-  const std::int64_t window_tokens =
-      config_.megabatch == 0 || config_.megabatch > std::numeric_limits<std::int64_t>::max() / config_.max_tokens
-          ? std::numeric_limits<std::int64_t>::max()
-          : config_.megabatch * config_.max_tokens;
-  // Each sample enters its window as one word, (length << index_bits_ | index), where a length and
-  // an index fit one together (bits of max_tokens + bits of N - 1 <= 64), so that its length is
-  // looked up once; else as its index (index_bits_ 0).
-  const int index_bits = sampling_detail::bit_width(lengths.size() > 1 ? lengths.size() - 1 : 1);
-  index_bits_ =
-      index_bits + sampling_detail::bit_width(static_cast<std::uint64_t>(config_.max_tokens)) <= 64 ? index_bits : 0;
-  const bool packed = index_bits_ > 0;
-  // The epoch's order of samples, shuffled as words: Fisher-Yates moves them as it would move the
-  // bare indices, and each length is then read in index order, not at a random place per sample.
-  std::vector<std::uint64_t> entries(static_cast<std::size_t>(n));
-  for (std::int64_t sample = 0; sample < n; ++sample)
-    entries[static_cast<std::size_t>(sample)] =
-        packed ? static_cast<std::uint64_t>(lengths[static_cast<std::size_t>(sample)]) << index_bits_ |
-                     static_cast<std::uint64_t>(sample)
-               : static_cast<std::uint64_t>(sample);
-  if (config_.shuffle)
-    sampling_detail::shuffle_seeded(entries.data(), entries.size(), derive_seed(seed(), epoch(), sample_stream));
+  // The order cut into windows, each window's samples marked for sorting all at once where that
+  // applies: made ahead for this epoch (prepare_next_plan) or here.
+  std::vector<std::uint64_t> entries;
+  sampling_detail::WindowMarks marks;
+  bool marked = false;
+  {
+    std::lock_guard<std::mutex> lock(ahead_->mutex);
+    if (ahead_->key == plan_key(epoch())) {
+      std::swap(marks, ahead_->marks);
+      ahead_->key = 0;
+      ++ahead_->used;
+      marked = true;
+    }
+  }
+  if (!marked) marked = order_windows(epoch(), entries, marks);
+  if (marked) sampling_detail::deal_windows(entries, index_bits_, lengths.data(), marks);
 
+  // Each window sorted, then packed behind the carry of the window before (its longest samples,
+  // sorted).
   std::vector<std::uint64_t>& window = keys_;
   window.clear();
-  std::int64_t window_sum = 0;  // tokens of the window's new samples (the carry is < one batch)
-  for (std::int64_t position = 0; position < n; ++position) {
-    const std::uint64_t entry = entries[static_cast<std::size_t>(position)];
-    window.push_back(entry);
-    window_sum += packed ? static_cast<std::int64_t>(entry >> index_bits_) : lengths[static_cast<std::size_t>(entry)];
-    if (window_sum >= window_tokens || position + 1 == n) {
-      pack_window(window, position + 1 == n);
-      window_sum = 0;
+  std::size_t window_begin = 0;
+  for (const std::size_t end : marks.ends) {
+    const auto first = entries.begin() + static_cast<std::ptrdiff_t>(window_begin);
+    const auto last = entries.begin() + static_cast<std::ptrdiff_t>(end);
+    if (marked) {
+      spare_keys_.resize(window.size() + (end - window_begin));
+      std::merge(window.begin(), window.end(), first, last, spare_keys_.begin());
+      window.swap(spare_keys_);
+    } else {
+      window.insert(window.end(), first, last);
+      sort_window(window);
     }
+    pack_window(window, end == static_cast<std::size_t>(n));
+    window_begin = end;
   }
   std::vector<std::uint64_t>().swap(entries);
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <iterator>
+#include <limits>
 
 namespace strider::sampling_detail {
 
@@ -88,6 +89,68 @@ bool sort_dense_keys(std::vector<std::uint64_t>& keys, int index_bits, const std
   }
   keys.swap(spare);
   return true;
+}
+
+bool windows_markable(std::size_t size, std::int64_t shortest, std::int64_t longest,
+                      std::uint64_t most_windows) noexcept {
+  constexpr std::uint64_t kMostBuckets = std::uint64_t{1} << 16;
+  if (size == 0 || shortest < 1 || longest < shortest || most_windows < 1 ||
+      most_windows > std::numeric_limits<std::uint16_t>::max())
+    return false;
+  const std::uint64_t most = std::min<std::uint64_t>(kMostBuckets, std::max<std::uint64_t>(size / 4, 4096));
+  return static_cast<std::uint64_t>(longest - shortest) + 1 <= most / most_windows;
+}
+
+bool mark_windows(const std::vector<std::uint64_t>& keys, int index_bits, std::int64_t shortest, std::int64_t longest,
+                  std::int64_t window_tokens, std::uint64_t most_windows, WindowMarks& marks) {
+  const std::size_t size = keys.size();
+  if (!windows_markable(size, shortest, longest, most_windows) || index_bits <= 0 || index_bits >= 64 ||
+      window_tokens < 1)
+    return false;
+  marks.shortest = static_cast<std::uint64_t>(shortest);
+  marks.lengths = static_cast<std::uint64_t>(longest - shortest) + 1;
+
+  const auto span = static_cast<std::size_t>(marks.lengths);
+  marks.ends.clear();
+  marks.window_of.resize(size);
+  marks.starts.assign(static_cast<std::size_t>(most_windows) * span, 0);
+  std::uint16_t* const window_of = marks.window_of.data();
+  const std::uint64_t index_mask = (std::uint64_t{1} << index_bits) - 1;
+  std::size_t* counts = marks.starts.data();
+  std::uint16_t window = 0;
+  std::int64_t window_sum = 0;
+  for (std::size_t position = 0; position < size; ++position) {
+    const std::uint64_t key = keys[position];
+    const std::uint64_t length = key >> index_bits;
+    window_of[static_cast<std::size_t>(key & index_mask)] = window;
+    ++counts[static_cast<std::size_t>(length - marks.shortest)];
+    window_sum += static_cast<std::int64_t>(length);
+    if (window_sum >= window_tokens && position + 1 < size) {
+      if (++window == most_windows) return false;  // more windows than said: the marks are of no use
+      marks.ends.push_back(position + 1);
+      counts += span;
+      window_sum = 0;
+    }
+  }
+  marks.ends.push_back(size);
+  marks.starts.resize(marks.ends.size() * span);
+  counts_to_starts(marks.starts);
+  return true;
+}
+
+void deal_windows(std::vector<std::uint64_t>& keys, int index_bits, const std::int64_t* lengths, WindowMarks& marks) {
+  const std::size_t size = marks.window_of.size();
+  keys.resize(size);
+  const auto span = static_cast<std::size_t>(marks.lengths);
+  std::size_t* const places = marks.starts.data();
+  const std::uint16_t* const windows = marks.window_of.data();
+  std::uint64_t* const out = keys.data();
+  // In index order: ties by length keep index order.
+  for (std::size_t index = 0; index < size; ++index) {
+    const auto length = static_cast<std::uint64_t>(lengths[index]);
+    out[places[windows[index] * span + static_cast<std::size_t>(length - marks.shortest)]++] =
+        length << index_bits | index;
+  }
 }
 
 }  // namespace strider::sampling_detail

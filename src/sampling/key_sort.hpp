@@ -28,4 +28,35 @@ bool sort_dense_keys(std::vector<std::uint64_t>& keys, int index_bits, const std
                      std::vector<std::uint64_t>& spare, std::vector<std::uint64_t>& bitmap,
                      std::vector<std::size_t>& starts);
 
+/// Every window of an epoch's order sorted at once, in two passes: a counting sort by (window,
+/// length) that marks each index with its window (one pass over the order), then deals the indices
+/// out in index order (one pass over the lengths, in order), so that each window holds its own keys
+/// ascending, in its own place. The windows' own sorts would instead each look a length up per key,
+/// across all N lengths. The marks are what the first pass leaves for the second, which needs
+/// neither the order nor anything else of it: it can run later, on another copy of the sampler.
+struct WindowMarks {
+  std::vector<std::size_t> ends;            // each window's end in the order (ascending; the last: N)
+  std::vector<std::uint16_t> window_of;     // each index's window
+  std::vector<std::size_t> starts;          // each (window, length)'s first place, window-major
+  std::uint64_t shortest = 1, lengths = 0;  // the (window, length) buckets' lengths: shortest + [0, lengths)
+};
+
+/// Whether mark_windows takes an order of `size` keys with lengths in [shortest, longest] cut into
+/// at most `most_windows` windows: at most max(N / 4, 4096) and 65,536 (window, length) buckets,
+/// whose counts stay within a core's cache, and 65,535 windows.
+bool windows_markable(std::size_t size, std::int64_t shortest, std::int64_t longest,
+                      std::uint64_t most_windows) noexcept;
+
+/// The first pass, which also cuts the order into windows: each ends once its keys' lengths add up
+/// to `window_tokens` (>= 1), or with the order (marks.ends). `keys` holds each index of
+/// [0, keys.size()) once, as a packed key (length << index_bits | index), its length within
+/// [shortest, longest]. Returns false (the marks then of no use) where windows_markable does, or
+/// where the order makes more than `most_windows` windows.
+bool mark_windows(const std::vector<std::uint64_t>& keys, int index_bits, std::int64_t shortest, std::int64_t longest,
+                  std::int64_t window_tokens, std::uint64_t most_windows, WindowMarks& marks);
+
+/// The second: keys[0, N) = each window's keys ascending, windows in order; lengths[index] is the
+/// length each index's key had. Uses up marks.starts.
+void deal_windows(std::vector<std::uint64_t>& keys, int index_bits, const std::int64_t* lengths, WindowMarks& marks);
+
 }  // namespace strider::sampling_detail

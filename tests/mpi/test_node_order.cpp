@@ -10,6 +10,7 @@
 #include <sstream>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "loader_test_support.hpp"
 #include "pipeline/node_order.hpp"
@@ -156,6 +157,7 @@ namespace {
 struct FakePlan {
   std::vector<std::int64_t> values;
   int made = 0;
+  std::vector<std::uint64_t> ahead;  // the keys of the plans whose `ahead` ran here
   void share(NodePlan& node, std::uint64_t key, std::uint64_t turn, std::int64_t size) {
     node.share(
         key, turn,
@@ -174,7 +176,8 @@ struct FakePlan {
           values.resize(static_cast<std::size_t>(bytes) / sizeof(std::int64_t));
           std::memcpy(values.data(), data, static_cast<std::size_t>(bytes));
           return true;
-        });
+        },
+        [&] { ahead.push_back(key); });
   }
   bool is(std::uint64_t key, std::int64_t size) const {
     if (static_cast<std::int64_t>(values.size()) != size) return false;
@@ -199,26 +202,32 @@ TEST_CASE("node plan: one rank of the node makes each plan, in turn, the others 
     if (!node) continue;
     FakePlan plan;
     std::int64_t turns = 0;
+    std::vector<std::uint64_t> ahead;  // the plans a wait here began the next of: not its turn, the next one's
     for (std::uint64_t turn : {7u, 8u}) {
       plan.share(*node, 100 + turn, turn, 100);
       REQUIRE_ON_ALL_RANKS(plan.is(100 + turn, 100));
       turns += node->writes(turn) ? 1 : 0;
+      if (!node->writes(turn) && node->writes(turn + 1)) ahead.push_back(100 + turn);
       comm.barrier();  // every reader copied before the next plan is made
     }
-    // Each plan made once, by the rank whose turn it was; the others copied it.
+    // Each plan made once, by the rank whose turn it was; the others copied it, and the next
+    // plan's maker among them began that meanwhile.
     NodePlan::Counts counts = node->counts();
-    CAPTURE(counts.published, counts.copied, counts.alone, turns);
-    const bool as_expected =
-        plan.made == turns && counts.published == turns && counts.copied == 2 - turns && counts.alone == 0;
+    CAPTURE(counts.published, counts.copied, counts.alone, counts.ahead, turns);
+    const bool as_expected = plan.made == turns && counts.published == turns && counts.copied == 2 - turns &&
+                             counts.alone == 0 && plan.ahead == ahead &&
+                             counts.ahead == static_cast<std::int64_t>(ahead.size());
     REQUIRE_ON_ALL_RANKS(as_expected);
-    REQUIRE(comm.all_reduce(turns, ReduceOp::max) == 1);  // two ranks made them
+    REQUIRE(comm.all_reduce(turns, ReduceOp::max) == 1);         // two ranks made them
+    REQUIRE(comm.all_reduce(counts.ahead, ReduceOp::max) == 1);  // and two began the next
     // A plan the node holds is copied by anyone, also its maker, and by a query of one rank.
     plan.share(*node, 108, 8, 100);
+    if (!node->writes(8) && node->writes(9)) ahead.push_back(108);
     {
       const NodeOrder::OnThisRankOnly alone;
-      plan.share(*node, 108, 8, 100);
+      plan.share(*node, 108, 8, 100);  // a query begins nothing
     }
-    REQUIRE_ON_ALL_RANKS((plan.is(108, 100) && plan.made == turns));
+    REQUIRE_ON_ALL_RANKS((plan.is(108, 100) && plan.made == turns && plan.ahead == ahead));
     comm.barrier();
     // Too large for the segment: made, not published; the others see it unpublished and make it
     // themselves at once, not after their (minute-long) wait.

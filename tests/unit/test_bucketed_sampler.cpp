@@ -5,6 +5,7 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <memory>
 #include <numeric>
 #include <utility>
 
@@ -237,16 +238,23 @@ namespace {
 
 /// A SharedPlan in one process: the first share() of a key makes the plan and keeps its bytes; a
 /// later one hands them, changed by `spoil` first, to load(), and makes the plan where load()
-/// refuses them.
+/// refuses them. With `run_ahead`, a share() that finds the plan kept first calls `ahead`, as a rank
+/// that waits for another's plan while the next is its own.
 class KeptPlan final : public SharedPlan {
  public:
   std::function<void(std::vector<std::byte>&)> spoil;
-  int made = 0, loaded = 0, refused = 0;
+  bool run_ahead = false;  // as a rank that waits for the plan while the next is its own
+  int made = 0, loaded = 0, refused = 0, ahead = 0;
   void share(std::uint64_t key, std::uint64_t /*turn*/, const std::function<void()>& make,
              const std::function<std::vector<Piece>()>& pieces,
-             const std::function<bool(const std::byte*, std::int64_t)>& load) override {
+             const std::function<bool(const std::byte*, std::int64_t)>& load,
+             const std::function<void()>& next) override {
     const auto kept = kept_.find(key);
     if (kept != kept_.end()) {
+      if (run_ahead) {
+        next();
+        ++ahead;
+      }
       std::vector<std::byte> bytes = kept->second;
       if (spoil) spoil(bytes);
       if (load(bytes.data(), static_cast<std::int64_t>(bytes.size()))) {
@@ -312,5 +320,48 @@ TEST_CASE("bucketed sampler: a shared plan is the plan, and bytes that are not o
     again.set_epoch(3);
     REQUIRE(kept->refused == refused + 2);
     REQUIRE(all_batches(again) == expected);
+  }
+}
+
+TEST_CASE("bucketed sampler: a plan begun ahead, by a copy, is the plan", "[bucketed]") {
+  // Two ranks of a node, each planning as the Loader does, on a sampler and its copy in turn; the
+  // ranks make the node's plans in turn, and the one that copies this epoch's plan makes the next
+  // one's first part meanwhile.
+  const auto lengths = std::make_shared<const std::vector<std::int64_t>>(
+      synthetic_lengths("lognormal:median=40,min=1,max=300", 3000, 5));
+  for (const std::int64_t megabatch : {64, 2}) {  // the windows' samples marked (a few windows); not (too many)
+    CAPTURE(megabatch);
+    const BucketedSamplerConfig config = bucketed_config(lengths, 1024, megabatch);
+    auto kept = std::make_shared<KeptPlan>();
+    kept->run_ahead = true;
+    BucketedSamplerConfig shared_config = config;
+    shared_config.shared_plan = kept;
+    // Epoch 0: made by rank 0; rank 1 copies it and begins epoch 1's.
+    BucketedSampler rank0(shared_config, 2, 0), rank1(shared_config, 2, 1);
+    const std::unique_ptr<Sampler> rank0_copy = rank0.clone(), rank1_copy = rank1.clone();
+    const bool marked = megabatch == 64;
+    for (std::int64_t epoch = 1; epoch <= 4; ++epoch) {
+      CAPTURE(epoch);
+      Sampler& on0 = epoch % 2 == 0 ? static_cast<Sampler&>(rank0) : *rank0_copy;
+      Sampler& on1 = epoch % 2 == 0 ? static_cast<Sampler&>(rank1) : *rank1_copy;
+      Sampler& maker = epoch % 2 == 0 ? on0 : on1;
+      Sampler& copier = epoch % 2 == 0 ? on1 : on0;
+      maker.set_epoch(epoch);
+      copier.set_epoch(epoch);
+      for (int rank : {0, 1}) {
+        BucketedSampler alone(config, 2, rank);
+        alone.set_epoch(epoch);
+        REQUIRE(all_batches(rank == 0 ? on0 : on1) == all_batches(alone));
+      }
+      REQUIRE(rank0.plans_begun_ahead() + rank1.plans_begun_ahead() == (marked ? epoch : 0));
+    }
+    REQUIRE(kept->made == 5);
+    REQUIRE(kept->ahead == 5);
+    // An epoch nobody began: made whole, the same.
+    BucketedSampler alone(config, 2, 0);
+    alone.set_epoch(9);
+    rank0.set_epoch(9);
+    REQUIRE(all_batches(rank0) == all_batches(alone));
+    REQUIRE(rank0.plans_begun_ahead() + rank1.plans_begun_ahead() == (marked ? 4 : 0));
   }
 }

@@ -122,4 +122,53 @@ TEST_CASE("bucketed window sorts: the dense sort's limits, at their edges", "[bu
   }
 }
 
+TEST_CASE("bucketed window sorts: every window at once, as each window's std::sort", "[bucketed]") {
+  struct Case {
+    std::int64_t n, longest, window_tokens;
+    std::uint64_t most_windows;
+    bool marks;  // mark_windows takes it
+  };
+  const Case cases[] = {
+      {200000, 512, 1 << 20, 64, true},    // w3's windows: about 16 of 13,000 samples
+      {5000, 40, 1 << 30, 1, true},        // one window: the epoch
+      {5000, 40, 1, 5000, false},          // a window per sample: more windows than a mark holds
+      {5000, 40, 3000, 40, true},          // windows of about 100 samples, many ties
+      {5000, 40, 3000, 10, false},         // more windows than `most_windows` says
+      {100000, 90000, 1 << 30, 1, false},  // lengths over more buckets than the cache holds
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.n, c.longest, c.window_tokens, c.most_windows);
+    // A shuffled order of every index's key.
+    const Window all = window_of(c.n, 0, c.n, static_cast<std::size_t>(c.n), c.longest, 11);
+    const std::vector<std::uint64_t>& order = all.keys;
+    // The windows and their sorted keys as one would cut and sort them.
+    std::vector<std::size_t> ends;
+    std::int64_t sum = 0;
+    for (std::size_t position = 0; position < order.size(); ++position) {
+      sum += static_cast<std::int64_t>(order[position] >> all.index_bits);
+      if (sum >= c.window_tokens || position + 1 == order.size()) {
+        ends.push_back(position + 1);
+        sum = 0;
+      }
+    }
+    std::vector<std::uint64_t> expected = order;
+    for (std::size_t window = 0, begin = 0; window < ends.size(); begin = ends[window++])
+      std::sort(expected.begin() + static_cast<std::ptrdiff_t>(begin),
+                expected.begin() + static_cast<std::ptrdiff_t>(ends[window]));
+    const std::int64_t shortest = *std::min_element(all.lengths.begin(), all.lengths.end());
+    const std::int64_t longest = *std::max_element(all.lengths.begin(), all.lengths.end());
+
+    sampling_detail::WindowMarks marks;
+    marks.window_of = {7};  // scratch of any content
+    const bool took =
+        sampling_detail::mark_windows(order, all.index_bits, shortest, longest, c.window_tokens, c.most_windows, marks);
+    REQUIRE(took == c.marks);
+    if (!took) continue;
+    REQUIRE(marks.ends == ends);
+    std::vector<std::uint64_t> dealt;
+    sampling_detail::deal_windows(dealt, all.index_bits, all.lengths.data(), marks);
+    REQUIRE(dealt == expected);
+  }
+}
+
 }  // namespace strider

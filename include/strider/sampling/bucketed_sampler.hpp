@@ -13,6 +13,10 @@
 
 namespace strider {
 
+namespace sampling_detail {
+struct WindowMarks;
+}
+
 /// Configuration of the bucketed sampler.
 struct BucketedSamplerConfig {
   /// Per-sample lengths in tokens (each >= 1); N is their count. Shared, never copied.
@@ -70,6 +74,10 @@ class BucketedSampler final : public Sampler {
   /// Its cost: count * longest length, in tokens.
   std::int64_t sequence_cost(std::int64_t position) const;
 
+  /// Diagnostics: plans of this sampler and its copies whose first part (the shuffle, the windows,
+  /// their samples marked for sorting) was made ahead, by a rank that waited for the plan before.
+  std::int64_t plans_begun_ahead() const;
+
   /// Takes later epochs' plans from `shared` (BucketedSamplerConfig::shared_plan), and the bytes
   /// such a plan of up to `batches` batches needs there.
   void share_plans(std::shared_ptr<SharedPlan> shared) noexcept { config_.shared_plan = std::move(shared); }
@@ -84,20 +92,45 @@ class BucketedSampler final : public Sampler {
   };
 
   void on_epoch() override;
+  /// Tokens of a window's new samples (see make_plan), an upper bound on the epoch's windows, and
+  /// whether the windows' samples are marked for sorting all at once (sampling_detail::mark_windows).
+  std::int64_t window_tokens() const noexcept;
+  std::uint64_t most_windows() const noexcept;
+  bool markable() const noexcept;
+  /// The name of epoch `epoch`'s plan under this configuration (never 0).
+  std::uint64_t plan_key(std::int64_t epoch) const;
+  /// The first part of a plan: the epoch's shuffled order, in `entries`, cut into windows
+  /// (marks.ends); true where each window's samples are also marked for sorting all at once
+  /// (sampling_detail::mark_windows), which needs the order no longer.
+  bool order_windows(std::int64_t epoch, std::vector<std::uint64_t>& entries,
+                     sampling_detail::WindowMarks& marks) const;
+  /// The next epoch's first part, marked, for whichever copy of this sampler makes that plan: what
+  /// a rank does while it waits for the node's plan of this epoch when the next is its to make.
+  void prepare_next_plan();
   void make_plan();
   /// The plan as SharedPlan publishes it, and back: false for bytes that are not a plan of this
   /// sampler's N samples.
   std::vector<SharedPlan::Piece> plan_pieces();
   bool load_plan(const std::byte* data, std::int64_t bytes);
+  /// Sorts a window's entries ascending by (length, index), and packs a sorted window into batches,
+  /// leaving its last, partial batch (unless `last_window`) for the next.
+  void sort_window(std::vector<std::uint64_t>& window);
   void pack_window(std::vector<std::uint64_t>& window, bool last_window);
 
   BucketedSamplerConfig config_;
   std::uint64_t lengths_hash_ = 0;
+  std::int64_t shortest_length_ = 1, longest_length_ = 1;  // of the N samples
+  // Their sum, modulo 2^64: exact where entries are packed (then N * max_tokens < 2^64).
+  std::uint64_t total_tokens_ = 0;
   std::vector<std::int64_t> samples_;  // sample indices, batch after batch, in order of formation
   std::vector<Span> sequence_;         // the epoch's batches in run order
   // The window and its sort's scratch, reused across windows and epochs.
   std::vector<std::uint64_t> keys_, spare_keys_, window_bitmap_;
   std::vector<std::size_t> length_starts_;
+  // The first part of a plan made ahead (prepare_next_plan), shared by this sampler's copies: the
+  // Loader plans each epoch on the copy the epoch before did not.
+  struct Ahead;
+  std::shared_ptr<Ahead> ahead_;
   int index_bits_ = 0;  // bits of a window entry's index where its length is packed above it (0: not packed)
   std::int64_t largest_batch_ = 0;
   std::int64_t largest_batch_tokens_ = 0;
