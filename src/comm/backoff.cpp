@@ -25,18 +25,20 @@ void use_fine_timer_slack() noexcept {
 void Backoff::pause() {
   ++polls_;
   if (polls_ <= 8) return;  // poll again at once: a reply is usually microseconds away
-  if (polls_ <= 24) {
+  if (polls_ == 9) yielding_since_ = std::chrono::steady_clock::now();
+  if (polls_ <= 24 || (sleeps_ == 0 && yield_us_ > 0 &&
+                       std::chrono::steady_clock::now() - yielding_since_ < std::chrono::microseconds(yield_us_))) {
     std::this_thread::yield();
     return;
   }
   use_fine_timer_slack();
-  const int doublings = std::min(polls_ - 25, 16);
+  const int doublings = std::min(sleeps_++, 16);
   const int sleep_us = std::min(max_sleep_us_, 2 << doublings);
   std::this_thread::sleep_for(std::chrono::microseconds(sleep_us));
 }
 
 int wait_napping(MPI_Request& request) {
-  Backoff backoff(kCollectiveMaxSleepUs);
+  Backoff backoff(kCollectiveMaxSleepUs, kCollectiveYieldUs);
   for (;;) {
     int done = 0;
     const int code = MPI_Test(&request, &done, MPI_STATUS_IGNORE);

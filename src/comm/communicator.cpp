@@ -96,7 +96,7 @@ bool arrive_together(MPI_Comm comm, const std::string& what) {
   MPI_Request request = MPI_REQUEST_NULL;
   STRIDER_MPI_CHECK(MPI_Ibarrier(comm, &request), what);
   const auto start = std::chrono::steady_clock::now();
-  detail::Backoff backoff(1000);
+  detail::Backoff backoff(1000, detail::kCollectiveYieldUs);
   bool warned = false;
   for (;;) {
     int done = 0;
