@@ -167,7 +167,10 @@ TEST_CASE("bucketed window sorts: every window at once, as each window's std::so
     REQUIRE(marks.ends == ends);
     std::vector<std::uint64_t> dealt;
     sampling_detail::deal_windows(dealt, all.index_bits, all.lengths.data(), marks);
-    REQUIRE(dealt == expected);
+    // The first place they differ, not all N keys (printing them takes minutes).
+    REQUIRE(dealt.size() == expected.size());
+    const auto differ = std::mismatch(dealt.begin(), dealt.end(), expected.begin()).first - dealt.begin();
+    REQUIRE(differ == static_cast<std::ptrdiff_t>(dealt.size()));
   }
 }
 
