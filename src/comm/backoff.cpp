@@ -12,6 +12,8 @@ namespace {
 
 /// Short sleeps need a small timer slack (the default, 50 us, makes every sleep that long). Set
 /// once per thread; only this thread's timers are affected.
+thread_local int yield_us_here = 0;  // YieldingWaits
+
 void use_fine_timer_slack() noexcept {
   thread_local bool done = false;
   if (!done) {
@@ -37,8 +39,20 @@ void Backoff::pause() {
   std::this_thread::sleep_for(std::chrono::microseconds(sleep_us));
 }
 
+YieldingWaits::YieldingWaits(int yield_us) noexcept : outer_us_(yield_us_here) {
+  yield_us_here = yield_us;
+}
+
+YieldingWaits::~YieldingWaits() {
+  yield_us_here = outer_us_;
+}
+
+int collective_yield_us() noexcept {
+  return yield_us_here;
+}
+
 int wait_napping(MPI_Request& request) {
-  Backoff backoff(kCollectiveMaxSleepUs, kCollectiveYieldUs);
+  Backoff backoff(kCollectiveMaxSleepUs, collective_yield_us());
   for (;;) {
     int done = 0;
     const int code = MPI_Test(&request, &done, MPI_STATUS_IGNORE);

@@ -39,8 +39,8 @@ constexpr std::int64_t max_bytes_per_call = INT_MAX / 2;
 /// All-reduces of at most this many bytes (agreements, counters, a step's few figures) and
 /// barriers wait by detail::wait_napping: a rank that is early sleeps instead of spinning a core
 /// the late one may need (measured: w1 at 2 ranks on 2 cores, 11-26% more samples per CPU-second
-/// in four alternated pairs). Larger ones (gradients) stay MPI's blocking calls, whose progress
-/// a sleeping wait would stall.
+/// in four alternated pairs), after a few yields (longer within detail::YieldingWaits). Larger ones (gradients) stay
+/// MPI's blocking calls, whose progress a sleeping wait would stall.
 constexpr std::int64_t kNappingCollectiveBytes = 256;
 
 MPI_Op native_op(ReduceOp op) {
@@ -96,7 +96,7 @@ bool arrive_together(MPI_Comm comm, const std::string& what) {
   MPI_Request request = MPI_REQUEST_NULL;
   STRIDER_MPI_CHECK(MPI_Ibarrier(comm, &request), what);
   const auto start = std::chrono::steady_clock::now();
-  detail::Backoff backoff(1000, detail::kCollectiveYieldUs);
+  detail::Backoff backoff(1000, detail::collective_yield_us());
   bool warned = false;
   for (;;) {
     int done = 0;

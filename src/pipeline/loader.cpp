@@ -10,6 +10,7 @@
 #include <set>
 #include <utility>
 
+#include "comm/backoff.hpp"
 #include "pipeline/node_order.hpp"
 #include "pipeline/option_checks.hpp"
 #include "pipeline/thread_layout.hpp"
@@ -510,6 +511,8 @@ LoaderEpoch Loader::epoch(std::int64_t epoch) {
   State& s = *state_;
   s.check_open();
   s.stop_running();
+  // Every rank comes within milliseconds, and a late wake-up here delays its reads: wait awake.
+  const detail::YieldingWaits yielding(detail::kCollectiveYieldUs);
   s.comm.arrive_together("Loader::epoch");  // warns when some ranks do not come
   std::int64_t first = 0;
   s.comm.collective_try([&] {
