@@ -289,7 +289,7 @@ bool BucketedSampler::order_windows(std::int64_t epoch, std::vector<std::uint64_
 void BucketedSampler::prepare_next_plan() {
   // Only the marks outlive the order (2 bytes a sample, not 8): nothing to make ahead without them.
   if (!markable()) return;
-  // An optimisation only: where memory runs short, the plan makes its first part itself.
+  // An optimisation only: whatever fails here, the plan makes its first part itself.
   try {
     std::vector<std::uint64_t> entries;
     sampling_detail::WindowMarks marks;
@@ -298,7 +298,7 @@ void BucketedSampler::prepare_next_plan() {
     std::lock_guard<std::mutex> lock(ahead_->mutex);
     ahead_->key = plan_key(next);
     ahead_->marks = std::move(marks);
-  } catch (const std::bad_alloc&) {
+  } catch (...) {
   }
 }
 

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <numeric>
@@ -363,5 +364,76 @@ TEST_CASE("bucketed sampler: a plan begun ahead, by a copy, is the plan", "[buck
     rank0.set_epoch(9);
     REQUIRE(all_batches(rank0) == all_batches(alone));
     REQUIRE(rank0.plans_begun_ahead() + rank1.plans_begun_ahead() == (marked ? 4 : 0));
+  }
+}
+
+TEST_CASE("bucketed sampler: batches are packed as a step-by-step greedy packer packs them", "[bucketed]") {
+  // Without shuffles and cost groups the epoch's batches run in the order they are formed: each
+  // window, the carry of the window before and its own samples sorted by (length, index), packed
+  // from the front a sample at a time while the batch stays within the budget and the count limit;
+  // the count cut to a multiple unless the window ends there. The marked sort (megabatch 64 and 0)
+  // and the windows' own sorts (megabatch 2: too many windows to mark), packed keys and, with a
+  // budget of 2^62, bare indices.
+  const auto lengths = std::make_shared<const std::vector<std::int64_t>>(
+      synthetic_lengths("lognormal:median=40,min=1,max=300", 3000, 5));
+  const auto reference = [&](const BucketedSamplerConfig& config) {
+    const std::vector<std::int64_t>& length = *lengths;
+    const std::int64_t window_tokens = config.megabatch == 0 || config.max_tokens > (std::int64_t{1} << 40)
+                                           ? std::numeric_limits<std::int64_t>::max()
+                                           : config.megabatch * config.max_tokens;
+    const std::int64_t limit =
+        config.max_batch_size > 0 ? config.max_batch_size : std::numeric_limits<std::int64_t>::max();
+    std::vector<std::vector<std::int64_t>> batches;
+    std::vector<std::int64_t> window;
+    std::int64_t sum = 0;
+    const auto n = static_cast<std::int64_t>(length.size());
+    for (std::int64_t sample = 0; sample < n; ++sample) {
+      window.push_back(sample);
+      sum += length[static_cast<std::size_t>(sample)];
+      const bool last = sample + 1 == n;
+      if (sum < window_tokens && !last) continue;
+      sum = 0;
+      std::sort(window.begin(), window.end(), [&](std::int64_t a, std::int64_t b) {
+        const std::int64_t la = length[static_cast<std::size_t>(a)], lb = length[static_cast<std::size_t>(b)];
+        return la != lb ? la < lb : a < b;
+      });
+      const auto size = static_cast<std::int64_t>(window.size());
+      std::int64_t start = 0;
+      while (start < size) {
+        std::int64_t count = 0;
+        while (start + count < size && count < limit &&
+               (count + 1) * length[static_cast<std::size_t>(window[static_cast<std::size_t>(start + count)])] <=
+                   config.max_tokens)
+          ++count;
+        if (start + count == size && !last) break;
+        if (start + count < size) count -= count % config.batch_size_multiple;
+        batches.emplace_back(window.begin() + start, window.begin() + start + count);
+        start += count;
+      }
+      window.erase(window.begin(), window.begin() + start);
+    }
+    return batches;
+  };
+  for (const std::int64_t budget : {std::int64_t{1024}, std::int64_t{1} << 62}) {
+    for (const std::int64_t megabatch : {64, 2, 0}) {
+      for (const std::int64_t most : {0, 24}) {
+        for (const std::int64_t multiple : {1, 3}) {
+          CAPTURE(budget, megabatch, most, multiple);
+          BucketedSamplerConfig config = bucketed_config(lengths, budget, megabatch);
+          config.shuffle = false;
+          config.step_group = 1;
+          config.max_batch_size = most;
+          config.batch_size_multiple = multiple;
+          BucketedSampler sampler(config, 1, 0);
+          const std::vector<std::vector<std::int64_t>> expected = reference(config);
+          REQUIRE(sampler.num_batches() == static_cast<std::int64_t>(expected.size()));
+          std::vector<std::int64_t> batch;
+          for (std::int64_t position = 0; position < sampler.num_batches(); ++position) {
+            sampler.sequence_batch(position, batch);
+            REQUIRE(batch == expected[static_cast<std::size_t>(position)]);
+          }
+        }
+      }
+    }
   }
 }

@@ -131,7 +131,7 @@ TEST_CASE("bucketed window sorts: every window at once, as each window's std::so
   const Case cases[] = {
       {200000, 512, 1 << 20, 64, true},    // w3's windows: about 16 of 13,000 samples
       {5000, 40, 1 << 30, 1, true},        // one window: the epoch
-      {5000, 40, 1, 5000, false},          // a window per sample: more windows than a mark holds
+      {5000, 40, 1, 5000, false},          // a window per sample: more (window, length) buckets than N / 4
       {5000, 40, 3000, 40, true},          // windows of about 100 samples, many ties
       {5000, 40, 3000, 10, false},         // more windows than `most_windows` says
       {100000, 90000, 1 << 30, 1, false},  // lengths over more buckets than the cache holds
