@@ -10,10 +10,11 @@ namespace strider::detail {
 
 namespace {
 
+/// This thread's yield before sleeping in small collectives: the innermost YieldingWaits' (0: none).
+thread_local int yield_us_here = 0;
+
 /// Short sleeps need a small timer slack (the default, 50 us, makes every sleep that long). Set
 /// once per thread; only this thread's timers are affected.
-thread_local int yield_us_here = 0;  // YieldingWaits
-
 void use_fine_timer_slack() noexcept {
   thread_local bool done = false;
   if (!done) {
