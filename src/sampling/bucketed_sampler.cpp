@@ -155,6 +155,62 @@ void BucketedSampler::pack_window(std::vector<std::uint64_t>& window, bool last_
   window.erase(window.begin(), window.begin() + start);
 }
 
+std::size_t BucketedSampler::pack_counts(const std::size_t* counts, std::size_t span, std::int64_t shortest,
+                                         bool last_window, std::size_t first) {
+  const std::int64_t multiple = config_.batch_size_multiple;
+  const std::int64_t count_limit =
+      config_.max_batch_size > 0 ? config_.max_batch_size : std::numeric_limits<std::int64_t>::max();
+  std::int64_t size = 0;
+  for (std::size_t length = 0; length < span; ++length) size += static_cast<std::int64_t>(counts[length]);
+  // The window's sorted samples as runs of one length each: the samples of length shortest + `run`
+  // begin at position `run_begin`, and the next batch's first lies among them.
+  const auto next_run = [&](std::size_t& run, std::int64_t& run_begin) {
+    run_begin += static_cast<std::int64_t>(counts[run]);
+    do ++run;
+    while (run < span && counts[run] == 0);
+  };
+  std::size_t run = 0;
+  std::int64_t run_begin = 0;
+  while (run < span && counts[run] == 0) ++run;
+  std::int64_t start = 0;
+  while (start < size) {
+    // The most samples from `start` that fit, as pack_window finds them: a batch ending in a run
+    // fits up to max_tokens / the run's length samples, and the first run where a batch cannot end
+    // ends the search (the lengths only grow).
+    const std::int64_t most = std::min(count_limit, size - start);
+    std::int64_t count = 0;
+    std::size_t ending = run;
+    std::int64_t begin = run_begin;
+    for (;;) {
+      const std::int64_t end = begin + static_cast<std::int64_t>(counts[ending]);
+      const std::int64_t fewest = std::max(begin, start) - start + 1;
+      const std::int64_t fit =
+          std::min({end - start, config_.max_tokens / (shortest + static_cast<std::int64_t>(ending)), most});
+      if (fit < fewest) break;
+      count = fit;
+      if (fit < end - start) break;
+      next_run(ending, begin);
+      if (ending == span) break;
+    }
+    if (start + count == size && !last_window) break;     // partial: carried into the next window
+    if (start + count < size) count -= count % multiple;  // >= multiple: validated against the longest sample
+    std::int64_t tokens = 0, longest = 0;
+    for (std::int64_t position = start, stop = start + count; position < stop;) {
+      const std::int64_t end = run_begin + static_cast<std::int64_t>(counts[run]);
+      const std::int64_t take = std::min(end, stop) - position;
+      longest = shortest + static_cast<std::int64_t>(run);
+      tokens += take * longest;
+      position += take;
+      if (position == end) next_run(run, run_begin);
+    }
+    sequence_.push_back(Span{static_cast<std::int64_t>(first) + start, count, longest});
+    largest_batch_ = std::max(largest_batch_, count);
+    largest_batch_tokens_ = std::max(largest_batch_tokens_, tokens);
+    start += count;
+  }
+  return static_cast<std::size_t>(size - start);
+}
+
 void BucketedSampler::on_epoch() {
   if (!config_.shared_plan) {
     make_plan();
@@ -310,13 +366,11 @@ std::int64_t BucketedSampler::plans_begun_ahead() const {
 void BucketedSampler::make_plan() {
   const SharedView<std::int64_t>& lengths = config_.lengths;
   const auto n = static_cast<std::int64_t>(lengths.size());
-  samples_.clear();
-  samples_.reserve(static_cast<std::size_t>(n));
   sequence_.clear();
   largest_batch_ = 0;
   largest_batch_tokens_ = 0;
 
-  // The order cut into windows, each window's samples marked for sorting all at once where that
+  // The order cut into windows, each window's samples marked for dealing out all at once where that
   // applies: made ahead for this epoch (prepare_next_plan) or here.
   std::vector<std::uint64_t> entries;
   sampling_detail::WindowMarks marks;
@@ -331,28 +385,34 @@ void BucketedSampler::make_plan() {
     }
   }
   if (!marked) marked = order_windows(epoch(), entries, marks);
-  if (marked) sampling_detail::deal_windows(entries, index_bits_, lengths.data(), marks);
-
-  // Each window sorted, then packed behind the carry of the window before (its longest samples,
-  // sorted).
-  std::vector<std::uint64_t>& window = keys_;
-  window.clear();
-  std::size_t window_begin = 0;
-  for (const std::size_t end : marks.ends) {
-    const auto first = entries.begin() + static_cast<std::ptrdiff_t>(window_begin);
-    const auto last = entries.begin() + static_cast<std::ptrdiff_t>(end);
-    if (marked) {
-      spare_keys_.resize(window.size() + (end - window_begin));
-      std::merge(window.begin(), window.end(), first, last, spare_keys_.begin());
-      window.swap(spare_keys_);
-    } else {
-      window.insert(window.end(), first, last);
+  if (marked) {
+    // The batches packed from each window's length counts, then every sample dealt to its place.
+    std::vector<std::uint64_t>().swap(entries);
+    samples_.resize(static_cast<std::size_t>(n));  // every entry written: kept from the plan before where it holds N
+    const std::int64_t shortest = static_cast<std::int64_t>(marks.shortest);
+    const auto span = static_cast<std::size_t>(marks.lengths);
+    if (!sampling_detail::place_windows(marks,
+                                        [&](const std::size_t* counts, bool last, std::size_t first) {
+                                          return pack_counts(counts, span, shortest, last, first);
+                                        }) ||
+        !sampling_detail::deal_windows(samples_.data(), lengths.data(), marks))
+      STRIDER_THROW(Error, "bucketed: the epoch's windows do not match the samples' lengths (a bug)");
+  } else {
+    // Each window sorted, then packed behind the carry of the window before (its longest samples).
+    samples_.clear();
+    samples_.reserve(static_cast<std::size_t>(n));
+    std::vector<std::uint64_t>& window = keys_;
+    window.clear();
+    std::size_t window_begin = 0;
+    for (const std::size_t end : marks.ends) {
+      window.insert(window.end(), entries.begin() + static_cast<std::ptrdiff_t>(window_begin),
+                    entries.begin() + static_cast<std::ptrdiff_t>(end));
       sort_window(window);
+      pack_window(window, end == static_cast<std::size_t>(n));
+      window_begin = end;
     }
-    pack_window(window, end == static_cast<std::size_t>(n));
-    window_begin = end;
+    std::vector<std::uint64_t>().swap(entries);
   }
-  std::vector<std::uint64_t>().swap(entries);
 
   if (config_.shuffle) {
     std::mt19937_64 engine(derive_seed(seed(), epoch(), batch_stream));

@@ -113,10 +113,10 @@ bool mark_windows(const std::vector<std::uint64_t>& keys, int index_bits, std::i
   const auto span = static_cast<std::size_t>(marks.lengths);
   marks.ends.clear();
   marks.window_of.resize(size);
-  marks.starts.assign(static_cast<std::size_t>(most_windows) * span, 0);
+  marks.places.assign(static_cast<std::size_t>(most_windows) * span, 0);
   std::uint16_t* const window_of = marks.window_of.data();
   const std::uint64_t index_mask = (std::uint64_t{1} << index_bits) - 1;
-  std::size_t* counts = marks.starts.data();
+  std::size_t* counts = marks.places.data();
   std::uint16_t window = 0;
   std::int64_t window_sum = 0;
   for (std::size_t position = 0; position < size; ++position) {
@@ -133,24 +133,65 @@ bool mark_windows(const std::vector<std::uint64_t>& keys, int index_bits, std::i
     }
   }
   marks.ends.push_back(size);
-  marks.starts.resize(marks.ends.size() * span);
-  counts_to_starts(marks.starts);
+  marks.places.resize(marks.ends.size() * span);
   return true;
 }
 
-void deal_windows(std::vector<std::uint64_t>& keys, int index_bits, const std::int64_t* lengths, WindowMarks& marks) {
-  const std::size_t size = marks.window_of.size();
-  keys.resize(size);
+bool place_windows(WindowMarks& marks, const PackWindow& pack) {
   const auto span = static_cast<std::size_t>(marks.lengths);
-  std::size_t* const places = marks.starts.data();
-  const std::uint16_t* const windows = marks.window_of.data();
-  std::uint64_t* const out = keys.data();
-  // In index order: ties by length keep index order.
-  for (std::size_t index = 0; index < size; ++index) {
-    const auto length = static_cast<std::uint64_t>(lengths[index]);
-    out[places[windows[index] * span + static_cast<std::size_t>(length - marks.shortest)]++] =
-        length << index_bits | index;
+  const std::size_t windows = marks.ends.size();
+  std::vector<std::size_t> merged(span), carried(span, 0);
+  marks.carried_from.assign(windows, marks.lengths);
+  marks.staying.assign(windows, 0);
+  std::size_t first = 0;
+  for (std::size_t window = 0; window < windows; ++window) {
+    std::size_t* const counts = marks.places.data() + window * span;
+    std::size_t size = 0;
+    for (std::size_t length = 0; length < span; ++length) {
+      merged[length] = counts[length] + carried[length];
+      size += merged[length];
+    }
+    const bool last = window + 1 == windows;
+    std::size_t left = pack(merged.data(), last, first);
+    if (left > size || (last && left != 0)) return false;
+    // The samples carried on: the longest, the last of their shortest length by index.
+    for (std::size_t length = span; length-- > 0;) {
+      carried[length] = std::min(left, merged[length]);
+      left -= carried[length];
+      if (carried[length] > 0) {
+        marks.carried_from[window] = length;
+        marks.staying[window] = merged[length] - carried[length];
+      }
+    }
+    for (std::size_t length = 0; length < span; ++length) {
+      counts[length] = first;
+      first += merged[length] - carried[length];
+    }
   }
+  return true;
+}
+
+bool deal_windows(std::int64_t* out, const std::int64_t* lengths, WindowMarks& marks) {
+  const std::size_t size = marks.window_of.size(), windows = marks.ends.size();
+  const auto span = static_cast<std::size_t>(marks.lengths);
+  std::size_t* const places = marks.places.data();
+  const std::uint16_t* const window_of = marks.window_of.data();
+  const std::uint64_t* const carried_from = marks.carried_from.data();
+  std::size_t* const staying = marks.staying.data();
+  // In index order: ties by length keep index order, and the last of a tie carry on.
+  for (std::size_t index = 0; index < size; ++index) {
+    const std::uint64_t length = static_cast<std::uint64_t>(lengths[index]) - marks.shortest;
+    std::size_t window = window_of[index];
+    while (length >= carried_from[window]) {
+      if (length == carried_from[window] && staying[window] > 0) {
+        --staying[window];
+        break;
+      }
+      if (++window == windows) return false;  // carried on from the last window: not the marks' lengths
+    }
+    out[places[window * span + static_cast<std::size_t>(length)]++] = static_cast<std::int64_t>(index);
+  }
+  return true;
 }
 
 }  // namespace strider::sampling_detail

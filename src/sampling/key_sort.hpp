@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 namespace strider::sampling_detail {
@@ -28,17 +29,26 @@ bool sort_dense_keys(std::vector<std::uint64_t>& keys, int index_bits, const std
                      std::vector<std::uint64_t>& spare, std::vector<std::uint64_t>& bitmap,
                      std::vector<std::size_t>& starts);
 
-/// Every window of an epoch's order sorted at once, in two passes: a counting sort by (window,
-/// length) that marks each index with its window (one pass over the order), then deals the indices
-/// out in index order (one pass over the lengths, in order), so that each window holds its own keys
-/// ascending, in its own place. The windows' own sorts would instead each look a length up per key,
-/// across all N lengths. The marks are what the first pass leaves for the second, which needs
-/// neither the order nor anything else of it: it can run later, on another copy of the sampler.
+/// Every window of an epoch's order sorted and laid out as the plan's batches at once, in two
+/// passes: a counting sort by (window, length) that marks each index with its window (one pass over
+/// the order), then, once the batches are packed from each window's counts alone (place_windows),
+/// deals the indices out in index order (one pass over the lengths, in order) to their places in
+/// the plan, so that each window holds its own samples ascending by (length, index), less its last
+/// ones, which carry on into the next window. The windows' own sorts would instead each look a
+/// length up per sample, across all N lengths, and then be merged and copied. The marks are what
+/// the first pass leaves for the rest, which needs neither the order nor anything else of it: it
+/// can run later, on another copy of the sampler.
 struct WindowMarks {
-  std::vector<std::size_t> ends;            // each window's end in the order (ascending; the last: N)
-  std::vector<std::uint16_t> window_of;     // each index's window
-  std::vector<std::size_t> starts;          // each (window, length)'s first place, window-major
+  std::vector<std::size_t> ends;         // each window's end in the order (ascending; the last: N)
+  std::vector<std::uint16_t> window_of;  // each index's window
+  // Each (window, length)'s count of samples, window-major (mark_windows); then the place in the
+  // plan of its next sample that stays in the window (place_windows).
+  std::vector<std::size_t> places;
   std::uint64_t shortest = 1, lengths = 0;  // the (window, length) buckets' lengths: shortest + [0, lengths)
+  // Per window (place_windows): the length, as an offset from `shortest`, from which its samples
+  // carry on into the next window (`lengths`: none do), and how many of that length stay.
+  std::vector<std::uint64_t> carried_from;
+  std::vector<std::size_t> staying;
 };
 
 /// Whether mark_windows takes an order of `size` keys with lengths in [shortest, longest] cut into
@@ -55,8 +65,25 @@ bool windows_markable(std::size_t size, std::int64_t shortest, std::int64_t long
 bool mark_windows(const std::vector<std::uint64_t>& keys, int index_bits, std::int64_t shortest, std::int64_t longest,
                   std::int64_t window_tokens, std::uint64_t most_windows, WindowMarks& marks);
 
-/// The second: keys[0, N) = each window's keys ascending, windows in order; lengths[index] is the
-/// length each index's key had. Uses up marks.starts.
-void deal_windows(std::vector<std::uint64_t>& keys, int index_bits, const std::int64_t* lengths, WindowMarks& marks);
+/// What becomes of a window's samples, sorted by (length, index): `pack(counts, last, first)` packs
+/// a window whose samples have counts[l] of length marks.shortest + l (l < marks.lengths), the
+/// first of them at place `first` of the plan, and returns how many of its last samples carry on
+/// into the next window (none from the last, `last`).
+using PackWindow = std::function<std::size_t(const std::size_t* counts, bool last, std::size_t first)>;
+
+/// Walks the windows in order, each window's counts with the samples carried on from the window
+/// before added, and packs each (`pack`); then marks.places holds each (window, length)'s first
+/// place in the plan, after the window's shorter samples that stay, and marks.carried_from and
+/// marks.staying say which carry on. Returns false where `pack` carries on more samples than its
+/// window holds, or some from the last.
+bool place_windows(WindowMarks& marks, const PackWindow& pack);
+
+/// The second pass: out[place] = index for every index of [0, N), at its (window, length)'s next
+/// place, or, where that window carries its samples of that length on, at the next window's. The
+/// samples of a (window, length), those carried in included, come in index order, so the last ones
+/// are those that carry on. lengths[index] is the length each index's key had. Uses up
+/// marks.places and marks.staying. Returns false (out then partly written) where the lengths do not
+/// match the marks.
+bool deal_windows(std::int64_t* out, const std::int64_t* lengths, WindowMarks& marks);
 
 }  // namespace strider::sampling_detail

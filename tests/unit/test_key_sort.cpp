@@ -122,7 +122,7 @@ TEST_CASE("bucketed window sorts: the dense sort's limits, at their edges", "[bu
   }
 }
 
-TEST_CASE("bucketed window sorts: every window at once, as each window's std::sort", "[bucketed]") {
+TEST_CASE("bucketed window sorts: every window at once, as each window's std::sort with its carries", "[bucketed]") {
   struct Case {
     std::int64_t n, longest, window_tokens;
     std::uint64_t most_windows;
@@ -141,7 +141,7 @@ TEST_CASE("bucketed window sorts: every window at once, as each window's std::so
     // A shuffled order of every index's key.
     const Window all = window_of(c.n, 0, c.n, static_cast<std::size_t>(c.n), c.longest, 11);
     const std::vector<std::uint64_t>& order = all.keys;
-    // The windows and their sorted keys as one would cut and sort them.
+    // The windows as one would cut them.
     std::vector<std::size_t> ends;
     std::int64_t sum = 0;
     for (std::size_t position = 0; position < order.size(); ++position) {
@@ -151,10 +151,6 @@ TEST_CASE("bucketed window sorts: every window at once, as each window's std::so
         sum = 0;
       }
     }
-    std::vector<std::uint64_t> expected = order;
-    for (std::size_t window = 0, begin = 0; window < ends.size(); begin = ends[window++])
-      std::sort(expected.begin() + static_cast<std::ptrdiff_t>(begin),
-                expected.begin() + static_cast<std::ptrdiff_t>(ends[window]));
     const std::int64_t shortest = *std::min_element(all.lengths.begin(), all.lengths.end());
     const std::int64_t longest = *std::max_element(all.lengths.begin(), all.lengths.end());
 
@@ -165,12 +161,54 @@ TEST_CASE("bucketed window sorts: every window at once, as each window's std::so
     REQUIRE(took == c.marks);
     if (!took) continue;
     REQUIRE(marks.ends == ends);
-    std::vector<std::uint64_t> dealt;
-    sampling_detail::deal_windows(dealt, all.index_bits, all.lengths.data(), marks);
-    // The first place they differ, not all N keys (printing them takes minutes).
-    REQUIRE(dealt.size() == expected.size());
+
+    // Each window but the last carries on some of its last samples: none, a few, or all of them
+    // (which then carry on through the next window too).
+    std::mt19937_64 random(5);
+    std::vector<std::vector<std::size_t>> packed_counts;
+    std::vector<std::size_t> carried, firsts;
+    const auto span = static_cast<std::size_t>(marks.lengths);
+    REQUIRE(sampling_detail::place_windows(marks, [&](const std::size_t* counts, bool last, std::size_t first) {
+      packed_counts.emplace_back(counts, counts + span);
+      firsts.push_back(first);
+      const std::size_t size = std::accumulate(counts, counts + span, std::size_t{0});
+      const std::uint64_t pick = random() % 4;
+      carried.push_back(last || pick == 0 ? 0 : pick == 1 ? size : static_cast<std::size_t>(random() % (size / 8 + 1)));
+      return carried.back();
+    }));
+    REQUIRE(carried.size() == ends.size());
+
+    // As one would do it: each window's samples and those carried in, sorted, less the last ones.
+    std::vector<std::int64_t> expected;
+    std::vector<std::uint64_t> carry;
+    for (std::size_t window = 0, begin = 0; window < ends.size(); begin = ends[window++]) {
+      std::vector<std::uint64_t> merged = carry;
+      merged.insert(merged.end(), order.begin() + static_cast<std::ptrdiff_t>(begin),
+                    order.begin() + static_cast<std::ptrdiff_t>(ends[window]));
+      std::sort(merged.begin(), merged.end());
+      std::vector<std::size_t> counts(span, 0);
+      for (const std::uint64_t key : merged)
+        ++counts[static_cast<std::size_t>((key >> all.index_bits) - static_cast<std::uint64_t>(shortest))];
+      REQUIRE(packed_counts[window] == counts);
+      REQUIRE(firsts[window] == expected.size());
+      const std::size_t staying = merged.size() - carried[window];
+      for (std::size_t k = 0; k < staying; ++k)
+        expected.push_back(static_cast<std::int64_t>(merged[k] & ((std::uint64_t{1} << all.index_bits) - 1)));
+      carry.assign(merged.begin() + static_cast<std::ptrdiff_t>(staying), merged.end());
+    }
+    REQUIRE(expected.size() == order.size());
+
+    sampling_detail::WindowMarks placed = marks;
+    std::vector<std::int64_t> dealt(order.size(), -1);
+    REQUIRE(sampling_detail::deal_windows(dealt.data(), all.lengths.data(), marks));
+    // The first place they differ, not all N indices (printing them takes minutes).
     const auto differ = std::mismatch(dealt.begin(), dealt.end(), expected.begin()).first - dealt.begin();
     REQUIRE(differ == static_cast<std::ptrdiff_t>(dealt.size()));
+
+    // Lengths that are not the marks': a sample longer than any carries on past the last window.
+    std::vector<std::int64_t> other = all.lengths;
+    other[other.size() / 2] = longest + 1;
+    REQUIRE_FALSE(sampling_detail::deal_windows(dealt.data(), other.data(), placed));
   }
 }
 

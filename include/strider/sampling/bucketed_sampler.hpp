@@ -116,6 +116,11 @@ class BucketedSampler final : public Sampler {
   /// leaving its last, partial batch (unless `last_window`) for the next.
   void sort_window(std::vector<std::uint64_t>& window);
   void pack_window(std::vector<std::uint64_t>& window, bool last_window);
+  /// pack_window from a window's counts alone, counts[l] samples of length shortest + l (l < span),
+  /// the first at place `first` of samples_ (sampling_detail::PackWindow): adds its batches and
+  /// returns how many of its last samples carry on into the next window.
+  std::size_t pack_counts(const std::size_t* counts, std::size_t span, std::int64_t shortest, bool last_window,
+                          std::size_t first);
 
   BucketedSamplerConfig config_;
   std::uint64_t lengths_hash_ = 0;
