@@ -103,6 +103,20 @@ TEST_CASE("bucketed sampler: budget, max batch size, multiples, exact coverage",
   }
 }
 
+TEST_CASE("bucketed sampler: the most tokens of a batch count every sample of it", "[bucketed]") {
+  // 15 samples of 50 tokens and 5 of 51 under a budget of 510, in one window: batches of 10 x 50
+  // (500 tokens) and 5 x 50 + 5 x 51 (505); the batch with the most tokens holds both lengths.
+  std::vector<std::int64_t> values(15, 50);
+  values.insert(values.end(), 5, 51);
+  const auto lengths = std::make_shared<const std::vector<std::int64_t>>(values);
+  BucketedSamplerConfig config = bucketed_config(lengths, 510, 0);
+  config.shuffle = false;
+  BucketedSampler sampler(config, 1, 0);
+  REQUIRE(sampler.num_batches() == 2);
+  REQUIRE(sampler.max_batch_size() == 10);
+  REQUIRE(sampler.max_batch_elements() == 505);
+}
+
 TEST_CASE("bucketed sampler: clear errors for impossible options", "[bucketed][errors]") {
   auto lengths = std::make_shared<std::vector<std::int64_t>>(100, 64);
   (*lengths)[42] = 5000;
