@@ -138,8 +138,12 @@ namespace {
 /// alternately with the I/O thread reading ahead and with the consumer reading, kRounds blocks of
 /// each; a layout's time per step is the median of its blocks' (a block that a scheduler hiccup
 /// slowed does not decide). A block is timed from one next() call to the block_steps-th after it,
-/// so each step's time includes the consumer's own work; blocks hold twice the ring's batches, so
-/// what the ring held when a block began weighs little. A block starts once its layout has
+/// so each step's time includes the consumer's own work, and counts the steps read meanwhile: those
+/// it delivered, less those the ring held ready when it began, plus those it holds at its end. A
+/// consumer faster than the reads sleeps until half the ring is ready, so a block may begin with up
+/// to half a ring read before it (w3 at 1 rank, a ring of 64 and blocks of 128 steps: counted as
+/// delivered, the I/O thread looked 10-20% faster per step than it reads, and was kept about half
+/// the time although reading on the consumer's thread gave 20-25% more samples/s). A block starts once its layout has
 /// settled: an I/O-thread block skips its first steps while the ring refills (after an epoch's
 /// start a whole ring: the I/O thread may have filled it while the ranks agreed on the epoch), and a
 /// caller-thread block first takes the batches the I/O thread read ahead. Every epoch starts with
@@ -150,12 +154,13 @@ struct LayoutTrial {
   static constexpr int kRounds = 3;
   static constexpr std::int64_t kSettleSteps = 8;
   bool active = false;
-  int turn = 0;                   // the layout whose block is due: 0 the I/O thread, 1 the caller's thread
-  bool timing = false;            // a block of `turn` is being timed
-  std::int64_t block_steps = 64;  // steps per timed block: twice the ring's depth, at least 64
-  std::int64_t settle_steps = 0;  // steps still to skip before timing an I/O-thread block
-  std::int64_t steps_timed = 0;   // in the block being timed
-  std::int64_t epochs = 0;        // epochs started while measuring
+  int turn = 0;                     // the layout whose block is due: 0 the I/O thread, 1 the caller's thread
+  bool timing = false;              // a block of `turn` is being timed
+  std::int64_t block_steps = 64;    // steps per timed block: twice the ring's depth, at least 64
+  std::int64_t settle_steps = 0;    // steps still to skip before timing an I/O-thread block
+  std::int64_t steps_timed = 0;     // in the block being timed
+  std::int64_t ready_at_start = 0;  // batches the ring held ready when the block's timing began
+  std::int64_t epochs = 0;          // epochs started while measuring
   int blocks_this_epoch = 0;
   Clock::time_point block_start;
   std::vector<double> seconds[2];  // per step, per block; [0]: I/O thread, [1]: caller's thread
@@ -683,7 +688,9 @@ void Prefetcher::measure_layout_step() {
   LayoutTrial& trial = s.trial;
   if (trial.timing) {  // this call ends a step of the timed block
     if (++trial.steps_timed < trial.block_steps) return;
-    trial.seconds[trial.turn].push_back(seconds_since(trial.block_start) / static_cast<double>(trial.steps_timed));
+    const std::int64_t read =
+        std::max<std::int64_t>(1, trial.steps_timed + static_cast<std::int64_t>(s.ready.size()) - trial.ready_at_start);
+    trial.seconds[trial.turn].push_back(seconds_since(trial.block_start) / static_cast<double>(read));
     trial.timing = false;
     trial.blocks_this_epoch += 1;
     if (trial.seconds[0].size() >= LayoutTrial::kRounds && trial.seconds[1].size() >= LayoutTrial::kRounds) {
@@ -721,6 +728,7 @@ void Prefetcher::measure_layout_step() {
   }
   trial.timing = true;
   trial.steps_timed = 0;
+  trial.ready_at_start = static_cast<std::int64_t>(s.ready.size());
   trial.block_start = Clock::now();
 }
 

@@ -581,6 +581,28 @@ TEST_CASE("without a core to spare the layout measurement keeps the consumer's t
                                       layout.io_thread_us_per_step, layout.caller_thread_us_per_step, false));
 }
 
+TEST_CASE("the layout measurement counts the steps read during a block, not only those delivered", "[prefetcher]") {
+  // A reader that sleeps 200 us per read and no step: neither layout reads a step in less. A
+  // consumer that sleeps until half the ring (16 of 32) is ready begins an I/O-thread block with up
+  // to 16 steps read before it: counted as delivered, a block of 64 steps would come out up to a
+  // quarter short of the reads' time, and the I/O thread look faster than it reads. A lower bound
+  // only: a slower machine sleeps longer, never less.
+  FakeReaderOptions options;
+  options.samples = 600;
+  options.delay = std::chrono::microseconds(200);
+  DistributedSampler sampler = make_sampler(options.samples, 1, 1, 0);
+  PrefetcherOptions prefetcher_options{32, nullptr};
+  prefetcher_options.measure_layout = true;
+  prefetcher_options.spare_core = true;
+  Prefetcher prefetcher(std::make_unique<FakeReader>(options), prefetcher_options);
+  sampler.set_epoch(0);
+  REQUIRE(strider::testing::prefetched_batch_hashes(prefetcher, sampler) == direct_hashes(options, sampler));
+  const LayoutMeasurement layout = prefetcher.layout();
+  REQUIRE(layout.decided);
+  REQUIRE(layout.io_thread_us_per_step >= 0.95 * 200);
+  REQUIRE(layout.caller_thread_us_per_step >= 0.95 * 200);
+}
+
 TEST_CASE("measuring the thread layout switches readers mid-epoch and changes no batch", "[prefetcher]") {
   // Blocks of 64 steps (twice a ring of 8, at least 64), three per layout, alternating: the caller's
   // blocks read on the consumer's thread, whatever is decided in the end.
