@@ -138,18 +138,13 @@ namespace {
 /// alternately with the I/O thread reading ahead and with the consumer reading, kRounds blocks of
 /// each; a layout's time per step is the median of its blocks' (a block that a scheduler hiccup
 /// slowed does not decide). A block is timed from one next() call to the block_steps-th after it,
-/// so each step's time includes the consumer's own work, and counts the steps read meanwhile: those
-/// it delivered, less those the ring held ready when it began, plus those it holds at its end. A
-/// consumer faster than the reads sleeps until half the ring is ready, so a block may begin with up
-/// to half a ring read before it (w3 at 1 rank, a ring of 64 and blocks of 128 steps: counted as
-/// delivered, the I/O thread looked 10-20% faster per step than it reads, and was kept about half
-/// the time although reading on the consumer's thread gave 20-25% more samples/s). A block starts once its layout has
-/// settled: an I/O-thread block skips its first steps while the ring refills (after an epoch's
-/// start a whole ring: the I/O thread may have filled it while the ranks agreed on the epoch), and a
-/// caller-thread block first takes the batches the I/O thread read ahead. Every epoch starts with
-/// the I/O thread; a block cut by the end of an epoch is dropped, and an epoch too short for any
-/// block ends the measurement undecided (the I/O thread stays). Which layout is kept is
-/// keeps_caller_thread's rule (pipeline/thread_layout.hpp), the one the ranks agree by.
+/// so each step's time includes the consumer's own work, and counts the steps read meanwhile
+/// (pipeline_detail::steps_read_in_block: what the ring held when it began and ended included). A block starts once its
+/// layout has settled: an I/O-thread block skips its first steps while the ring refills (after an epoch's start a whole
+/// ring: the I/O thread may have filled it while the ranks agreed on the epoch), and a caller-thread block first takes
+/// the batches the I/O thread read ahead. Every epoch starts with the I/O thread; a block cut by the end of an epoch is
+/// dropped, and an epoch too short for any block ends the measurement undecided (the I/O thread stays). Which layout is
+/// kept is keeps_caller_thread's rule (pipeline/thread_layout.hpp), the one the ranks agree by.
 struct LayoutTrial {
   static constexpr int kRounds = 3;
   static constexpr std::int64_t kSettleSteps = 8;
@@ -688,8 +683,8 @@ void Prefetcher::measure_layout_step() {
   LayoutTrial& trial = s.trial;
   if (trial.timing) {  // this call ends a step of the timed block
     if (++trial.steps_timed < trial.block_steps) return;
-    const std::int64_t read =
-        std::max<std::int64_t>(1, trial.steps_timed + static_cast<std::int64_t>(s.ready.size()) - trial.ready_at_start);
+    const std::int64_t read = pipeline_detail::steps_read_in_block(trial.steps_timed, trial.ready_at_start,
+                                                                   static_cast<std::int64_t>(s.ready.size()));
     trial.seconds[trial.turn].push_back(seconds_since(trial.block_start) / static_cast<double>(read));
     trial.timing = false;
     trial.blocks_this_epoch += 1;

@@ -581,26 +581,15 @@ TEST_CASE("without a core to spare the layout measurement keeps the consumer's t
                                       layout.io_thread_us_per_step, layout.caller_thread_us_per_step, false));
 }
 
-TEST_CASE("the layout measurement counts the steps read during a block, not only those delivered", "[prefetcher]") {
-  // A reader that sleeps 200 us per read and no step: neither layout reads a step in less. A
-  // consumer that sleeps until half the ring (16 of 32) is ready begins an I/O-thread block with up
-  // to 16 steps read before it: counted as delivered, a block of 64 steps would come out up to a
-  // quarter short of the reads' time, and the I/O thread look faster than it reads. A lower bound
-  // only: a slower machine sleeps longer, never less.
-  FakeReaderOptions options;
-  options.samples = 600;
-  options.delay = std::chrono::microseconds(200);
-  DistributedSampler sampler = make_sampler(options.samples, 1, 1, 0);
-  PrefetcherOptions prefetcher_options{32, nullptr};
-  prefetcher_options.measure_layout = true;
-  prefetcher_options.spare_core = true;
-  Prefetcher prefetcher(std::make_unique<FakeReader>(options), prefetcher_options);
-  sampler.set_epoch(0);
-  REQUIRE(strider::testing::prefetched_batch_hashes(prefetcher, sampler) == direct_hashes(options, sampler));
-  const LayoutMeasurement layout = prefetcher.layout();
-  REQUIRE(layout.decided);
-  REQUIRE(layout.io_thread_us_per_step >= 0.95 * 200);
-  REQUIRE(layout.caller_thread_us_per_step >= 0.95 * 200);
+TEST_CASE("a layout block counts the steps read while it ran, not those it delivered", "[prefetcher]") {
+  using strider::pipeline_detail::steps_read_in_block;
+  // w3 at 1 rank: an I/O-thread block of 128 steps that began with 48 ready and ended with 15 read
+  // 95 of them; one that began and ended with none, or with as many, read as many as it delivered.
+  REQUIRE(steps_read_in_block(128, 48, 15) == 95);
+  REQUIRE(steps_read_in_block(128, 0, 0) == 128);
+  REQUIRE(steps_read_in_block(128, 24, 24) == 128);
+  REQUIRE(steps_read_in_block(64, 0, 3) == 67);  // a caller's block that read a group of steps at its end
+  REQUIRE(steps_read_in_block(4, 10, 0) == 1);   // never none: a time per step stays finite
 }
 
 TEST_CASE("measuring the thread layout switches readers mid-epoch and changes no batch", "[prefetcher]") {
