@@ -136,7 +136,8 @@ def test_compare_results_keeps_the_scaling_against_one_rank_and_one_core(tmp_pat
 
     table = [row("w3", 1, 1.9e7), row("w3", 2, 2.2e7, strider_over_one_rank=2.2 / 1.9,
                                       strider_over_one_rank_one_core=2.2 / 1.25,
-                                      strider_one_rank_one_core_samples_per_s=1.25e7),
+                                      strider_one_rank_one_core_samples_per_s=1.25e7,
+                                      strider_samples_per_cpu_s=1.3e7, strider_cpu_ceiling_over_one_rank=2.6 / 1.9),
              row("w4", 2, 3.6e7, strider_over_one_rank=2.27)]
     (tmp_path / "results.json").write_text(json.dumps({"table": table}))
     script = os.path.join(SOURCE_DIR, "bench", "scripts", "compare_results.py")
@@ -144,9 +145,11 @@ def test_compare_results_keeps_the_scaling_against_one_rank_and_one_core(tmp_pat
                              check=True, stdout=subprocess.PIPE, text=True).stdout
     scaling = json.loads(printed)["scaling"]
     assert scaling["w3"] == {"two_ranks_over_one": 1.16, "two_ranks_over_one_on_one_core": 1.76,
-                             "one_rank_one_core_million_samples_per_s": 12.5}
+                             "one_rank_one_core_million_samples_per_s": 12.5, "cpu_ceiling_over_one": 1.37,
+                             "two_ranks_million_samples_per_cpu_s": 13.0}
     assert scaling["w4"] == {"two_ranks_over_one": 2.27, "two_ranks_over_one_on_one_core": None,
-                             "one_rank_one_core_million_samples_per_s": None}
+                             "one_rank_one_core_million_samples_per_s": None, "cpu_ceiling_over_one": None,
+                             "two_ranks_million_samples_per_cpu_s": None}
 
 
 def test_sampler_results_maps_the_microbenchmarks_for_the_performance_page(tmp_path):
@@ -196,7 +199,7 @@ def test_two_ranks_are_set_against_one_rank_on_one_core_pair_by_pair(tmp_path):
                 "ranks": [{"rank": r, "samples_per_s": rate / ranks} for r in range(ranks)]}
 
     (tmp_path / "strider-w3-r1.json").write_text(json.dumps(bench(20.0e6, 1)))
-    (tmp_path / "strider-w3-r2.json").write_text(json.dumps(bench(26.0e6, 2)))
+    (tmp_path / "strider-w3-r2.json").write_text(json.dumps(dict(bench(26.0e6, 2), samples_per_cpu_s=14.0e6)))
     write_runs(tmp_path, "strider", "w3-r2", {1: 30.0e6, 2: 26.0e6, 3: 22.0e6}, "samples_per_s")
     # Pairs 30/20 = 1.5, 26/13 = 2.0, 22/16 = 1.375: median 1.5, where the medians' ratio would be 26/16.
     write_runs(tmp_path, "onecore", "w3-r2", {1: 20.0e6, 2: 13.0e6, 3: 16.0e6}, "samples_per_s")
@@ -211,3 +214,7 @@ def test_two_ranks_are_set_against_one_rank_on_one_core_pair_by_pair(tmp_path):
     assert two["strider_one_rank_one_core_samples_per_s"] == 16.0e6
     scaling = [goal for goal in results["goals"] if goal["goal"].startswith("w3 at 2 ranks: >= 1.6x")]
     assert len(scaling) == 1 and not scaling[0]["met"] and "1.50x 1 rank held to one core" in scaling[0]["detail"]
+    # What the CPU allows: the cores (at most 2 for 2 ranks) at the CPU the 2 ranks spent per sample.
+    cores = min(2, len(os.sched_getaffinity(0)))
+    assert two["strider_cpu_ceiling_over_one_rank"] == cores * 14.0e6 / 20.0e6
+    assert f"{cores} cores allow at most {cores * 14.0e6 / 20.0e6:.2f}x" in scaling[0]["detail"]
