@@ -23,6 +23,7 @@ inline std::uint64_t mul_div(std::uint64_t a, std::uint64_t b, std::uint64_t c) 
 /// Inline: the weighted sampler draws two or three words per sample.
 class CounterStream {
  public:
+  CounterStream() noexcept = default;  // a placeholder, to be assigned a stream
   CounterStream(std::uint64_t key, std::uint64_t counter) noexcept : state_(mix64(key ^ mix64(counter))) {}
   std::uint64_t next() noexcept { return mix64(state_ + kGoldenGamma * ++drawn_); }
   /// An unbiased integer in [0, bound) (masked rejection: fewer than two words on average).
@@ -41,7 +42,7 @@ class CounterStream {
 
  private:
   static constexpr std::uint64_t kGoldenGamma = 0x9e3779b97f4a7c15ULL;
-  std::uint64_t state_;
+  std::uint64_t state_ = 0;
   std::uint64_t drawn_ = 0;
 };
 

@@ -121,6 +121,25 @@ void WeightedSampler::build_cumulative() {
     running += quantised;
     cumulative_[i] = running;
   }
+  // Per bucket of the tickets' top bits, the class of the bucket's first ticket: a ticket's class is
+  // then that or, where a class's bound falls inside the bucket, one of the few after it.
+  const std::uint64_t largest_ticket = running - 1;
+  const int ticket_bits = 64 - __builtin_clzll(largest_ticket | 1);
+  ticket_shift_ = std::max(0, ticket_bits - kTicketTableBits);
+  ticket_classes_.assign(std::size_t{1} << kTicketTableBits, 0);
+  for (std::size_t bucket = 0, label = 0; bucket < ticket_classes_.size(); ++bucket) {
+    const std::uint64_t first_ticket = static_cast<std::uint64_t>(bucket) << ticket_shift_;
+    while (label < cumulative_.size() && cumulative_[label] <= first_ticket) ++label;
+    ticket_classes_[bucket] = static_cast<std::uint32_t>(label);
+  }
+  class_draws_.clear();
+  if (!config_.sample_weights) {
+    const ClassIndex& index = *config_.classes;
+    for (int label = 0; label < index.num_classes(); ++label) {
+      const auto count = static_cast<std::uint64_t>(index.count(label));
+      class_draws_.push_back(ClassDraw{index.members(label), count, detail::CounterStream::mask_of(count)});
+    }
+  }
 }
 
 double WeightedSampler::class_probability(int label) const {
@@ -148,8 +167,8 @@ void WeightedSampler::draw_samples(std::uint64_t key, std::int64_t* positions, s
   // by binary search over many (sample weights).
   const auto chosen_by = [&](std::uint64_t ticket) {
     if (cumulative_.size() <= 64) {
-      std::size_t at_or_below = 0;
-      for (const std::uint64_t bound : cumulative_) at_or_below += bound <= ticket ? 1 : 0;
+      std::size_t at_or_below = ticket_classes_[static_cast<std::size_t>(ticket >> ticket_shift_)];
+      while (at_or_below < cumulative_.size() && cumulative_[at_or_below] <= ticket) ++at_or_below;
       return at_or_below;
     }
     return static_cast<std::size_t>(std::upper_bound(cumulative_.begin(), cumulative_.end(), ticket) -
@@ -162,15 +181,21 @@ void WeightedSampler::draw_samples(std::uint64_t key, std::int64_t* positions, s
     }
     return;
   }
-  const ClassIndex& index = *config_.classes;
+  // Each step over a whole group at a time (the streams, then the classes, then the members): the
+  // positions' draws are independent, and a core overlaps them where one position's would wait
+  // on each other.
+  detail::CounterStream streams[kGroup];
+  int labels[kGroup];
   const std::int64_t* members[kGroup];
   for (std::size_t first = 0; first < count; first += kGroup) {
     const std::size_t group = std::min(kGroup, count - first);
+    for (std::size_t k = 0; k < group; ++k)
+      streams[k] = detail::CounterStream(key, static_cast<std::uint64_t>(positions[first + k]));
+    for (std::size_t k = 0; k < group; ++k)
+      labels[k] = static_cast<int>(chosen_by(streams[k].below(total, total_mask)));
     for (std::size_t k = 0; k < group; ++k) {
-      detail::CounterStream stream(key, static_cast<std::uint64_t>(positions[first + k]));
-      const int label = static_cast<int>(chosen_by(stream.below(total, total_mask)));
-      const auto members_count = static_cast<std::uint64_t>(index.count(label));
-      members[k] = index.members(label) + stream.below(members_count, detail::CounterStream::mask_of(members_count));
+      const ClassDraw& draw = class_draws_[static_cast<std::size_t>(labels[k])];
+      members[k] = draw.members + streams[k].below(draw.count, draw.mask);
       __builtin_prefetch(members[k]);
     }
     for (std::size_t k = 0; k < group; ++k) positions[first + k] = *members[k];

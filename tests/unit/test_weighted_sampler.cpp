@@ -145,6 +145,34 @@ TEST_CASE("weighted: zero-weight classes never appear; per-sample weights", "[we
   REQUIRE(chi_square({seen[7], seen[250]}, {0.25, 0.75}) < 10.83);
 }
 
+TEST_CASE("weighted: a few classes are drawn as many are (the ticket table against the binary search)", "[weighted]") {
+  // The same five classes, once alone (up to 64 classes: a table of the tickets' top bits, then a
+  // short scan) and once followed by 65 empty ones (more than 64: a binary search over the
+  // cumulative weights). Empty classes add no weight, so every ticket, hence every sample, is the same.
+  const std::vector<std::int64_t> counts = {3000, 200, 1, 750, 40};
+  const std::vector<double> weights = {0.3, 1.0, 2.0, 0.5, 4.0};
+  std::vector<std::int64_t> many_counts = counts;
+  many_counts.resize(70, 0);
+  std::vector<double> many_weights = weights;
+  many_weights.resize(70, 1.0);
+  for (const std::int64_t epoch : {0, 3}) {
+    CAPTURE(epoch);
+    WeightedSampler few(weighted_config(blocks(counts), 64, weights, 20000), 1, 0);
+    WeightedSampler many(weighted_config(blocks(many_counts), 64, many_weights, 20000), 1, 0);
+    few.set_epoch(epoch);
+    many.set_epoch(epoch);
+    REQUIRE(few.num_steps() == many.num_steps());
+    std::vector<std::int64_t> a, b;
+    std::int64_t differ = 0;
+    for (std::int64_t step = 0; step < few.num_steps(); ++step) {
+      few.batch(step, a);
+      many.batch(step, b);
+      differ += a == b ? 0 : 1;
+    }
+    REQUIRE(differ == 0);
+  }
+}
+
 TEST_CASE("weighted: invalid weights are usage errors", "[weighted][errors]") {
   const auto classes = blocks({10, 10});
   const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();

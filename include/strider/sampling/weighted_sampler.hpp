@@ -38,8 +38,9 @@ void check_weights(const std::vector<double>& weights, const std::string& what);
 /// Draws with replacement: global position p of the epoch (0 <= p < num_samples) is a pure function
 /// of (seed, epoch, p, weights): a counter-based stream keyed by them picks an integer below the
 /// total of the weights (quantised to integers summing to about 2^62, every positive weight at
-/// least 1) exactly, and a binary search over the cumulative weights finds the class (then a
-/// uniform member of it) or the sample. Positions are split over ranks as the distributed sampler
+/// least 1) exactly, and the cumulative weights find the class (up to 64 classes: a table of the
+/// integer's top bits, then a short scan; else a binary search), then a uniform member of it, or
+/// the sample. Positions are split over ranks as the distributed sampler
 /// without shuffle splits 0..num_samples-1 (rank r takes r, r+R, ...; padded by wrapping), so a
 /// global batch is the same set of positions, hence samples, for any R with the same R*B, and any
 /// step is drawn in O(B log K) (O(B log N) for sample weights) with nothing replayed: resume is O(1).
@@ -83,6 +84,18 @@ class WeightedSampler final : public Sampler {
   WeightedSamplerConfig config_;
   DistributedSampler positions_;           // splits positions 0..num_samples-1 over ranks
   std::vector<std::uint64_t> cumulative_;  // integer weights' running sums (classes or samples)
+  // Per class (class weights): its members in the class index, their count and the mask a draw
+  // below the count takes (detail::CounterStream::below).
+  struct ClassDraw {
+    const std::int64_t* members = nullptr;
+    std::uint64_t count = 0, mask = 0;
+  };
+  std::vector<ClassDraw> class_draws_;
+  // The count of cumulative weights at or below each bucket's first ticket, the buckets being the
+  // tickets' top kTicketTableBits bits (those below ticket_shift_ dropped).
+  static constexpr int kTicketTableBits = 8;
+  std::vector<std::uint32_t> ticket_classes_;
+  int ticket_shift_ = 0;
   std::uint64_t weights_hash_ = 0;
 };
 
