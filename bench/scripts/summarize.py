@@ -318,16 +318,19 @@ def main(out):
                 per_core = (f" ({two['strider_over_one_rank_one_core']:.2f}x 1 rank held to one core"
                             f"{pairs_text(two, 'strider_over_one_rank_one_core')}, "
                             f"{two['strider_one_rank_one_core_samples_per_s']:.0f} samples/s)")
-            # What the CPU allows: the machine's cores, each a CPU-second per second, at the CPU the 2
-            # ranks spent per sample (their copies, their shares of the plans, their waits). At 1 rank
-            # the plan of the next epoch has the second core to itself; at 2 ranks it takes the ranks'.
+            # What 2 fully busy cores would give at the CPU the 2-rank run spent per sample (its copies,
+            # its ranks' shares of the plans, its waits), over the 1-rank figure, and how busy the
+            # run kept them: the scaling is that figure times that share. At 1 rank the plan of the
+            # next epoch has the second core to itself; at 2 ranks it takes the ranks' own.
             ceiling = ""
             if two.get("strider_samples_per_cpu_s"):
-                cores = min(2, len(os.sched_getaffinity(0)))
+                cores = min(2, len(os.sched_getaffinity(0)))  # the cores compare.sh and its runs may use
                 two["strider_cpu_ceiling_over_one_rank"] = (cores * two["strider_samples_per_cpu_s"] /
                                                             one["strider_samples_per_s"])
-                ceiling = (f"; at the CPU the 2 ranks spend per sample, {cores} cores allow at most "
-                           f"{two['strider_cpu_ceiling_over_one_rank']:.2f}x")
+                busy = scaling / two["strider_cpu_ceiling_over_one_rank"]
+                ceiling = (f"; at the CPU the 2-rank run spent per sample, {cores} fully busy cores would give "
+                           f"{two['strider_cpu_ceiling_over_one_rank']:.2f}x, and the run kept them "
+                           f"{100 * busy:.0f}% busy")
             goal(f"{workload} at 2 ranks: >= 1.6x its 1-rank samples/s", scaling >= 1.6,
                  f"{scaling:.2f}x{per_core}{ceiling}")
     for row in rows:  # CPU efficiency, and w1 at 2 ranks against the two-process gather and the peer

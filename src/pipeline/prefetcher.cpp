@@ -683,6 +683,9 @@ void Prefetcher::measure_layout_step() {
   LayoutTrial& trial = s.trial;
   if (trial.timing) {  // this call ends a step of the timed block
     if (++trial.steps_timed < trial.block_steps) return;
+    // A caller's block ends once the steps it read in a group (batches_per_read > 1) are taken: each
+    // step it read then counts with the consumer's work on it.
+    if (trial.turn == 1 && !s.ready.empty()) return;
     const std::int64_t read = pipeline_detail::steps_read_in_block(trial.steps_timed, trial.ready_at_start,
                                                                    static_cast<std::int64_t>(s.ready.size()));
     trial.seconds[trial.turn].push_back(seconds_since(trial.block_start) / static_cast<double>(read));

@@ -395,8 +395,11 @@ void BucketedSampler::make_plan() {
                                         [&](const std::size_t* counts, bool last, std::size_t first) {
                                           return pack_counts(counts, span, shortest, last, first);
                                         }) ||
-        !sampling_detail::deal_windows(samples_.data(), lengths.data(), marks))
+        !sampling_detail::deal_windows(samples_.data(), lengths.data(), marks)) {
+      sequence_.clear();  // no plan rather than a plan of two epochs' samples
+      samples_.clear();
       STRIDER_THROW(Error, "bucketed: the epoch's windows do not match the samples' lengths (a bug)");
+    }
   } else {
     // Each window sorted, then packed behind the carry of the window before (its longest samples).
     samples_.clear();

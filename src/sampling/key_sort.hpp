@@ -81,9 +81,10 @@ bool place_windows(WindowMarks& marks, const PackWindow& pack);
 /// The second pass: out[place] = index for every index of [0, N), at its (window, length)'s next
 /// place, or, where that window carries its samples of that length on, at the next window's. The
 /// samples of a (window, length), those carried in included, come in index order, so the last ones
-/// are those that carry on. lengths[index] is the length each index's key had. Uses up
-/// marks.places and marks.staying. Returns false (out then partly written) where the lengths do not
-/// match the marks.
+/// are those that carry on. lengths[index] must be the length each index's key had (a plan's marks
+/// are made from the same lengths): then every place of [0, N) is written once. Uses up
+/// marks.places and marks.staying. Returns false (out then partly written) where a sample would
+/// carry on past the last window, which only lengths other than the marks' do.
 bool deal_windows(std::int64_t* out, const std::int64_t* lengths, WindowMarks& marks);
 
 }  // namespace strider::sampling_detail

@@ -102,16 +102,17 @@ void WeightedSampler::build_cumulative() {
           config_.class_weights[static_cast<std::size_t>(label)] * static_cast<double>(index.count(label));
     check_weights(masses, "class weights of classes that have samples");
   }
+  // Everything is made aside and swapped in at the end: a failure (an overflowing sum, no memory)
+  // leaves the sampler as it was, for set_class_weights to restore the weights it had.
   Fnv1a64 weights_hash;  // the weights bit for bit, hashed once here rather than per config_hash()
   const std::vector<double>& weights = config_.sample_weights ? *config_.sample_weights : config_.class_weights;
   weights_hash.add(static_cast<std::uint8_t>(config_.sample_weights != nullptr));
   weights_hash.add(static_cast<std::int64_t>(weights.size()));
   weights_hash.add_bytes(weights.data(), weights.size() * sizeof(double));
-  weights_hash_ = weights_hash.value();
   double total = 0;
   for (double mass : masses) total += mass;
   if (!std::isfinite(total)) STRIDER_THROW(UsageError, "the weights' sum overflows");
-  cumulative_.resize(masses.size());
+  std::vector<std::uint64_t> cumulative(masses.size());
   std::uint64_t running = 0;
   for (std::size_t i = 0; i < masses.size(); ++i) {
     std::uint64_t quantised = 0;
@@ -119,27 +120,32 @@ void WeightedSampler::build_cumulative() {
       quantised =
           std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::llround(masses[i] / total * integer_total)));
     running += quantised;
-    cumulative_[i] = running;
+    cumulative[i] = running;
   }
   // Per bucket of the tickets' top bits, the class of the bucket's first ticket: a ticket's class is
   // then that or, where a class's bound falls inside the bucket, one of the few after it.
   const std::uint64_t largest_ticket = running - 1;
   const int ticket_bits = 64 - __builtin_clzll(largest_ticket | 1);
-  ticket_shift_ = std::max(0, ticket_bits - kTicketTableBits);
-  ticket_classes_.assign(std::size_t{1} << kTicketTableBits, 0);
-  for (std::size_t bucket = 0, label = 0; bucket < ticket_classes_.size(); ++bucket) {
-    const std::uint64_t first_ticket = static_cast<std::uint64_t>(bucket) << ticket_shift_;
-    while (label < cumulative_.size() && cumulative_[label] <= first_ticket) ++label;
-    ticket_classes_[bucket] = static_cast<std::uint32_t>(label);
+  const int ticket_shift = std::max(0, ticket_bits - kTicketTableBits);
+  std::vector<std::uint32_t> ticket_classes(std::size_t{1} << kTicketTableBits, 0);
+  for (std::size_t bucket = 0, label = 0; bucket < ticket_classes.size(); ++bucket) {
+    const std::uint64_t first_ticket = static_cast<std::uint64_t>(bucket) << ticket_shift;
+    while (label < cumulative.size() && cumulative[label] <= first_ticket) ++label;
+    ticket_classes[bucket] = static_cast<std::uint32_t>(label);
   }
-  class_draws_.clear();
+  std::vector<ClassDraw> class_draws;
   if (!config_.sample_weights) {
     const ClassIndex& index = *config_.classes;
     for (int label = 0; label < index.num_classes(); ++label) {
       const auto count = static_cast<std::uint64_t>(index.count(label));
-      class_draws_.push_back(ClassDraw{index.members(label), count, detail::CounterStream::mask_of(count)});
+      class_draws.push_back(ClassDraw{index.members(label), count, detail::CounterStream::mask_of(count)});
     }
   }
+  weights_hash_ = weights_hash.value();
+  cumulative_.swap(cumulative);
+  ticket_classes_.swap(ticket_classes);
+  ticket_shift_ = ticket_shift;
+  class_draws_.swap(class_draws);
 }
 
 double WeightedSampler::class_probability(int label) const {

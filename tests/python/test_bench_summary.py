@@ -217,4 +217,5 @@ def test_two_ranks_are_set_against_one_rank_on_one_core_pair_by_pair(tmp_path):
     # What the CPU allows: the cores (at most 2 for 2 ranks) at the CPU the 2 ranks spent per sample.
     cores = min(2, len(os.sched_getaffinity(0)))
     assert two["strider_cpu_ceiling_over_one_rank"] == cores * 14.0e6 / 20.0e6
-    assert f"{cores} cores allow at most {cores * 14.0e6 / 20.0e6:.2f}x" in scaling[0]["detail"]
+    assert f"{cores} fully busy cores would give {cores * 14.0e6 / 20.0e6:.2f}x" in scaling[0]["detail"]
+    assert f"kept them {100 * (26.0 / 20.0) / (cores * 14.0 / 20.0):.0f}% busy" in scaling[0]["detail"]

@@ -188,6 +188,13 @@ TEST_CASE("weighted: invalid weights are usage errors", "[weighted][errors]") {
   WeightedSampler sampler(weighted_config(classes, 2, {1, 1}), 1, 0);
   REQUIRE_THROWS_AS(sampler.set_class_weights({1, nan}), UsageError);
   REQUIRE(sampler.class_weights() == std::vector<double>{1, 1});  // unchanged after a failed update
+  // Weights whose masses are finite but whose sum is not fail late, after the weights were hashed:
+  // the sampler still draws and names itself as before.
+  const std::uint64_t hash_before = sampler.config_hash(), plan_before = plan_hash(sampler);
+  REQUIRE_THROWS_AS(sampler.set_class_weights({1.7e307, 1.7e307}), UsageError);
+  REQUIRE(sampler.class_weights() == std::vector<double>{1, 1});
+  REQUIRE(sampler.config_hash() == hash_before);
+  REQUIRE(plan_hash(sampler) == plan_before);
 }
 
 TEST_CASE("weighted: new weights change the plan and the config hash", "[weighted]") {
