@@ -109,7 +109,8 @@ def main():
                 "two_ranks_over_one_on_one_core": rounded(row.get("strider_over_one_rank_one_core")),
                 "one_rank_one_core_million_samples_per_s": rounded(
                     row.get("strider_one_rank_one_core_samples_per_s", 0) / 1e6, 1) or None,
-                # The most 2 cores allow at the CPU the 2 ranks spent per sample, over the 1-rank figure.
+                # What 2 fully busy cores would give at the CPU the 2-rank run spent per sample, over
+                # the 1-rank figure (summarize.py).
                 "cpu_ceiling_over_one": rounded(row.get("strider_cpu_ceiling_over_one_rank")),
                 "two_ranks_million_samples_per_cpu_s": rounded(row.get("strider_samples_per_cpu_s", 0) / 1e6, 1) or None,
             }

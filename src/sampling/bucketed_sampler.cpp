@@ -100,6 +100,12 @@ void BucketedSampler::sort_window(std::vector<std::uint64_t>& window) {
   }
 }
 
+void BucketedSampler::add_batch(const Span& batch, std::int64_t tokens) {
+  sequence_.push_back(batch);
+  largest_batch_ = std::max(largest_batch_, batch.count);
+  largest_batch_tokens_ = std::max(largest_batch_tokens_, tokens);
+}
+
 void BucketedSampler::pack_window(std::vector<std::uint64_t>& window, bool last_window) {
   const SharedView<std::int64_t>& lengths = config_.lengths;
   // Entries: (length << index_bits_ | index) where packed, else the index (see make_plan); sorted.
@@ -147,9 +153,7 @@ void BucketedSampler::pack_window(std::vector<std::uint64_t>& window, bool last_
         tokens += lengths[static_cast<std::size_t>(in[k])];
       }
     }
-    sequence_.push_back(Span{static_cast<std::int64_t>(first), count, length_of(in[count - 1])});
-    largest_batch_ = std::max(largest_batch_, count);
-    largest_batch_tokens_ = std::max(largest_batch_tokens_, tokens);
+    add_batch(Span{static_cast<std::int64_t>(first), count, length_of(in[count - 1])}, tokens);
     start += count;
   }
   window.erase(window.begin(), window.begin() + start);
@@ -203,9 +207,7 @@ std::size_t BucketedSampler::pack_counts(const std::size_t* counts, std::size_t 
       position += take;
       if (position == end) next_run(run, run_begin);
     }
-    sequence_.push_back(Span{static_cast<std::int64_t>(first) + start, count, longest});
-    largest_batch_ = std::max(largest_batch_, count);
-    largest_batch_tokens_ = std::max(largest_batch_tokens_, tokens);
+    add_batch(Span{static_cast<std::int64_t>(first) + start, count, longest}, tokens);
     start += count;
   }
   return static_cast<std::size_t>(size - start);

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "sampling/class_plan.hpp"
+#include "sampling/key_sort.hpp"
 #include "strider/core/error.hpp"
 #include "strider/core/hash.hpp"
 #include "strider/sampling/random.hpp"
@@ -123,15 +124,17 @@ void WeightedSampler::build_cumulative() {
     cumulative[i] = running;
   }
   // Per bucket of the tickets' top bits, the class of the bucket's first ticket: a ticket's class is
-  // then that or, where a class's bound falls inside the bucket, one of the few after it.
-  const std::uint64_t largest_ticket = running - 1;
-  const int ticket_bits = 64 - __builtin_clzll(largest_ticket | 1);
-  const int ticket_shift = std::max(0, ticket_bits - kTicketTableBits);
-  std::vector<std::uint32_t> ticket_classes(std::size_t{1} << kTicketTableBits, 0);
-  for (std::size_t bucket = 0, label = 0; bucket < ticket_classes.size(); ++bucket) {
-    const std::uint64_t first_ticket = static_cast<std::uint64_t>(bucket) << ticket_shift;
-    while (label < cumulative.size() && cumulative[label] <= first_ticket) ++label;
-    ticket_classes[bucket] = static_cast<std::uint32_t>(label);
+  // then that or, where a class's bound falls inside the bucket, one of the few after it. Only where
+  // draw_samples looks a class up so (up to kTableClasses).
+  const int ticket_shift = std::max(0, sampling_detail::bit_width(running - 1) - kTicketTableBits);
+  std::vector<std::uint32_t> ticket_classes;
+  if (cumulative.size() <= kTableClasses) {
+    ticket_classes.assign(std::size_t{1} << kTicketTableBits, 0);
+    for (std::size_t bucket = 0, label = 0; bucket < ticket_classes.size(); ++bucket) {
+      const std::uint64_t first_ticket = static_cast<std::uint64_t>(bucket) << ticket_shift;
+      while (label < cumulative.size() && cumulative[label] <= first_ticket) ++label;
+      ticket_classes[bucket] = static_cast<std::uint32_t>(label);
+    }
   }
   std::vector<ClassDraw> class_draws;
   if (!config_.sample_weights) {
@@ -172,7 +175,7 @@ void WeightedSampler::draw_samples(std::uint64_t key, std::int64_t* positions, s
   // The first cumulative weight above the ticket: counted without branches over a few classes,
   // by binary search over many (sample weights).
   const auto chosen_by = [&](std::uint64_t ticket) {
-    if (cumulative_.size() <= 64) {
+    if (cumulative_.size() <= kTableClasses) {
       std::size_t at_or_below = ticket_classes_[static_cast<std::size_t>(ticket >> ticket_shift_)];
       while (at_or_below < cumulative_.size() && cumulative_[at_or_below] <= ticket) ++at_or_below;
       return at_or_below;

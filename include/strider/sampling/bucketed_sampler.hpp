@@ -75,7 +75,7 @@ class BucketedSampler final : public Sampler {
   std::int64_t sequence_cost(std::int64_t position) const;
 
   /// Diagnostics: plans of this sampler and its copies whose first part (the shuffle, the windows,
-  /// their samples marked for sorting) was made ahead, by a rank that waited for the plan before.
+  /// their samples marked for dealing out) was made ahead, by a rank that waited for the plan before.
   std::int64_t plans_begun_ahead() const;
 
   /// Takes later epochs' plans from `shared` (BucketedSamplerConfig::shared_plan), and the bytes
@@ -93,14 +93,14 @@ class BucketedSampler final : public Sampler {
 
   void on_epoch() override;
   /// Tokens of a window's new samples (see make_plan), an upper bound on the epoch's windows, and
-  /// whether the windows' samples are marked for sorting all at once (sampling_detail::mark_windows).
+  /// whether the windows' samples are marked for dealing out all at once (sampling_detail::mark_windows).
   std::int64_t window_tokens() const noexcept;
   std::uint64_t most_windows() const noexcept;
   bool markable() const noexcept;
   /// The name of epoch `epoch`'s plan under this configuration (never 0).
   std::uint64_t plan_key(std::int64_t epoch) const;
   /// The first part of a plan: the epoch's shuffled order, in `entries`, cut into windows
-  /// (marks.ends); true where each window's samples are also marked for sorting all at once
+  /// (marks.ends); true where each window's samples are also marked for dealing out all at once
   /// (sampling_detail::mark_windows), which needs the order no longer.
   bool order_windows(std::int64_t epoch, std::vector<std::uint64_t>& entries,
                      sampling_detail::WindowMarks& marks) const;
@@ -121,6 +121,8 @@ class BucketedSampler final : public Sampler {
   /// returns how many of its last samples carry on into the next window.
   std::size_t pack_counts(const std::size_t* counts, std::size_t span, std::int64_t shortest, bool last_window,
                           std::size_t first);
+  /// Appends a batch packed by either, of `tokens` tokens in all, to the epoch's sequence.
+  void add_batch(const Span& batch, std::int64_t tokens);
 
   BucketedSamplerConfig config_;
   std::uint64_t lengths_hash_ = 0;
