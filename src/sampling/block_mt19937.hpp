@@ -2,6 +2,7 @@
 // MT19937 and MT19937-64: the streams of std::mt19937 and std::mt19937_64, faster.
 
 #include <cstdint>
+#include <vector>
 
 namespace strider::sampling_detail {
 
@@ -22,49 +23,56 @@ struct Mt19937_64Parameters {
                         kInit = 6364136223846793005ULL;
 };
 
+/// One block of a twister's state advanced and tempered: state[0, kWords) replaced by the next
+/// state, output[0, kWords) by its tempered words (block_mt19937.cpp).
+using RefillBlock32 = void (*)(std::uint32_t* state, std::uint32_t* output) noexcept;
+using RefillBlock64 = void (*)(std::uint64_t* state, std::uint64_t* output) noexcept;
+
+/// A build of the block refill for one instruction set.
+struct RefillBuild {
+  const char* name;  // "avx512f", "avx2" or "baseline"
+  RefillBlock32 refill32;
+  RefillBlock64 refill64;
+};
+
+/// The builds this CPU can run, fastest first (the baseline build always, last). The engines use
+/// the first; the tests check every one against the standard engines.
+const std::vector<RefillBuild>& refill_builds();
+
 /// A Mersenne Twister with the stream of the standard engine of the same parameters (tested against
-/// it), generated and tempered a whole state at a time in plain loops the compiler keeps
-/// branch-free: several times faster than libstdc++'s word-at-a-time engine. torch_randperm and
-/// the bucketed plan spend most of their time drawing.
+/// it), generated and tempered a whole state at a time, in loops the compiler vectorizes for the
+/// widest instruction set the CPU offers (refill_builds): several times faster than libstdc++'s
+/// word-at-a-time engine. torch_randperm and the plans' shuffles spend most of their time drawing.
 template <typename P>
 class BlockMersenneTwister {
  public:
   using Word = typename P::Word;
-  explicit BlockMersenneTwister(Word seed) noexcept {
+  using Refill = void (*)(Word* state, Word* output) noexcept;
+  /// With `refill` null, the fastest build this CPU runs.
+  explicit BlockMersenneTwister(Word seed, Refill refill = nullptr) noexcept
+      : refill_(refill != nullptr ? refill : fastest()) {
     state_[0] = seed;
     for (unsigned i = 1; i < P::kWords; ++i)
       state_[i] = P::kInit * (state_[i - 1] ^ (state_[i - 1] >> P::kInitShift)) + static_cast<Word>(i);
   }
   Word operator()() noexcept {
-    if (next_ == P::kWords) refill();
+    if (next_ == P::kWords) {
+      refill_(state_, output_);
+      next_ = 0;
+    }
     return output_[next_++];
   }
 
  private:
-  static constexpr Word kLowerMask = (Word{1} << P::kLowerBits) - 1;
-  static Word twist(Word upper, Word lower, Word shifted) noexcept {
-    const Word y = (upper & ~kLowerMask) | (lower & kLowerMask);
-    // The matrix by a mask of y's low bit, not a branch on it: that bit is random, so a branch
-    // (which the compiler keeps for 64-bit words) mispredicts every other word and costs more than
-    // the rest of the draw.
-    return shifted ^ (y >> 1) ^ ((Word{0} - (y & 1u)) & P::kMatrix);
-  }
-  void refill() noexcept {
-    constexpr unsigned n = P::kWords, m = P::kShift;
-    unsigned i = 0;
-    for (; i < n - m; ++i) state_[i] = twist(state_[i], state_[i + 1], state_[i + m]);
-    for (; i < n - 1; ++i) state_[i] = twist(state_[i], state_[i + 1], state_[i + m - n]);
-    state_[n - 1] = twist(state_[n - 1], state_[0], state_[m - 1]);
-    for (unsigned k = 0; k < n; ++k) {
-      Word y = state_[k];
-      y ^= (y >> P::kU) & P::kD;
-      y ^= (y << P::kS) & P::kB;
-      y ^= (y << P::kT) & P::kC;
-      y ^= y >> P::kL;
-      output_[k] = y;
+  static Refill fastest() noexcept {
+    const RefillBuild& build = refill_builds().front();
+    if constexpr (sizeof(Word) == 4) {
+      return build.refill32;
+    } else {
+      return build.refill64;
     }
-    next_ = 0;
   }
+  Refill refill_;
   Word state_[P::kWords];
   Word output_[P::kWords];
   unsigned next_ = P::kWords;

@@ -7,6 +7,7 @@
 #include <numeric>
 #include <random>
 #include <sstream>
+#include <string>
 
 #include "sampler_properties.hpp"
 #include "sampling/block_mt19937.hpp"
@@ -378,11 +379,12 @@ TEST_CASE("shuffle_in_place gives each order of four values about equally often 
 
 namespace {
 
-/// Of `draws` words of the block engine and of the standard one from the same seed, how many differ.
+/// Of `draws` words of the block engine (with `refill`, or the fastest build where null) and of the
+/// standard one from the same seed, how many differ.
 template <typename Block, typename Standard>
-std::int64_t differing_words(typename Block::Word seed, int draws) {
+std::int64_t differing_words(typename Block::Word seed, int draws, typename Block::Refill refill = nullptr) {
   Standard reference(seed);
-  Block engine(seed);
+  Block engine(seed, refill);
   std::int64_t differing = 0;
   for (int i = 0; i < draws; ++i) differing += engine() != reference() ? 1 : 0;
   return differing;
@@ -394,6 +396,21 @@ TEST_CASE("torch_randperm's engine draws std::mt19937's stream", "[distributed][
   for (std::uint32_t seed : {0u, 1u, 5489u, 4294967295u}) {
     CAPTURE(seed);
     REQUIRE(differing_words<sampling_detail::BlockMt19937, std::mt19937>(seed, 5000) == 0);  // 8 blocks of 624
+  }
+}
+
+TEST_CASE("every build of the twister's block refill this CPU runs draws the standard streams",
+          "[distributed][random]") {
+  const std::vector<sampling_detail::RefillBuild>& builds = sampling_detail::refill_builds();
+  REQUIRE(!builds.empty());
+  REQUIRE(std::string(builds.back().name) == "baseline");  // the fallback is always there
+  for (const sampling_detail::RefillBuild& build : builds) {
+    CAPTURE(build.name);
+    for (std::uint32_t seed : {0u, 5489u, 4294967295u}) {
+      CAPTURE(seed);
+      REQUIRE(differing_words<sampling_detail::BlockMt19937, std::mt19937>(seed, 5000, build.refill32) == 0);
+      REQUIRE(differing_words<sampling_detail::BlockMt19937_64, std::mt19937_64>(seed, 2500, build.refill64) == 0);
+    }
   }
 }
 
