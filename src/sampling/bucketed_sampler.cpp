@@ -24,6 +24,22 @@ constexpr std::uint64_t batch_stream = 0x4255434b45540002ULL;   // "BUCKET" 2
 
 }  // namespace
 
+template <typename F>
+void BucketedSampler::with_samples(F&& f) {
+  if (wide_)
+    f(wide_samples_);
+  else
+    f(samples_);
+}
+
+template <typename F>
+void BucketedSampler::with_samples(F&& f) const {
+  if (wide_)
+    f(wide_samples_);
+  else
+    f(samples_);
+}
+
 struct BucketedSampler::Ahead {
   std::mutex mutex;
   std::uint64_t key = 0;  // the plan's (plan_key); 0: none
@@ -64,6 +80,7 @@ BucketedSampler::BucketedSampler(const BucketedSamplerConfig& config, int world_
     hash.add(length);
   }
   lengths_hash_ = hash.value();
+  wide_ = sampling_detail::wide_plan_indices(lengths.size());
   if (!lengths.empty()) {
     shortest_length_ = lengths[shortest];
     longest_length_ = lengths[longest];
@@ -137,22 +154,19 @@ void BucketedSampler::pack_window(std::vector<std::uint64_t>& window, bool last_
     }
     if (start + count == size && !last_window) break;     // partial: carried into the next window
     if (start + count < size) count -= count % multiple;  // >= multiple: validated against the longest sample
-    const std::size_t first = samples_.size();
-    samples_.resize(first + static_cast<std::size_t>(count));
-    std::int64_t* const out = samples_.data() + first;
     const std::uint64_t* const in = window.data() + start;
+    std::size_t first = 0;
     std::int64_t tokens = 0;
-    if (packed) {
+    with_samples([&](auto& samples) {
+      using Index = typename std::remove_reference_t<decltype(samples)>::value_type;
+      first = samples.size();
+      samples.resize(first + static_cast<std::size_t>(count));
+      Index* const out = samples.data() + first;
       for (std::int64_t k = 0; k < count; ++k) {
-        out[k] = static_cast<std::int64_t>(in[k] & index_mask);
-        tokens += static_cast<std::int64_t>(in[k] >> index_bits_);
+        out[k] = static_cast<Index>(in[k] & index_mask);
+        tokens += length_of(in[k]);
       }
-    } else {
-      for (std::int64_t k = 0; k < count; ++k) {
-        out[k] = static_cast<std::int64_t>(in[k]);
-        tokens += lengths[static_cast<std::size_t>(in[k])];
-      }
-    }
+    });
     add_batch(Span{static_cast<std::int64_t>(first), count, length_of(in[count - 1])}, tokens);
     start += count;
   }
@@ -235,11 +249,19 @@ std::uint64_t BucketedSampler::plan_key(std::int64_t epoch) const {
 }
 
 // A shared plan: the batch count, the largest batch and the most tokens of a batch, the samples
-// (N), then the batches' spans.
+// (N, as the sampler holds them: 4 or 8 bytes each), then the batches' spans.
 std::int64_t BucketedSampler::shared_plan_bytes(std::int64_t samples, std::int64_t batches) noexcept {
   static_assert(sizeof(Span) == 3 * sizeof(std::int64_t) && std::is_trivially_copyable_v<Span>,
                 "a plan's spans are shared as bytes");
-  return static_cast<std::int64_t>(sizeof(plan_header_) + sizeof(std::int64_t) * static_cast<std::size_t>(samples) +
+  const std::size_t index_bytes =
+      sampling_detail::wide_plan_indices(static_cast<std::size_t>(std::max<std::int64_t>(samples, 0)))
+          ? sizeof(std::int64_t)
+          : sizeof(std::uint32_t);
+  return plan_bytes(samples, batches, index_bytes);
+}
+
+std::int64_t BucketedSampler::plan_bytes(std::int64_t samples, std::int64_t batches, std::size_t index_bytes) noexcept {
+  return static_cast<std::int64_t>(sizeof(plan_header_) + index_bytes * static_cast<std::size_t>(samples) +
                                    sizeof(Span) * static_cast<std::size_t>(batches));
 }
 
@@ -247,8 +269,12 @@ std::vector<SharedPlan::Piece> BucketedSampler::plan_pieces() {
   plan_header_[0] = num_batches();
   plan_header_[1] = largest_batch_;
   plan_header_[2] = largest_batch_tokens_;
+  SharedPlan::Piece samples{};
+  with_samples([&](auto& indices) {
+    samples = {indices.data(), static_cast<std::int64_t>(indices.size() * sizeof(indices[0]))};
+  });
   return {{plan_header_, static_cast<std::int64_t>(sizeof(plan_header_))},
-          {samples_.data(), static_cast<std::int64_t>(samples_.size() * sizeof(std::int64_t))},
+          samples,
           {sequence_.data(), static_cast<std::int64_t>(sequence_.size() * sizeof(Span))}};
 }
 
@@ -257,24 +283,29 @@ bool BucketedSampler::load_plan(const std::byte* data, std::int64_t bytes) {
   // size is checked against `bytes` before it is used.
   const auto n = static_cast<std::int64_t>(config_.lengths.size());
   std::int64_t header[sizeof(plan_header_) / sizeof(std::int64_t)];
-  if (bytes < shared_plan_bytes(n, 0)) return false;
+  const std::size_t index_bytes = wide_ ? sizeof(std::int64_t) : sizeof(std::uint32_t);
+  if (bytes < plan_bytes(n, 0, index_bytes)) return false;
   std::memcpy(header, data, sizeof(header));
   const std::int64_t batches = header[0];
-  if (batches < 0 || batches > n || bytes != shared_plan_bytes(n, batches)) return false;
-  samples_.resize(static_cast<std::size_t>(n));
+  if (batches < 0 || batches > n || bytes != plan_bytes(n, batches, index_bytes)) return false;
   sequence_.resize(static_cast<std::size_t>(batches));
   // Copied and checked in one pass: every sample index a sample's.
   const std::byte* const samples = data + sizeof(header);
   std::uint64_t outside = 0;
-  for (std::size_t k = 0; k < samples_.size(); ++k) {
-    std::int64_t sample;
-    std::memcpy(&sample, samples + k * sizeof(sample), sizeof(sample));
-    outside |= static_cast<std::uint64_t>(static_cast<std::uint64_t>(sample) >= static_cast<std::uint64_t>(n));
-    samples_[k] = sample;
-  }
+  std::size_t samples_bytes = 0;
+  with_samples([&](auto& indices) {
+    using Index = typename std::remove_reference_t<decltype(indices)>::value_type;
+    indices.resize(static_cast<std::size_t>(n));
+    for (std::size_t k = 0; k < indices.size(); ++k) {
+      Index sample;
+      std::memcpy(&sample, samples + k * sizeof(sample), sizeof(sample));
+      outside |= static_cast<std::uint64_t>(static_cast<std::uint64_t>(sample) >= static_cast<std::uint64_t>(n));
+      indices[k] = sample;
+    }
+    samples_bytes = indices.size() * sizeof(Index);
+  });
   if (outside != 0) return false;
-  std::memcpy(static_cast<void*>(sequence_.data()), data + sizeof(header) + samples_.size() * sizeof(std::int64_t),
-              sequence_.size() * sizeof(Span));
+  std::memcpy(static_cast<void*>(sequence_.data()), samples + samples_bytes, sequence_.size() * sizeof(Span));
   largest_batch_ = header[1];
   largest_batch_tokens_ = header[2];
   // A plan every later step can rely on: spans of at least one sample inside the N, covering N in
@@ -390,22 +421,28 @@ void BucketedSampler::make_plan() {
   if (marked) {
     // The batches packed from each window's length counts, then every sample dealt to its place.
     std::vector<std::uint64_t>().swap(entries);
-    samples_.resize(static_cast<std::size_t>(n));  // every entry written: kept from the plan before where it holds N
     const std::int64_t shortest = static_cast<std::int64_t>(marks.shortest);
     const auto span = static_cast<std::size_t>(marks.lengths);
-    if (!sampling_detail::place_windows(marks,
-                                        [&](const std::size_t* counts, bool last, std::size_t first) {
-                                          return pack_counts(counts, span, shortest, last, first);
-                                        }) ||
-        !sampling_detail::deal_windows(samples_.data(), lengths.data(), marks)) {
-      sequence_.clear();  // no plan rather than a plan of two epochs' samples
-      samples_.clear();
+    bool dealt = false;
+    with_samples([&](auto& indices) {
+      indices.resize(static_cast<std::size_t>(n));  // every entry written: kept from the plan before where it holds N
+      dealt = sampling_detail::place_windows(marks,
+                                             [&](const std::size_t* counts, bool last, std::size_t first) {
+                                               return pack_counts(counts, span, shortest, last, first);
+                                             }) &&
+              sampling_detail::deal_windows(indices.data(), lengths.data(), marks);
+      if (!dealt) indices.clear();  // no plan rather than a plan of two epochs' samples
+    });
+    if (!dealt) {
+      sequence_.clear();
       STRIDER_THROW(Error, "bucketed: the epoch's windows do not match the samples' lengths (a bug)");
     }
   } else {
     // Each window sorted, then packed behind the carry of the window before (its longest samples).
-    samples_.clear();
-    samples_.reserve(static_cast<std::size_t>(n));
+    with_samples([&](auto& indices) {
+      indices.clear();
+      indices.reserve(static_cast<std::size_t>(n));
+    });
     std::vector<std::uint64_t>& window = keys_;
     window.clear();
     std::size_t window_begin = 0;
@@ -455,7 +492,9 @@ void BucketedSampler::sequence_batch(std::int64_t position, std::vector<std::int
     STRIDER_THROW(UsageError, "batch " + std::to_string(position) + " is outside the epoch's " +
                                   std::to_string(num_batches()) + " batches");
   const Span& span = sequence_[static_cast<std::size_t>(position)];
-  indices.assign(samples_.begin() + span.first, samples_.begin() + span.first + span.count);
+  with_samples([&](const auto& samples) {
+    indices.assign(samples.begin() + span.first, samples.begin() + span.first + span.count);
+  });
 }
 
 std::int64_t BucketedSampler::sequence_cost(std::int64_t position) const {

@@ -1,6 +1,7 @@
 #include "sampling/key_sort.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <iterator>
 #include <limits>
@@ -171,7 +172,10 @@ bool place_windows(WindowMarks& marks, const PackWindow& pack) {
   return true;
 }
 
-bool deal_windows(std::int64_t* out, const std::int64_t* lengths, WindowMarks& marks) {
+namespace {
+
+template <typename Index>
+bool deal_windows_into(Index* out, const std::int64_t* lengths, WindowMarks& marks) {
   const std::size_t size = marks.window_of.size(), windows = marks.ends.size();
   const auto span = static_cast<std::size_t>(marks.lengths);
   std::size_t* const places = marks.places.data();
@@ -189,9 +193,32 @@ bool deal_windows(std::int64_t* out, const std::int64_t* lengths, WindowMarks& m
       }
       if (++window == windows) return false;  // carried on from the last window: not the marks' lengths
     }
-    out[places[window * span + static_cast<std::size_t>(length)]++] = static_cast<std::int64_t>(index);
+    out[places[window * span + static_cast<std::size_t>(length)]++] = static_cast<Index>(index);
   }
   return true;
+}
+
+}  // namespace
+
+bool deal_windows(std::uint32_t* out, const std::int64_t* lengths, WindowMarks& marks) {
+  return deal_windows_into(out, lengths, marks);
+}
+
+bool deal_windows(std::int64_t* out, const std::int64_t* lengths, WindowMarks& marks) {
+  return deal_windows_into(out, lengths, marks);
+}
+
+namespace {
+std::atomic<bool> wide_for_tests{false};
+}  // namespace
+
+bool wide_plan_indices(std::size_t samples) noexcept {
+  return samples > std::size_t{std::numeric_limits<std::uint32_t>::max()} + 1 ||
+         wide_for_tests.load(std::memory_order_relaxed);
+}
+
+void wide_plan_indices_for_tests(bool wide) noexcept {
+  wide_for_tests.store(wide, std::memory_order_relaxed);
 }
 
 }  // namespace strider::sampling_detail

@@ -85,6 +85,15 @@ bool place_windows(WindowMarks& marks, const PackWindow& pack);
 /// are made from the same lengths): then every place of [0, N) is written once. Uses up
 /// marks.places and marks.staying. Returns false (out then partly written) where a sample would
 /// carry on past the last window, which only lengths other than the marks' do.
+/// `out` holds indices of 4 bytes (N <= 2^32) or 8 (wide_plan_indices).
+bool deal_windows(std::uint32_t* out, const std::int64_t* lengths, WindowMarks& marks);
 bool deal_windows(std::int64_t* out, const std::int64_t* lengths, WindowMarks& marks);
+
+/// Whether a bucketed plan of `samples` samples holds their indices in 8 bytes each: past 2^32
+/// samples, or everywhere while a test says so (wide_plan_indices_for_tests), so that the wide path
+/// runs in the tests too. Else in 4.
+bool wide_plan_indices(std::size_t samples) noexcept;
+/// Tests: bucketed samplers made while this is set hold their plans' indices in 8 bytes whatever N.
+void wide_plan_indices_for_tests(bool wide) noexcept;
 
 }  // namespace strider::sampling_detail

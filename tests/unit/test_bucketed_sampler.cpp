@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "sampler_properties.hpp"
+#include "sampling/key_sort.hpp"
 #include "strider/core/error.hpp"
 #include "strider/sampling/bucketed_sampler.hpp"
 #include "strider/sampling/factory.hpp"
@@ -260,6 +261,7 @@ class KeptPlan final : public SharedPlan {
   std::function<void(std::vector<std::byte>&)> spoil;
   bool run_ahead = false;  // as a rank that waits for the plan while the next is its own
   int made = 0, loaded = 0, refused = 0, ahead = 0;
+  std::int64_t last_kept_bytes = 0;  // of the plan made last
   void share(std::uint64_t key, std::uint64_t /*turn*/, const std::function<void()>& make,
              const std::function<std::vector<Piece>()>& pieces,
              const std::function<bool(const std::byte*, std::int64_t)>& load,
@@ -287,6 +289,7 @@ class KeptPlan final : public SharedPlan {
       const auto* first = static_cast<const std::byte*>(piece.data);
       bytes.insert(bytes.end(), first, first + piece.bytes);
     }
+    last_kept_bytes = static_cast<std::int64_t>(bytes.size());
   }
 
  private:
@@ -378,6 +381,55 @@ TEST_CASE("bucketed sampler: a plan begun ahead, by a copy, is the plan", "[buck
     rank0.set_epoch(9);
     REQUIRE(all_batches(rank0) == all_batches(alone));
     REQUIRE(rank0.plans_begun_ahead() + rank1.plans_begun_ahead() == (marked ? 4 : 0));
+  }
+}
+
+TEST_CASE("bucketed sampler: a plan held in 8-byte indices (past 2^32 samples) is the plan held in 4", "[bucketed]") {
+  // The wide path runs past 2^32 samples only; the tests' switch makes samplers take it at any N.
+  struct WideWhileHere {
+    WideWhileHere() { sampling_detail::wide_plan_indices_for_tests(true); }
+    ~WideWhileHere() { sampling_detail::wide_plan_indices_for_tests(false); }
+  };
+  const auto lengths = std::make_shared<const std::vector<std::int64_t>>(
+      synthetic_lengths("lognormal:median=40,min=1,max=300", 3000, 5));
+  const std::int64_t n = 3000;
+  REQUIRE(BucketedSampler::shared_plan_bytes(n, 10) == 3 * 8 + 4 * n + 10 * 24);
+  for (const std::int64_t megabatch : {64, 2}) {  // the windows' samples marked and dealt out; sorted one by one
+    CAPTURE(megabatch);
+    const BucketedSamplerConfig config = bucketed_config(lengths, 1024, megabatch);
+    BucketedSampler narrow(config, 2, 1);
+    narrow.set_epoch(3);
+    auto kept = std::make_shared<KeptPlan>();
+    BucketedSamplerConfig shared_config = config;
+    shared_config.shared_plan = kept;
+    BucketedSampler narrow_shared(shared_config, 2, 1);
+    narrow_shared.set_epoch(3);
+    const std::int64_t narrow_bytes = kept->last_kept_bytes;
+    REQUIRE(narrow_bytes == BucketedSampler::shared_plan_bytes(n, narrow.num_batches()));
+
+    const WideWhileHere wide_here;
+    REQUIRE(BucketedSampler::shared_plan_bytes(n, 10) == 3 * 8 + 8 * n + 10 * 24);
+    BucketedSampler wide(config, 2, 1);
+    wide.set_epoch(3);
+    REQUIRE(all_batches(wide) == all_batches(narrow));
+    REQUIRE(wide.max_batch_elements() == narrow.max_batch_elements());
+    // Shared: the wide maker's plan holds 4 more bytes per sample, and a wide copier loads it.
+    auto wide_kept = std::make_shared<KeptPlan>();
+    BucketedSamplerConfig wide_shared_config = config;
+    wide_shared_config.shared_plan = wide_kept;
+    BucketedSampler maker(wide_shared_config, 2, 1), copier(wide_shared_config, 2, 1);
+    maker.set_epoch(3);
+    copier.set_epoch(3);
+    REQUIRE(wide_kept->last_kept_bytes == narrow_bytes + 4 * n);
+    REQUIRE(wide_kept->loaded >= 2);  // epoch 0's and 3's, copied
+    REQUIRE(wide_kept->refused == 0);
+    REQUIRE(all_batches(copier) == all_batches(narrow));
+    // A plan of the other width is not this sampler's plan: refused, and made instead.
+    REQUIRE(kept->refused == 0);
+    BucketedSampler wide_on_narrow_bytes(shared_config, 2, 1);  // kept holds 4-byte plans
+    wide_on_narrow_bytes.set_epoch(3);
+    REQUIRE(kept->refused == 2);
+    REQUIRE(all_batches(wide_on_narrow_bytes) == all_batches(narrow));
   }
 }
 

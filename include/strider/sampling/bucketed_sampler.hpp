@@ -85,7 +85,7 @@ class BucketedSampler final : public Sampler {
 
  private:
   struct Span {
-    std::int64_t first = 0;  // into samples_
+    std::int64_t first = 0;  // into samples_ (or wide_samples_)
     std::int64_t count = 0;
     std::int64_t longest = 0;  // tokens
     std::int64_t cost() const noexcept { return count * longest; }
@@ -112,6 +112,8 @@ class BucketedSampler final : public Sampler {
   /// sampler's N samples.
   std::vector<SharedPlan::Piece> plan_pieces();
   bool load_plan(const std::byte* data, std::int64_t bytes);
+  /// A shared plan's bytes with indices of `index_bytes` each.
+  static std::int64_t plan_bytes(std::int64_t samples, std::int64_t batches, std::size_t index_bytes) noexcept;
   /// Sorts a window's entries ascending by (length, index), and packs a sorted window into batches,
   /// leaving its last, partial batch (unless `last_window`) for the next.
   void sort_window(std::vector<std::uint64_t>& window);
@@ -123,14 +125,23 @@ class BucketedSampler final : public Sampler {
                           std::size_t first);
   /// Appends a batch packed by either, of `tokens` tokens in all, to the epoch's sequence.
   void add_batch(const Span& batch, std::int64_t tokens);
+  /// f(samples_) or f(wide_samples_), whichever holds the plan's indices.
+  template <typename F>
+  void with_samples(F&& f);
+  template <typename F>
+  void with_samples(F&& f) const;
 
   BucketedSamplerConfig config_;
   std::uint64_t lengths_hash_ = 0;
   std::int64_t shortest_length_ = 1, longest_length_ = 1;  // of the N samples
   // Their sum, modulo 2^64: exact where entries are packed (then N * max_tokens < 2^64).
   std::uint64_t total_tokens_ = 0;
-  std::vector<std::int64_t> samples_;  // sample indices, batch after batch, in order of formation
-  std::vector<Span> sequence_;         // the epoch's batches in run order
+  // Sample indices, batch after batch, in order of formation: 4 bytes each where every index fits
+  // (N <= 2^32; half the memory and half the copies of a node-shared plan), else 8 (wide_).
+  std::vector<std::uint32_t> samples_;
+  std::vector<std::int64_t> wide_samples_;
+  bool wide_ = false;
+  std::vector<Span> sequence_;  // the epoch's batches in run order
   // The window and its sort's scratch, reused across windows and epochs.
   std::vector<std::uint64_t> keys_, spare_keys_, window_bitmap_;
   std::vector<std::size_t> length_starts_;
