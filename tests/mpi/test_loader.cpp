@@ -3,6 +3,7 @@
 // or off and with or without the I/O thread; resume, state, early exit, held batches, close and
 // agreed errors. Every check is agreed across ranks before it is asserted.
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -13,6 +14,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <map>
+#include <mutex>
 #include <set>
 #include <thread>
 
@@ -80,6 +83,63 @@ TEST_CASE("loader: plan-ahead, caller-thread reads, per-row reads, depth and eng
   }
   REQUIRE(comm.all_reduce(mismatches, ReduceOp::sum) == 0);
 }
+
+#ifdef SCHED_IDLE
+namespace {
+
+/// Each plan event's epoch with the scheduling policy of the thread that planned it.
+class PlanPolicies final : public PrefetchObserver {
+ public:
+  void on_plan(const PrefetchPlanEvent& event) noexcept override {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    policies_.emplace_back(event.epoch, sched_getscheduler(0));
+  }
+  std::vector<std::pair<std::int64_t, int>> policies() const {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    return policies_;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::vector<std::pair<std::int64_t, int>> policies_;
+};
+
+}  // namespace
+
+TEST_CASE("loader: the next epoch is planned on idle cores only; the caller's thread keeps its priority",
+          "[mpi][loader][plan]") {
+  const Communicator& comm = world();
+  const TestFile sequences(comm, "sequences", 301);
+  const int caller_policy = sched_getscheduler(0);
+  REQUIRE(caller_policy != SCHED_IDLE);
+  bool as_expected = true;
+  for (const std::string mode : {"distributed", "bucketed"}) {
+    LoaderOptions options = options_for(sequences.path(), mode, 9);
+    const auto policies = std::make_shared<PlanPolicies>();
+    options.diagnostics.observer = policies;
+    Loader loader(comm, options);
+    for (std::int64_t epoch : {0, 1, 5})  // 1 planned ahead during 0; 5 (not guessed) on this thread
+      loader_hashes(loader, epoch);
+    std::map<std::int64_t, int> by_epoch;
+    for (const auto& [epoch, policy] : policies->policies()) by_epoch[epoch] = policy;
+    // Epoch 1 and 2 were planned ahead (2 during 1; epoch 6's plan may still be running); 5 here.
+    for (const std::int64_t epoch : {1, 2, 5}) {
+      const auto found = by_epoch.find(epoch);
+      const int expected = epoch == 5 ? caller_policy : SCHED_IDLE;
+      if (found == by_epoch.end() || found->second != expected) {
+        as_expected = false;
+        UNSCOPED_INFO(mode << ", epoch " << epoch << ": policy " << (found == by_epoch.end() ? -1 : found->second)
+                           << ", expected " << expected);
+      }
+    }
+    if (sched_getscheduler(0) != caller_policy) {
+      as_expected = false;
+      UNSCOPED_INFO(mode << ": the caller's thread changed its policy");
+    }
+  }
+  REQUIRE(everywhere(comm, as_expected));
+}
+#endif
 
 TEST_CASE("loader: steps(e) follows the epoch's plan and state() counts the batches yielded", "[mpi][loader]") {
   const Communicator& comm = world();
