@@ -20,6 +20,7 @@
 #include "strider/bench/prefetch_account.hpp"
 #include "strider/core/error.hpp"
 #include "strider/core/hash.hpp"
+#include "strider/pipeline/host_allocator.hpp"
 #include "strider/pipeline/prefetcher.hpp"
 #include "strider/sampling/distributed_sampler.hpp"
 
@@ -398,13 +399,14 @@ TEST_CASE("a deep ring delivers whether the consumer releases batches at once or
 namespace {
 
 /// Page-aligned memory that remembers every block it handed out, so that a test can ask whether a
-/// pointer lies in memory from this allocator.
+/// pointer lies in memory from this allocator, and counts them.
 class CountingAllocator final : public HostAllocator {
  public:
   void* allocate(std::size_t bytes) override {
     void* pointer = inner_->allocate(bytes);
     std::lock_guard<std::mutex> lock(mutex_);
     blocks_.push_back({static_cast<const std::byte*>(pointer), bytes});
+    ++allocations_;
     return pointer;
   }
   void deallocate(void* pointer, std::size_t bytes) noexcept override {
@@ -416,6 +418,10 @@ class CountingAllocator final : public HostAllocator {
     inner_->deallocate(pointer, bytes);
   }
   std::string name() const override { return "counting"; }
+  int allocations() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return allocations_;
+  }
   /// True when [pointer, pointer + bytes) lies inside one live block.
   bool holds(const void* pointer, std::size_t bytes) const {
     const auto* begin = static_cast<const std::byte*>(pointer);
@@ -433,9 +439,34 @@ class CountingAllocator final : public HostAllocator {
   std::shared_ptr<HostAllocator> inner_ = make_page_aligned_allocator();
   mutable std::mutex mutex_;
   std::vector<std::pair<const std::byte*, std::size_t>> blocks_;
+  int allocations_ = 0;
 };
 
 }  // namespace
+
+TEST_CASE("the ring grows in whole pages: slightly larger batches reuse it", "[prefetcher]") {
+  FakeReaderOptions options;
+  options.samples = 300;
+  options.sample_floats = 16;  // 64 bytes a sample
+  const auto allocator = std::make_shared<CountingAllocator>();
+  Prefetcher prefetcher(std::make_unique<FakeReader>(options), PrefetcherOptions{3, allocator});
+  DistributedSampler eight = make_sampler(options.samples, 8), nine = make_sampler(options.samples, 9);
+  eight.set_epoch(0);
+  nine.set_epoch(0);
+  REQUIRE(strider::testing::prefetched_batch_hashes(prefetcher, eight) == direct_hashes(options, eight));
+  const int first_allocations = allocator->allocations();
+  REQUIRE(first_allocations > 0);
+  REQUIRE(prefetcher.buffer_bytes() == 4096);
+  // 9 samples of 64 bytes fit the page 8 took, and their offsets and labels the first allocation's.
+  REQUIRE(strider::testing::prefetched_batch_hashes(prefetcher, nine) == direct_hashes(options, nine));
+  REQUIRE(allocator->allocations() == first_allocations);
+  // A batch past the page: every buffer again, in whole pages.
+  DistributedSampler large = make_sampler(options.samples, 100);  // 6,400 bytes
+  large.set_epoch(0);
+  REQUIRE(strider::testing::prefetched_batch_hashes(prefetcher, large) == direct_hashes(options, large));
+  REQUIRE(allocator->allocations() > first_allocations);
+  REQUIRE(prefetcher.buffer_bytes() == 8192);
+}
 
 TEST_CASE("a batch's samples, labels and offsets all come from the ring's allocator", "[prefetcher]") {
   // With the CUDA backend the allocator pins memory: anything a batch copies to the device from
