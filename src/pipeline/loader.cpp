@@ -1,5 +1,6 @@
 #include "strider/pipeline/loader.hpp"
 
+#include <pthread.h>
 #include <sched.h>
 #include <sys/stat.h>
 
@@ -27,16 +28,17 @@ namespace strider {
 namespace {
 
 /// From now on the calling thread runs only where a core would otherwise idle (Linux's SCHED_IDLE;
-/// elsewhere, or where the system refuses, it runs as it did). For the plan-ahead thread: its plan
-/// is needed only when the next epoch starts, and a rank that waits for it then leaves it its core;
-/// until then it takes no time from the ranks' reads and steps. At normal priority it takes slices
+/// elsewhere, or where the system refuses, it runs as it did). For the plan-ahead thread
+/// (LoaderOptions::plan_on_idle_cores): its plan is needed only when the next epoch starts, and a
+/// rank that waits for it then leaves it its core; until then it takes next to no time from the
+/// ranks' reads and steps. At normal priority it takes slices
 /// of whichever rank's core the scheduler places it on, and the epoch, which ends on all ranks
 /// together, waits for that rank (measured: w3 at 2 ranks on 2 cores reads 5% more samples/s with
 /// the plan on idle cores, medians of 20 pairs; w1 and w4 alike either way).
 void plan_on_idle_cores() noexcept {
 #ifdef SCHED_IDLE
   sched_param idle{};
-  (void)sched_setscheduler(0, SCHED_IDLE, &idle);  // 0: this thread
+  (void)pthread_setschedparam(pthread_self(), SCHED_IDLE, &idle);
 #endif
 }
 
@@ -301,11 +303,11 @@ struct Loader::State {
     upcoming_epoch = epoch;  // valid once `planning` completed without error
     Sampler* sampler = upcoming.get();
     try {
-      planning = std::async(std::launch::async,
-                            [sampler, epoch, observer = options.diagnostics.observer, shares = node_shares] {
-                              plan_on_idle_cores();
-                              plan_epoch(*sampler, epoch, observer.get(), shares);
-                            });
+      planning = std::async(std::launch::async, [sampler, epoch, observer = options.diagnostics.observer,
+                                                 shares = node_shares, idle = options.plan_on_idle_cores] {
+        if (idle) plan_on_idle_cores();
+        plan_epoch(*sampler, epoch, observer.get(), shares);
+      });
     } catch (...) {  // no thread to spare: the epoch is planned when it starts
       upcoming_epoch.reset();
     }
@@ -462,8 +464,7 @@ Loader::Loader(const Communicator& comm, LoaderOptions options) : state_(std::ma
     // The least over the ranks: every rank maps the same size (options that differ between ranks
     // are refused below, after this collective).
     const std::int64_t bytes = comm.all_reduce(
-        bucketed ? BucketedSampler::shared_plan_bytes(n, std::min(n, 2 * bucketed->num_batches() + 64)) : 0,
-        ReduceOp::min);
+        bucketed ? bucketed->shared_plan_bytes(std::min(n, 2 * bucketed->num_batches() + 64)) : 0, ReduceOp::min);
     s.node_shares.plan = comm.collective_try([&] { return pipeline_detail::NodePlan::create(comm, bytes); });
     if (bucketed) bucketed->share_plans(s.node_shares.plan);
     s.options.sampler.shared_plan = s.node_shares.plan;

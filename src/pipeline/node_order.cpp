@@ -403,8 +403,10 @@ bool NodePlan::copy_from_node(std::uint64_t key, const std::function<bool(const 
         return bytes >= 0 && bytes <= capacity_ && load(plan_, bytes);  // < 0: its maker could not publish it
       },
       wait, waits_,
+      // The segment's bytes as entries of 4 (a bucketed plan's narrowest index): the longest a plan
+      // of this size may take.
       std::max(waits_.finish_seconds,
-               1e-9 * waits_.finish_ns_per_entry * static_cast<double>(capacity_) / sizeof(std::int64_t)),
+               1e-9 * waits_.finish_ns_per_entry * static_cast<double>(capacity_) / sizeof(std::uint32_t)),
       "plan " + std::to_string(key), "making it on this rank");
 }
 

@@ -395,15 +395,16 @@ void Prefetcher::start_epoch(const Sampler& sampler, std::int64_t first_step, st
     if (static_cast<std::size_t>(max_bytes) > s.buffer_bytes || max_samples > s.buffer_samples) {
       if (s.held > 0)
         STRIDER_THROW(UsageError, "release every batch before starting an epoch whose batches need larger buffers");
-      // Grown in whole pages (the host allocators hand out pages anyway) and whole pages of
-      // offsets: an epoch whose largest batch is a few bytes or samples larger than the last's (a
-      // bucketed plan's, from epoch to epoch) then reuses the ring instead of allocating and
-      // touching every buffer again.
+      // Grown in whole pages (the host allocators hand out pages anyway), and the samples' count so
+      // that their offsets (one more than the samples, 8 bytes each) fill whole pages: an epoch
+      // whose largest batch is a few bytes or samples larger than the last's (a bucketed plan's,
+      // from epoch to epoch) then reuses the ring instead of allocating and touching every buffer
+      // again.
       constexpr std::size_t kPageBytes = 4096;
-      constexpr std::int64_t kSamplesGrain = kPageBytes / sizeof(std::int64_t);
+      constexpr auto kOffsetsPerPage = static_cast<std::int64_t>(kPageBytes / sizeof(std::int64_t));
       const std::size_t bytes =
           round_up(std::max<std::size_t>(static_cast<std::size_t>(max_bytes), s.buffer_bytes), kPageBytes);
-      const std::int64_t samples = round_up(std::max(max_samples, s.buffer_samples), kSamplesGrain);
+      const std::int64_t samples = round_up(std::max(max_samples, s.buffer_samples) + 1, kOffsetsPerPage) - 1;
       for (Slot& slot : s.slots) {
         slot.samples = HostBuffer();  // free before allocating: keep the peak at one ring
         slot.samples = HostBuffer(s.allocator, std::max<std::size_t>(bytes, 1));

@@ -250,14 +250,10 @@ std::uint64_t BucketedSampler::plan_key(std::int64_t epoch) const {
 
 // A shared plan: the batch count, the largest batch and the most tokens of a batch, the samples
 // (N, as the sampler holds them: 4 or 8 bytes each), then the batches' spans.
-std::int64_t BucketedSampler::shared_plan_bytes(std::int64_t samples, std::int64_t batches) noexcept {
+std::int64_t BucketedSampler::shared_plan_bytes(std::int64_t batches) const noexcept {
   static_assert(sizeof(Span) == 3 * sizeof(std::int64_t) && std::is_trivially_copyable_v<Span>,
                 "a plan's spans are shared as bytes");
-  const std::size_t index_bytes =
-      sampling_detail::wide_plan_indices(static_cast<std::size_t>(std::max<std::int64_t>(samples, 0)))
-          ? sizeof(std::int64_t)
-          : sizeof(std::uint32_t);
-  return plan_bytes(samples, batches, index_bytes);
+  return plan_bytes(static_cast<std::int64_t>(config_.lengths.size()), batches, index_bytes());
 }
 
 std::int64_t BucketedSampler::plan_bytes(std::int64_t samples, std::int64_t batches, std::size_t index_bytes) noexcept {
@@ -283,11 +279,11 @@ bool BucketedSampler::load_plan(const std::byte* data, std::int64_t bytes) {
   // size is checked against `bytes` before it is used.
   const auto n = static_cast<std::int64_t>(config_.lengths.size());
   std::int64_t header[sizeof(plan_header_) / sizeof(std::int64_t)];
-  const std::size_t index_bytes = wide_ ? sizeof(std::int64_t) : sizeof(std::uint32_t);
-  if (bytes < plan_bytes(n, 0, index_bytes)) return false;
+  const std::size_t width = index_bytes();
+  if (bytes < plan_bytes(n, 0, width)) return false;
   std::memcpy(header, data, sizeof(header));
   const std::int64_t batches = header[0];
-  if (batches < 0 || batches > n || bytes != plan_bytes(n, batches, index_bytes)) return false;
+  if (batches < 0 || batches > n || bytes != plan_bytes(n, batches, width)) return false;
   sequence_.resize(static_cast<std::size_t>(batches));
   // Copied and checked in one pass: every sample index a sample's.
   const std::byte* const samples = data + sizeof(header);

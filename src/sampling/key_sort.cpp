@@ -213,7 +213,7 @@ std::atomic<bool> wide_for_tests{false};
 }  // namespace
 
 bool wide_plan_indices(std::size_t samples) noexcept {
-  return samples > std::size_t{std::numeric_limits<std::uint32_t>::max()} + 1 ||
+  return static_cast<std::uint64_t>(samples) > std::uint64_t{std::numeric_limits<std::uint32_t>::max()} + 1 ||
          wide_for_tests.load(std::memory_order_relaxed);
 }
 

@@ -22,7 +22,8 @@
 /// Threads: one consumer thread uses a Loader and its epochs; Batches may be released from any
 /// thread. The Loader's own threads: the prefetcher's I/O thread (unless io_thread is false; with
 /// measure_thread_layout it may stop reading once the caller's thread proved faster) and, between
-/// epochs, the thread that plans the next one (plan_ahead), on cores that would otherwise idle.
+/// epochs, the thread that plans the next one (plan_ahead), on cores that would otherwise idle
+/// (plan_on_idle_cores).
 
 #include <cstdint>
 #include <functional>

@@ -96,11 +96,15 @@ struct LoaderOptions {
   /// next epoch).
   std::int64_t epochs = 0;
   /// Plan epoch e+1 on another thread while epoch e is read (set_epoch can cost O(N): the
-  /// distributed sampler's permutation). That thread runs only where a core would otherwise idle
-  /// (Linux's SCHED_IDLE): it takes no time from the ranks' reads and steps, and an epoch whose
-  /// plan is not done when it starts waits for it, leaving it the core. The batches are the same
-  /// with it on or off; it holds a second plan in memory.
+  /// distributed sampler's permutation). The batches are the same with it on or off; it holds a
+  /// second plan in memory.
   bool plan_ahead = true;
+  /// With plan_ahead: that thread runs only where a core would otherwise idle (Linux's SCHED_IDLE),
+  /// taking next to no time from the ranks' reads and steps; an epoch whose plan is not done when
+  /// it starts waits for it, leaving it the core. false: it runs at the caller's priority, for jobs
+  /// whose threads keep every core busy while they only wait (spinning on a GPU or in MPI on as
+  /// many ranks as cores), where an idle-priority plan would wait for the epoch's end.
+  bool plan_on_idle_cores = true;
   /// true: a background I/O thread reads ahead (the prefetcher). false: batches are read on the
   /// caller's thread when it asks for them (measuring the reader, a rank with no core to spare).
   bool io_thread = true;

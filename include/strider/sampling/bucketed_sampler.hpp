@@ -79,9 +79,9 @@ class BucketedSampler final : public Sampler {
   std::int64_t plans_begun_ahead() const;
 
   /// Takes later epochs' plans from `shared` (BucketedSamplerConfig::shared_plan), and the bytes
-  /// such a plan of up to `batches` batches needs there.
+  /// a plan of this sampler's N samples in up to `batches` batches needs there.
   void share_plans(std::shared_ptr<SharedPlan> shared) noexcept { config_.shared_plan = std::move(shared); }
-  static std::int64_t shared_plan_bytes(std::int64_t samples, std::int64_t batches) noexcept;
+  std::int64_t shared_plan_bytes(std::int64_t batches) const noexcept;
 
  private:
   struct Span {
@@ -114,6 +114,8 @@ class BucketedSampler final : public Sampler {
   bool load_plan(const std::byte* data, std::int64_t bytes);
   /// A shared plan's bytes with indices of `index_bytes` each.
   static std::int64_t plan_bytes(std::int64_t samples, std::int64_t batches, std::size_t index_bytes) noexcept;
+  /// Bytes of each of the plan's sample indices: 4, or 8 where they are wide.
+  std::size_t index_bytes() const noexcept { return wide_ ? sizeof(std::int64_t) : sizeof(std::uint32_t); }
   /// Sorts a window's entries ascending by (length, index), and packs a sorted window into batches,
   /// leaving its last, partial batch (unless `last_window`) for the next.
   void sort_window(std::vector<std::uint64_t>& window);
