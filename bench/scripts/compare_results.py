@@ -113,6 +113,9 @@ def main():
                 # the 1-rank figure (summarize.py).
                 "cpu_ceiling_over_one": rounded(row.get("strider_cpu_ceiling_over_one_rank")),
                 "two_ranks_million_samples_per_cpu_s": rounded(row.get("strider_samples_per_cpu_s", 0) / 1e6, 1) or None,
+                # The same at the CPU the 1-rank run spent per sample: 2 ranks that split its work
+                # with no cost of their own.
+                "one_rank_cpu_bound_over_one": rounded(row.get("strider_one_rank_cpu_bound_over_one_rank")),
             }
 
     compare = {

@@ -328,8 +328,17 @@ def main(out):
                 two["strider_cpu_ceiling_over_one_rank"] = (cores * two["strider_samples_per_cpu_s"] /
                                                             one["strider_samples_per_s"])
                 busy = scaling / two["strider_cpu_ceiling_over_one_rank"]
+                # The same at the CPU the 1-rank run spent per sample (its reads and all its plans):
+                # what 2 ranks would give that split its work with no cost of their own. The two
+                # figures' ratio is what running as 2 ranks adds per sample.
+                at_one = ""
+                if one.get("strider_samples_per_cpu_s"):
+                    two["strider_one_rank_cpu_bound_over_one_rank"] = (cores * one["strider_samples_per_cpu_s"] /
+                                                                       one["strider_samples_per_s"])
+                    at_one = (f" ({two['strider_one_rank_cpu_bound_over_one_rank']:.2f}x at the 1-rank run's CPU "
+                              "per sample)")
                 ceiling = (f"; at the CPU the 2-rank run spent per sample, {cores} fully busy cores would give "
-                           f"{two['strider_cpu_ceiling_over_one_rank']:.2f}x, and the run kept them "
+                           f"{two['strider_cpu_ceiling_over_one_rank']:.2f}x{at_one}, and the run kept them "
                            f"{100 * busy:.0f}% busy")
             goal(f"{workload} at 2 ranks: >= 1.6x its 1-rank samples/s", scaling >= 1.6,
                  f"{scaling:.2f}x{per_core}{ceiling}")

@@ -137,7 +137,8 @@ def test_compare_results_keeps_the_scaling_against_one_rank_and_one_core(tmp_pat
     table = [row("w3", 1, 1.9e7), row("w3", 2, 2.2e7, strider_over_one_rank=2.2 / 1.9,
                                       strider_over_one_rank_one_core=2.2 / 1.25,
                                       strider_one_rank_one_core_samples_per_s=1.25e7,
-                                      strider_samples_per_cpu_s=1.3e7, strider_cpu_ceiling_over_one_rank=2.6 / 1.9),
+                                      strider_samples_per_cpu_s=1.3e7, strider_cpu_ceiling_over_one_rank=2.6 / 1.9,
+                                      strider_one_rank_cpu_bound_over_one_rank=3.4 / 1.9),
              row("w4", 2, 3.6e7, strider_over_one_rank=2.27)]
     (tmp_path / "results.json").write_text(json.dumps({"table": table}))
     script = os.path.join(SOURCE_DIR, "bench", "scripts", "compare_results.py")
@@ -146,10 +147,10 @@ def test_compare_results_keeps_the_scaling_against_one_rank_and_one_core(tmp_pat
     scaling = json.loads(printed)["scaling"]
     assert scaling["w3"] == {"two_ranks_over_one": 1.16, "two_ranks_over_one_on_one_core": 1.76,
                              "one_rank_one_core_million_samples_per_s": 12.5, "cpu_ceiling_over_one": 1.37,
-                             "two_ranks_million_samples_per_cpu_s": 13.0}
+                             "two_ranks_million_samples_per_cpu_s": 13.0, "one_rank_cpu_bound_over_one": 1.79}
     assert scaling["w4"] == {"two_ranks_over_one": 2.27, "two_ranks_over_one_on_one_core": None,
                              "one_rank_one_core_million_samples_per_s": None, "cpu_ceiling_over_one": None,
-                             "two_ranks_million_samples_per_cpu_s": None}
+                             "two_ranks_million_samples_per_cpu_s": None, "one_rank_cpu_bound_over_one": None}
 
 
 def test_sampler_results_maps_the_microbenchmarks_for_the_performance_page(tmp_path):
@@ -198,7 +199,7 @@ def test_two_ranks_are_set_against_one_rank_on_one_core_pair_by_pair(tmp_path):
                 "time_to_first_batch_s": 0.01, "peak_rss_bytes": 1 << 20, "read_amplification": 1.0,
                 "ranks": [{"rank": r, "samples_per_s": rate / ranks} for r in range(ranks)]}
 
-    (tmp_path / "strider-w3-r1.json").write_text(json.dumps(bench(20.0e6, 1)))
+    (tmp_path / "strider-w3-r1.json").write_text(json.dumps(dict(bench(20.0e6, 1), samples_per_cpu_s=17.0e6)))
     (tmp_path / "strider-w3-r2.json").write_text(json.dumps(dict(bench(26.0e6, 2), samples_per_cpu_s=14.0e6)))
     write_runs(tmp_path, "strider", "w3-r2", {1: 30.0e6, 2: 26.0e6, 3: 22.0e6}, "samples_per_s")
     # Pairs 30/20 = 1.5, 26/13 = 2.0, 22/16 = 1.375: median 1.5, where the medians' ratio would be 26/16.
@@ -219,3 +220,6 @@ def test_two_ranks_are_set_against_one_rank_on_one_core_pair_by_pair(tmp_path):
     assert two["strider_cpu_ceiling_over_one_rank"] == cores * 14.0e6 / 20.0e6
     assert f"{cores} fully busy cores would give {cores * 14.0e6 / 20.0e6:.2f}x" in scaling[0]["detail"]
     assert f"kept them {100 * (26.0 / 20.0) / (cores * 14.0 / 20.0):.0f}% busy" in scaling[0]["detail"]
+    # And at the CPU the 1-rank run spent per sample: 2 ranks that split its work at no cost.
+    assert two["strider_one_rank_cpu_bound_over_one_rank"] == cores * 17.0e6 / 20.0e6
+    assert f"({cores * 17.0e6 / 20.0e6:.2f}x at the 1-rank run's CPU per sample)" in scaling[0]["detail"]
