@@ -103,7 +103,9 @@ struct LoaderOptions {
   /// taking next to no time from the ranks' reads and steps; an epoch whose plan is not done when
   /// it starts waits for it, leaving it the core. false: it runs at the caller's priority, for jobs
   /// whose threads keep every core busy while they only wait (spinning on a GPU or in MPI on as
-  /// many ranks as cores), where an idle-priority plan would wait for the epoch's end.
+  /// many ranks as cores), where an idle-priority plan would wait for the epoch's end, and for
+  /// cores that other processes keep busy. (Linux lets a thread back out of SCHED_IDLE only with
+  /// CAP_SYS_NICE or a raised RLIMIT_NICE, so the Loader does not raise it when it waits.)
   bool plan_on_idle_cores = true;
   /// true: a background I/O thread reads ahead (the prefetcher). false: batches are read on the
   /// caller's thread when it asks for them (measuring the reader, a rank with no core to spare).
