@@ -1,7 +1,6 @@
 #include "sampling/class_plan.hpp"
 
 #include <algorithm>
-#include <random>
 
 #include "sampling/seeded_shuffle.hpp"
 #include "strider/core/error.hpp"
@@ -48,9 +47,11 @@ void deal_run(const ClassCycler& cycler, int label, std::int64_t first, std::int
 
 void shuffle_batch(std::vector<std::int64_t>& batch, std::int64_t seed, std::int64_t epoch, std::int64_t step,
                    int rank) {
-  std::mt19937_64 engine(derive_seed(
-      seed, epoch, batch_order_stream ^ mix64(static_cast<std::uint64_t>(step)) ^ static_cast<std::uint64_t>(rank)));
-  shuffle_in_place(batch, engine);
+  // shuffle_in_place with std::mt19937_64 of this seed, its stream drawn a block at a time.
+  sampling_detail::shuffle_seeded(
+      batch.data(), batch.size(),
+      derive_seed(seed, epoch,
+                  batch_order_stream ^ mix64(static_cast<std::uint64_t>(step)) ^ static_cast<std::uint64_t>(rank)));
 }
 
 std::int64_t fixed_batch_steps(std::int64_t total, std::int64_t global_batch, bool drop_last) {
