@@ -132,6 +132,27 @@ TEST_CASE("balanced: per-rank class counts stay within one after every step", "[
   }
 }
 
+TEST_CASE("balanced: each step's batch is put in an order of its own", "[balanced]") {
+  // Four classes of equal size and a batch of 16: every batch holds 4 of each class, dealt class by
+  // class, then shuffled with a seed of its step (and rank). The classes' order by position differs
+  // from step to step; one permutation for every step would repeat it.
+  const auto classes = blocks({400, 400, 400, 400});
+  BalancedSampler sampler(balanced_config(classes, 16), 2, 1);
+  sampler.set_epoch(3);
+  std::set<std::vector<std::int32_t>> orders;
+  std::vector<std::int64_t> batch;
+  for (std::int64_t step = 0; step < sampler.num_steps(); ++step) {
+    sampler.batch(step, batch);
+    REQUIRE(batch.size() == 16);
+    std::vector<std::int32_t> labels;
+    for (std::int64_t index : batch) labels.push_back(classes->label(index));
+    orders.insert(labels);
+  }
+  REQUIRE(sampler.num_steps() >= 20);
+  // 16! / (4!)^4 = 63,063,000 orders of 4 x 4 labels: 20 independent ones repeat with odds near 0.
+  REQUIRE(orders.size() >= static_cast<std::size_t>(sampler.num_steps()) - 1);
+}
+
 TEST_CASE("balanced: targets max, min and a count; oversampling repeats samples evenly", "[balanced]") {
   const auto classes = blocks({90, 12, 4});
   BalancedSampler by_max(balanced_config(classes, 0, "max"), 1, 0);
