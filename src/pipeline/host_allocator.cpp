@@ -5,19 +5,19 @@
 #include <cstring>
 #include <utility>
 
+#include "pipeline/pages.hpp"
 #include "strider/core/error.hpp"
 
 namespace strider {
 
 namespace {
 
-constexpr std::size_t page_bytes = 4096;
-
 class PageAlignedAllocator final : public HostAllocator {
  public:
   void* allocate(std::size_t bytes) override {
-    const std::size_t rounded = (std::max<std::size_t>(bytes, 1) + page_bytes - 1) / page_bytes * page_bytes;
-    void* pointer = std::aligned_alloc(page_bytes, rounded);
+    using pipeline_detail::kPageBytes;
+    const std::size_t rounded = pipeline_detail::round_up(std::max<std::size_t>(bytes, 1), kPageBytes);
+    void* pointer = std::aligned_alloc(kPageBytes, rounded);
     if (pointer == nullptr)
       STRIDER_THROW(SystemError,
                     "cannot allocate " + std::to_string(bytes) + " bytes of host memory for batch buffers");

@@ -19,6 +19,7 @@
 #include "core/test_hooks.hpp"
 #include "io/batch_layout.hpp"
 #include "io/row_gather.hpp"
+#include "pipeline/pages.hpp"
 #include "pipeline/store_exchange.hpp"
 #include "strider/comm/mpi_runtime.hpp"
 #include "strider/comm/node_groups.hpp"
@@ -40,7 +41,7 @@ using pipeline_detail::StoreServer;
 constexpr std::int64_t kLoadPieceBytes = std::int64_t{32} << 20;
 /// Nodes copy their rows to each other (replicate layout, labels) in broadcasts of at most this.
 constexpr std::int64_t kCopyPieceBytes = std::int64_t{64} << 20;
-constexpr std::int64_t kPageBytes = 4096;
+constexpr auto kPageBytes = static_cast<std::int64_t>(pipeline_detail::kPageBytes);
 /// What an MPI implementation adds to a shared window for itself (Open MPI's osc/sm: a few KiB of
 /// control data): room left in /dev/shm beyond the segment.
 constexpr std::int64_t kWindowOverheadBytes = 1 << 20;
@@ -50,9 +51,7 @@ constexpr std::int64_t kWindowOverheadBytes = 1 << 20;
 /// microseconds to copy.
 constexpr std::int64_t kBatchesPerRequest = 16;
 
-std::int64_t round_up(std::int64_t value, std::int64_t unit) {
-  return (value + unit - 1) / unit * unit;
-}
+using pipeline_detail::round_up;
 
 /// A number from a file of one line ("max" or a missing file: -1).
 std::int64_t read_number_file(const std::string& path) {

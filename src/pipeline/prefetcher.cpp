@@ -14,6 +14,7 @@
 
 #include "core/test_hooks.hpp"
 #include "pipeline/lookahead.hpp"
+#include "pipeline/pages.hpp"
 #include "pipeline/thread_layout.hpp"
 #include "pipeline/thread_usage.hpp"
 #include "strider/core/error.hpp"
@@ -22,12 +23,6 @@
 namespace strider {
 
 namespace {
-
-/// `value` rounded up to a multiple of `unit`.
-template <typename T>
-T round_up(T value, T unit) {
-  return (value + unit - 1) / unit * unit;
-}
 
 using Clock = std::chrono::steady_clock;
 
@@ -145,12 +140,14 @@ namespace {
 /// each; a layout's time per step is the median of its blocks' (a block that a scheduler hiccup
 /// slowed does not decide). A block is timed from one next() call to the block_steps-th after it,
 /// so each step's time includes the consumer's own work, and counts the steps read meanwhile
-/// (pipeline_detail::steps_read_in_block: what the ring held when it began and ended included). A block starts once its
-/// layout has settled: an I/O-thread block skips its first steps while the ring refills (after an epoch's start a whole
-/// ring: the I/O thread may have filled it while the ranks agreed on the epoch), and a caller-thread block first takes
-/// the batches the I/O thread read ahead. Every epoch starts with the I/O thread; a block cut by the end of an epoch is
-/// dropped, and an epoch too short for any block ends the measurement undecided (the I/O thread stays). Which layout is
-/// kept is keeps_caller_thread's rule (pipeline/thread_layout.hpp), the one the ranks agree by.
+/// (pipeline_detail::steps_read_in_block: what the ring held when it began and ended included). A
+/// block starts once its layout has settled: an I/O-thread block skips its first steps while the
+/// ring refills (after an epoch's start a whole ring: the I/O thread may have filled it while the
+/// ranks agreed on the epoch), and a caller-thread block first takes the batches the I/O thread read
+/// ahead. Every epoch starts with the I/O thread; a block cut by the end of an epoch is dropped, and
+/// an epoch too short for any block ends the measurement undecided (the I/O thread stays). Which
+/// layout is kept is keeps_caller_thread's rule (pipeline/thread_layout.hpp), the one the ranks
+/// agree by.
 struct LayoutTrial {
   static constexpr int kRounds = 3;
   static constexpr std::int64_t kSettleSteps = 8;
@@ -400,7 +397,7 @@ void Prefetcher::start_epoch(const Sampler& sampler, std::int64_t first_step, st
       // whose largest batch is a few bytes or samples larger than the last's (a bucketed plan's,
       // from epoch to epoch) then reuses the ring instead of allocating and touching every buffer
       // again.
-      constexpr std::size_t kPageBytes = 4096;
+      using pipeline_detail::kPageBytes, pipeline_detail::round_up;
       constexpr auto kOffsetsPerPage = static_cast<std::int64_t>(kPageBytes / sizeof(std::int64_t));
       const std::size_t bytes =
           round_up(std::max<std::size_t>(static_cast<std::size_t>(max_bytes), s.buffer_bytes), kPageBytes);
