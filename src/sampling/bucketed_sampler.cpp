@@ -372,7 +372,7 @@ bool BucketedSampler::order_windows(std::int64_t epoch, std::vector<std::uint64_
 }
 
 void BucketedSampler::prepare_next_plan() {
-  // Only the marks outlive the order (2 bytes a sample, not 8): nothing to make ahead without them.
+  // Only the marks outlive the order (4 bytes a sample, not 8): nothing to make ahead without them.
   if (!markable()) return;
   // An optimisation only: whatever fails here, the plan makes its first part itself.
   try {

@@ -95,8 +95,8 @@ bool sort_dense_keys(std::vector<std::uint64_t>& keys, int index_bits, const std
 bool windows_markable(std::size_t size, std::int64_t shortest, std::int64_t longest,
                       std::uint64_t most_windows) noexcept {
   constexpr std::uint64_t kMostBuckets = std::uint64_t{1} << 16;
-  if (size == 0 || shortest < 1 || longest < shortest || most_windows < 1 ||
-      most_windows > std::numeric_limits<std::uint16_t>::max())
+  if (size == 0 || size - 1 > std::numeric_limits<std::uint32_t>::max() || shortest < 1 || longest < shortest ||
+      most_windows < 1 || most_windows > std::numeric_limits<std::uint16_t>::max())
     return false;
   const std::uint64_t most = std::min<std::uint64_t>(kMostBuckets, std::max<std::uint64_t>(size / 4, 4096));
   return static_cast<std::uint64_t>(longest - shortest) + 1 <= most / most_windows;
@@ -113,9 +113,9 @@ bool mark_windows(const std::vector<std::uint64_t>& keys, int index_bits, std::i
 
   const auto span = static_cast<std::size_t>(marks.lengths);
   marks.ends.clear();
-  marks.window_of.resize(size);
+  marks.order.resize(size);
   marks.places.assign(static_cast<std::size_t>(most_windows) * span, 0);
-  std::uint16_t* const window_of = marks.window_of.data();
+  std::uint32_t* const order = marks.order.data();
   const std::uint64_t index_mask = (std::uint64_t{1} << index_bits) - 1;
   std::size_t* counts = marks.places.data();
   std::uint16_t window = 0;
@@ -123,7 +123,7 @@ bool mark_windows(const std::vector<std::uint64_t>& keys, int index_bits, std::i
   for (std::size_t position = 0; position < size; ++position) {
     const std::uint64_t key = keys[position];
     const std::uint64_t length = key >> index_bits;
-    window_of[static_cast<std::size_t>(key & index_mask)] = window;
+    order[position] = static_cast<std::uint32_t>(key & index_mask);
     ++counts[static_cast<std::size_t>(length - marks.shortest)];
     window_sum += static_cast<std::int64_t>(length);
     if (window_sum >= window_tokens && position + 1 < size) {
@@ -176,10 +176,16 @@ namespace {
 
 template <typename Index>
 bool deal_windows_into(Index* out, const std::int64_t* lengths, WindowMarks& marks) {
-  const std::size_t size = marks.window_of.size(), windows = marks.ends.size();
+  const std::size_t size = marks.order.size(), windows = marks.ends.size();
   const auto span = static_cast<std::size_t>(marks.lengths);
   std::size_t* const places = marks.places.data();
-  const std::uint16_t* const window_of = marks.window_of.data();
+  // Each index's window, from the order cut into windows.
+  marks.window_of.resize(size);
+  std::uint16_t* const window_of = marks.window_of.data();
+  const std::uint32_t* const order = marks.order.data();
+  for (std::size_t window = 0, position = 0; window < windows; ++window)
+    for (const std::size_t end = std::min(marks.ends[window], size); position < end; ++position)
+      window_of[order[position]] = static_cast<std::uint16_t>(window);
   const std::uint64_t* const carried_from = marks.carried_from.data();
   std::size_t* const staying = marks.staying.data();
   // In index order: ties by length keep index order, and the last of a tie carry on.

@@ -29,18 +29,21 @@ bool sort_dense_keys(std::vector<std::uint64_t>& keys, int index_bits, const std
                      std::vector<std::uint64_t>& spare, std::vector<std::uint64_t>& bitmap,
                      std::vector<std::size_t>& starts);
 
-/// Every window of an epoch's order sorted and laid out as the plan's batches at once, in two
-/// passes: a counting sort by (window, length) that marks each index with its window (one pass over
-/// the order), then, once the batches are packed from each window's counts alone (place_windows),
-/// deals the indices out in index order (one pass over the lengths, in order) to their places in
-/// the plan, so that each window holds its own samples ascending by (length, index), less its last
-/// ones, which carry on into the next window. The windows' own sorts would instead each look a
-/// length up per sample, across all N lengths, and then be merged and copied. The marks are what
-/// the first pass leaves for the rest, which needs neither the order nor anything else of it: it
-/// can run later, on another copy of the sampler.
+/// Every window of an epoch's order sorted and laid out as the plan's batches at once: a counting
+/// sort by (window, length) that cuts the order into windows and keeps its indices (one pass over
+/// the order, in order), then, once the batches are packed from each window's counts alone
+/// (place_windows), marks each index with its window and deals the indices out in index order
+/// (one pass over the lengths, in order) to their places in the plan, so that each window holds
+/// its own samples ascending by (length, index), less its last ones, which carry on into the next
+/// window. The windows' own sorts would instead each look a length up per sample, across all N
+/// lengths, and then be merged and copied. The marks are what the first pass leaves for the rest,
+/// which needs nothing else of the order: it can run later, on another copy of the sampler. The
+/// random writes that mark each index's window are the second part's: the node's ranks make the
+/// two parts of a shared plan at once, and each part then costs about as much as the other.
 struct WindowMarks {
   std::vector<std::size_t> ends;         // each window's end in the order (ascending; the last: N)
-  std::vector<std::uint16_t> window_of;  // each index's window
+  std::vector<std::uint32_t> order;      // each position's index (mark_windows)
+  std::vector<std::uint16_t> window_of;  // each index's window (deal_windows' scratch)
   // Each (window, length)'s count of samples, window-major (mark_windows); then the place in the
   // plan of its next sample that stays in the window (place_windows).
   std::vector<std::size_t> places;
@@ -53,7 +56,7 @@ struct WindowMarks {
 
 /// Whether mark_windows takes an order of `size` keys with lengths in [shortest, longest] cut into
 /// at most `most_windows` windows: at most max(N / 4, 4096) and 65,536 (window, length) buckets,
-/// whose counts stay within a core's cache, and 65,535 windows.
+/// whose counts stay within a core's cache, 65,535 windows, and indices of 4 bytes (N <= 2^32).
 bool windows_markable(std::size_t size, std::int64_t shortest, std::int64_t longest,
                       std::uint64_t most_windows) noexcept;
 
@@ -78,14 +81,14 @@ using PackWindow = std::function<std::size_t(const std::size_t* counts, bool las
 /// window holds, or some from the last.
 bool place_windows(WindowMarks& marks, const PackWindow& pack);
 
-/// The second pass: out[place] = index for every index of [0, N), at its (window, length)'s next
+/// The second part: out[place] = index for every index of [0, N), at its (window, length)'s next
 /// place, or, where that window carries its samples of that length on, at the next window's. The
 /// samples of a (window, length), those carried in included, come in index order, so the last ones
 /// are those that carry on. lengths[index] must be the length each index's key had (a plan's marks
 /// are made from the same lengths): then every place of [0, N) is written once. Uses up
-/// marks.places and marks.staying. Returns false (out then partly written) where a sample would
-/// carry on past the last window, which only lengths other than the marks' do.
-/// `out` holds indices of 4 bytes (N <= 2^32) or 8 (wide_plan_indices).
+/// marks.places and marks.staying (marks.window_of is its scratch). Returns false (out then partly
+/// written) where a sample would carry on past the last window, which only lengths other than the
+/// marks' do. `out` holds indices of 4 bytes (N <= 2^32) or 8 (wide_plan_indices).
 bool deal_windows(std::uint32_t* out, const std::int64_t* lengths, WindowMarks& marks);
 bool deal_windows(std::int64_t* out, const std::int64_t* lengths, WindowMarks& marks);
 

@@ -155,7 +155,8 @@ TEST_CASE("bucketed window sorts: every window at once, as each window's std::so
     const std::int64_t longest = *std::max_element(all.lengths.begin(), all.lengths.end());
 
     sampling_detail::WindowMarks marks;
-    marks.window_of = {7};  // scratch of any content
+    marks.order = {7};  // scratch of any content
+    marks.window_of = {7};
     const bool took =
         sampling_detail::mark_windows(order, all.index_bits, shortest, longest, c.window_tokens, c.most_windows, marks);
     REQUIRE(took == c.marks);
