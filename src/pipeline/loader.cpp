@@ -158,6 +158,8 @@ struct Loader::State {
   std::vector<std::pair<std::int64_t, std::int64_t>> opened_file_states;  // per shard
   int uncaught_at_construction = std::uncaught_exceptions();
   bool layout_agreed = false;  // every rank measured its thread layout, and all use the agreed one
+  bool caller_thread = false;  // every rank reads on its consumer's thread (io_thread off, or agreed)
+  bool spare_core = true;      // this rank has a core to spare beside its consumer's (has_spare_core)
   bool closed = false;
   PrefetchStats final_stats;
   // The in-memory store, when on: the prefetcher's reader (owned there), and what it holds.
@@ -295,6 +297,11 @@ struct Loader::State {
       plan_epoch(*current, epoch);
       current_epoch = epoch;
     }
+  }
+
+  /// Whether the next epoch is planned ahead (pipeline_detail::plans_ahead; with plan_ahead).
+  bool plans_ahead() const {
+    return pipeline_detail::plans_ahead(caller_thread, spare_core, node_shares.order != nullptr);
   }
 
   /// Plans `epoch` into `upcoming` on another thread.
@@ -481,7 +488,8 @@ Loader::Loader(const Communicator& comm, LoaderOptions options) : state_(std::ma
   prefetcher_options.allocator = s.options.allocator;
   prefetcher_options.io_thread = s.options.io_thread;
   prefetcher_options.measure_layout = s.options.measure_thread_layout;
-  prefetcher_options.spare_core = pipeline_detail::has_spare_core(comm.local_size());
+  prefetcher_options.spare_core = s.spare_core = pipeline_detail::has_spare_core(comm.local_size());
+  s.caller_thread = !s.options.io_thread;
   prefetcher_options.read_rows_one_by_one = s.options.diagnostics.read_rows_one_by_one;
   prefetcher_options.observer = s.options.diagnostics.observer;
   if (s.options.lookahead > 0) {
@@ -550,6 +558,7 @@ LoaderEpoch Loader::epoch(std::int64_t epoch) {
     s.layout_agreed = true;
     const pipeline_detail::AgreedLayout agreed = pipeline_detail::agree_thread_layout(s.comm, layout);
     s.prefetcher->use_layout(agreed.caller_thread);
+    s.caller_thread = agreed.caller_thread;
     if (s.comm.is_root())
       log_info("thread layout: ",
                agreed.caller_thread ? "every rank reads on its consumer's thread"
@@ -557,7 +566,8 @@ LoaderEpoch Loader::epoch(std::int64_t epoch) {
                " (per step, the slowest rank's: ", agreed.io_thread_us_per_step, " us with an I/O thread, ",
                agreed.caller_thread_us_per_step, " us on the consumer's thread; ",
                agreed.spare_core ? "a core to spare for each I/O thread: a tie goes to the I/O thread)"
-                                 : "no core to spare for an I/O thread: a tie goes to the consumer's thread)");
+                                 : "no core to spare for an I/O thread: a tie goes to the consumer's thread)",
+               s.options.plan_ahead && !s.plans_ahead() ? "; each epoch is planned when it starts" : "");
   }
   s.comm.collective_try([&] {
     if (s.options.check_data_unchanged) {
@@ -585,7 +595,7 @@ LoaderEpoch Loader::epoch(std::int64_t epoch) {
   s.position_epoch = epoch;
   s.first_step = first;
   s.yielded = 0;
-  if (s.options.epochs == 0 || epoch + 1 < s.options.epochs) s.plan_ahead(epoch + 1);
+  if ((s.options.epochs == 0 || epoch + 1 < s.options.epochs) && s.plans_ahead()) s.plan_ahead(epoch + 1);
   return LoaderEpoch(this, ++s.epoch_id, epoch, first, s.clip(steps));
 }
 

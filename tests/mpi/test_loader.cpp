@@ -133,6 +133,8 @@ TEST_CASE("loader: the next epoch is planned on idle cores only; the caller's th
     for (const std::string mode : {"distributed", "bucketed"}) {
       LoaderOptions options = options_for(sequences.path(), mode, 9);
       options.plan_on_idle_cores = on_idle_cores;
+      // An I/O thread, not measured: epochs are planned ahead whatever the cores (see below).
+      options.measure_thread_layout = false;
       const auto policies = std::make_shared<PlanPolicies>();
       options.diagnostics.observer = policies;
       Loader loader(comm, options);
@@ -160,6 +162,100 @@ TEST_CASE("loader: the next epoch is planned on idle cores only; the caller's th
   REQUIRE(everywhere(comm, as_expected));
 }
 #endif
+
+namespace {
+
+/// Each plan event's epoch, and whether the caller's thread (this one) planned it.
+class PlanThreads final : public PrefetchObserver {
+ public:
+  void on_plan(const PrefetchPlanEvent& event) noexcept override {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    on_caller_[event.epoch] = std::this_thread::get_id() == caller_;
+  }
+  /// Whether `epoch` was planned ahead (`ahead`), else on the caller's thread; `how` says which.
+  bool planned(std::int64_t epoch, bool ahead, std::string& how) const {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    const auto found = on_caller_.find(epoch);
+    how = found == on_caller_.end() ? "not planned"
+          : found->second           ? "planned on the caller's thread"
+                                    : "planned ahead";
+    return found != on_caller_.end() && found->second != ahead;
+  }
+
+ private:
+  const std::thread::id caller_ = std::this_thread::get_id();
+  mutable std::mutex mutex_;
+  std::map<std::int64_t, bool> on_caller_;
+};
+
+}  // namespace
+
+TEST_CASE("loader: reading on the consumer's thread without a spare core, epochs are planned when they start",
+          "[mpi][loader][plan]") {
+  // Except the distributed sampler's, whose node order one rank shuffles while the others wait;
+  // epoch 2 is read twice, planned anew, with the same batches.
+  const Communicator& comm = world();
+  const TestFile sequences(comm, "sequences", 301);
+  const bool spare_core = pipeline_detail::has_spare_core(comm.local_size());
+  bool as_expected = true;
+  for (const bool io_thread : {true, false}) {
+    for (const std::string mode : {"distributed", "bucketed", "weighted"}) {
+      LoaderOptions options = options_for(sequences.path(), mode, 9);
+      options.io_thread = io_thread;
+      options.measure_thread_layout = false;
+      const auto threads = std::make_shared<PlanThreads>();
+      options.diagnostics.observer = threads;
+      Loader loader(comm, options);
+      const std::vector<std::uint64_t> expected = loader_hashes(loader, 2);
+      for (std::int64_t epoch : {0, 1, 2}) loader_hashes(loader, epoch);
+      if (loader_hashes(loader, 2) != expected) {
+        as_expected = false;
+        UNSCOPED_INFO(mode << ": epoch 2 read twice differs");
+      }
+      // The distributed sampler's order is shuffled once per node where a node has several ranks.
+      const bool node_order = mode == "distributed" && comm.local_size() > 1;
+      const bool ahead = pipeline_detail::plans_ahead(!io_thread, spare_core, node_order);
+      for (const std::int64_t epoch : {1, 2}) {  // planned during epoch 0 and 1, or when they started
+        std::string how;
+        if (!threads->planned(epoch, ahead, how)) {
+          as_expected = false;
+          UNSCOPED_INFO(mode << (io_thread ? ", I/O thread" : ", consumer's thread") << ", epoch " << epoch << ": "
+                             << how);
+        }
+      }
+    }
+  }
+  REQUIRE(everywhere(comm, as_expected));
+}
+
+TEST_CASE("loader: once the ranks agree on a thread layout, epochs are planned as it says", "[mpi][loader][plan]") {
+  // Ahead, or when they start (reading on the consumer's thread without a spare core, as the
+  // measurement may decide here): whichever layout the measurement keeps.
+  const Communicator& comm = world();
+  const TestFile sequences(comm, "sequences", 4000, "_layout");
+  LoaderOptions options = options_for(sequences.path(), "distributed", 4);  // enough steps an epoch to measure
+  options.sampler.shuffle = false;  // no node order, which one rank would shuffle for the others
+  options.prefetch = 1;
+  const auto threads = std::make_shared<PlanThreads>();
+  options.diagnostics.observer = threads;
+  Loader loader(comm, options);
+  std::int64_t epoch = 0;
+  for (; epoch < 6 && !loader.thread_layout().decided; ++epoch) loader_hashes(loader, epoch);
+  const LayoutMeasurement layout = loader.thread_layout();
+  REQUIRE(layout.decided);
+  // The agreement is made at the next epoch's start; the epoch after that is planned by its rule.
+  loader_hashes(loader, epoch);
+  loader_hashes(loader, epoch + 1);
+  const bool ahead = pipeline_detail::plans_ahead(loader.thread_layout().caller_thread,
+                                                  pipeline_detail::has_spare_core(comm.local_size()), false);
+  std::string how;
+  const bool as_expected = threads->planned(epoch + 1, ahead, how);
+  if (!as_expected)
+    UNSCOPED_INFO("epoch " << epoch + 1
+                           << (loader.thread_layout().caller_thread ? ", consumer's thread: " : ", I/O thread: ")
+                           << how);
+  REQUIRE(everywhere(comm, as_expected));
+}
 
 TEST_CASE("loader: steps(e) follows the epoch's plan and state() counts the batches yielded", "[mpi][loader]") {
   const Communicator& comm = world();

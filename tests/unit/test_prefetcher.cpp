@@ -590,6 +590,13 @@ TEST_CASE("a tie between the thread layouts goes to the I/O thread only with a c
   REQUIRE(online >= 1);
   REQUIRE_FALSE(strider::pipeline_detail::has_spare_core(static_cast<int>(online)));
   REQUIRE_FALSE(strider::pipeline_detail::has_spare_core(2 * static_cast<int>(online)));
+  // Plans made ahead, but where no core idles for them (no spare core, reads on the consumer's
+  // thread) and no rank waits for one rank's plan (the distributed sampler's node order).
+  using strider::pipeline_detail::plans_ahead;
+  REQUIRE_FALSE(plans_ahead(true, false, false));  // every core busy with the ranks' own reads
+  REQUIRE(plans_ahead(false, false, false));       // an I/O thread: the consumer's thread waits for it
+  REQUIRE(plans_ahead(true, true, false));         // a core to spare
+  REQUIRE(plans_ahead(true, false, true));         // the node's ranks would wait for one rank's shuffle
 }
 
 TEST_CASE("without a core to spare the layout measurement keeps the consumer's thread on a tie", "[prefetcher]") {
