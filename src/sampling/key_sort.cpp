@@ -188,8 +188,16 @@ bool deal_windows_into(Index* out, const std::int64_t* lengths, WindowMarks& mar
       window_of[order[position]] = static_cast<std::uint16_t>(window);
   const std::uint64_t* const carried_from = marks.carried_from.data();
   std::size_t* const staying = marks.staying.data();
-  // In index order: ties by length keep index order, and the last of a tie carry on.
+  // In index order: ties by length keep index order, and the last of a tie carry on. Each place is
+  // a random write into the plan, which outgrows a core's first cache: the place of the index
+  // kAhead on (its bucket's next place now, on the line it lands on or near it) is asked for
+  // meanwhile (w3's plan of 200,000 samples 1.60 to 1.44 ms). Carries are not followed there.
+  constexpr std::size_t kAhead = 16;
   for (std::size_t index = 0; index < size; ++index) {
+    if (index + kAhead < size) {
+      const std::uint64_t ahead = static_cast<std::uint64_t>(lengths[index + kAhead]) - marks.shortest;
+      if (ahead < span) __builtin_prefetch(out + places[window_of[index + kAhead] * span + ahead], 1);
+    }
     const std::uint64_t length = static_cast<std::uint64_t>(lengths[index]) - marks.shortest;
     std::size_t window = window_of[index];
     while (length >= carried_from[window]) {
