@@ -336,27 +336,26 @@ bool BucketedSampler::markable() const noexcept {
          sampling_detail::windows_markable(config_.lengths.size(), shortest_length_, longest_length_, most_windows());
 }
 
-bool BucketedSampler::order_windows(std::int64_t epoch, std::vector<std::uint64_t>& entries,
+bool BucketedSampler::order_windows(std::int64_t epoch, std::uint64_t* entries,
                                     sampling_detail::WindowMarks& marks) const {
   const SharedView<std::int64_t>& lengths = config_.lengths;
   const auto n = static_cast<std::int64_t>(lengths.size());
   const bool packed = index_bits_ > 0;
   // The epoch's order of samples, shuffled as words: Fisher-Yates moves them as it would move the
   // bare indices, and each length is then read in index order, not at a random place per sample.
-  entries.resize(static_cast<std::size_t>(n));
   for (std::int64_t sample = 0; sample < n; ++sample)
     entries[static_cast<std::size_t>(sample)] =
         packed ? static_cast<std::uint64_t>(lengths[static_cast<std::size_t>(sample)]) << index_bits_ |
                      static_cast<std::uint64_t>(sample)
                : static_cast<std::uint64_t>(sample);
   if (config_.shuffle)
-    sampling_detail::shuffle_seeded(entries.data(), entries.size(), derive_seed(seed(), epoch, sample_stream));
+    sampling_detail::shuffle_seeded(entries, static_cast<std::size_t>(n), derive_seed(seed(), epoch, sample_stream));
 
   // Windows of about `megabatch` batches' worth of tokens: each ends once its new samples reach
   // that (the carry of the window before is < one batch), or with the order.
   const std::int64_t tokens = window_tokens();
-  if (markable() && sampling_detail::mark_windows(entries, index_bits_, shortest_length_, longest_length_, tokens,
-                                                  most_windows(), marks))
+  if (markable() && sampling_detail::mark_windows(entries, static_cast<std::size_t>(n), index_bits_, shortest_length_,
+                                                  longest_length_, tokens, most_windows(), marks))
     return true;
   marks.ends.clear();
   std::int64_t window_sum = 0;
@@ -376,10 +375,10 @@ void BucketedSampler::prepare_next_plan() {
   if (!markable()) return;
   // An optimisation only: whatever fails here, the plan makes its first part itself.
   try {
-    std::vector<std::uint64_t> entries;
+    sampling_detail::ScratchVector<std::uint64_t> entries(config_.lengths.size());
     sampling_detail::WindowMarks marks;
     const std::int64_t next = epoch() + 1;
-    if (!order_windows(next, entries, marks)) return;
+    if (!order_windows(next, entries.data(), marks)) return;
     std::lock_guard<std::mutex> lock(ahead_->mutex);
     ahead_->key = plan_key(next);
     ahead_->marks = std::move(marks);
@@ -401,7 +400,7 @@ void BucketedSampler::make_plan() {
 
   // The order cut into windows, each window's samples marked for dealing out all at once where that
   // applies: made ahead for this epoch (prepare_next_plan) or here.
-  std::vector<std::uint64_t> entries;
+  sampling_detail::ScratchVector<std::uint64_t> entries;
   sampling_detail::WindowMarks marks;
   bool marked = false;
   {
@@ -413,10 +412,13 @@ void BucketedSampler::make_plan() {
       marked = true;
     }
   }
-  if (!marked) marked = order_windows(epoch(), entries, marks);
+  if (!marked) {
+    entries.resize(static_cast<std::size_t>(n));
+    marked = order_windows(epoch(), entries.data(), marks);
+  }
   if (marked) {
     // The batches packed from each window's length counts, then every sample dealt to its place.
-    std::vector<std::uint64_t>().swap(entries);
+    sampling_detail::ScratchVector<std::uint64_t>().swap(entries);
     const std::int64_t shortest = static_cast<std::int64_t>(marks.shortest);
     const auto span = static_cast<std::size_t>(marks.lengths);
     bool dealt = false;
@@ -449,7 +451,7 @@ void BucketedSampler::make_plan() {
       pack_window(window, end == static_cast<std::size_t>(n));
       window_begin = end;
     }
-    std::vector<std::uint64_t>().swap(entries);
+    sampling_detail::ScratchVector<std::uint64_t>().swap(entries);
   }
 
   if (config_.shuffle) {

@@ -102,9 +102,8 @@ bool windows_markable(std::size_t size, std::int64_t shortest, std::int64_t long
   return static_cast<std::uint64_t>(longest - shortest) + 1 <= most / most_windows;
 }
 
-bool mark_windows(const std::vector<std::uint64_t>& keys, int index_bits, std::int64_t shortest, std::int64_t longest,
-                  std::int64_t window_tokens, std::uint64_t most_windows, WindowMarks& marks) {
-  const std::size_t size = keys.size();
+bool mark_windows(const std::uint64_t* keys, std::size_t size, int index_bits, std::int64_t shortest,
+                  std::int64_t longest, std::int64_t window_tokens, std::uint64_t most_windows, WindowMarks& marks) {
   if (!windows_markable(size, shortest, longest, most_windows) || index_bits <= 0 || index_bits >= 64 ||
       window_tokens < 1)
     return false;

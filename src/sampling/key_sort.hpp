@@ -5,9 +5,35 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <new>
+#include <utility>
 #include <vector>
 
 namespace strider::sampling_detail {
+
+/// std::allocator, but resize() leaves the new values uninitialized: for the plans' scratch of N
+/// words that is written whole before it is read (a zeroed one costs a pass over it first).
+template <typename T>
+struct UninitializedAllocator : std::allocator<T> {
+  template <typename U>
+  struct rebind {
+    using other = UninitializedAllocator<U>;
+  };
+  UninitializedAllocator() noexcept = default;
+  template <typename U>
+  UninitializedAllocator(const UninitializedAllocator<U>& /*other*/) noexcept {}  // NOLINT(google-explicit-constructor)
+  template <typename U>
+  void construct(U* at) noexcept {
+    ::new (static_cast<void*>(at)) U;
+  }
+  template <typename U, typename... Args>
+  void construct(U* at, Args&&... args) {
+    ::new (static_cast<void*>(at)) U(std::forward<Args>(args)...);
+  }
+};
+template <typename T>
+using ScratchVector = std::vector<T, UninitializedAllocator<T>>;
 
 /// The bits `value` needs (0 for 0).
 int bit_width(std::uint64_t value) noexcept;
@@ -41,9 +67,9 @@ bool sort_dense_keys(std::vector<std::uint64_t>& keys, int index_bits, const std
 /// random writes that mark each index's window are the second part's: the node's ranks make the
 /// two parts of a shared plan at once, and each part then costs about as much as the other.
 struct WindowMarks {
-  std::vector<std::size_t> ends;         // each window's end in the order (ascending; the last: N)
-  std::vector<std::uint32_t> order;      // each position's index (mark_windows)
-  std::vector<std::uint16_t> window_of;  // each index's window (deal_windows' scratch)
+  std::vector<std::size_t> ends;           // each window's end in the order (ascending; the last: N)
+  ScratchVector<std::uint32_t> order;      // each position's index (mark_windows)
+  ScratchVector<std::uint16_t> window_of;  // each index's window (deal_windows' scratch)
   // Each (window, length)'s count of samples, window-major (mark_windows); then the place in the
   // plan of its next sample that stays in the window (place_windows).
   std::vector<std::size_t> places;
@@ -62,11 +88,11 @@ bool windows_markable(std::size_t size, std::int64_t shortest, std::int64_t long
 
 /// The first pass, which also cuts the order into windows: each ends once its keys' lengths add up
 /// to `window_tokens` (>= 1), or with the order (marks.ends). `keys` holds each index of
-/// [0, keys.size()) once, as a packed key (length << index_bits | index), its length within
+/// [0, size) once, as a packed key (length << index_bits | index), its length within
 /// [shortest, longest]. Returns false (the marks then of no use) where windows_markable does, or
 /// where the order makes more than `most_windows` windows.
-bool mark_windows(const std::vector<std::uint64_t>& keys, int index_bits, std::int64_t shortest, std::int64_t longest,
-                  std::int64_t window_tokens, std::uint64_t most_windows, WindowMarks& marks);
+bool mark_windows(const std::uint64_t* keys, std::size_t size, int index_bits, std::int64_t shortest,
+                  std::int64_t longest, std::int64_t window_tokens, std::uint64_t most_windows, WindowMarks& marks);
 
 /// What becomes of a window's samples, sorted by (length, index): `pack(counts, last, first)` packs
 /// a window whose samples have counts[l] of length marks.shortest + l (l < marks.lengths), the

@@ -157,8 +157,8 @@ TEST_CASE("bucketed window sorts: every window at once, as each window's std::so
     sampling_detail::WindowMarks marks;
     marks.order = {7};  // scratch of any content
     marks.window_of = {7};
-    const bool took =
-        sampling_detail::mark_windows(order, all.index_bits, shortest, longest, c.window_tokens, c.most_windows, marks);
+    const bool took = sampling_detail::mark_windows(order.data(), order.size(), all.index_bits, shortest, longest,
+                                                    c.window_tokens, c.most_windows, marks);
     REQUIRE(took == c.marks);
     if (!took) continue;
     REQUIRE(marks.ends == ends);

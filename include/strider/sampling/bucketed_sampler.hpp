@@ -99,11 +99,10 @@ class BucketedSampler final : public Sampler {
   bool markable() const noexcept;
   /// The name of epoch `epoch`'s plan under this configuration (never 0).
   std::uint64_t plan_key(std::int64_t epoch) const;
-  /// The first part of a plan: the epoch's shuffled order, in `entries`, cut into windows
-  /// (marks.ends); true where each window's samples are also marked for dealing out all at once
-  /// (sampling_detail::mark_windows), which needs the order no longer.
-  bool order_windows(std::int64_t epoch, std::vector<std::uint64_t>& entries,
-                     sampling_detail::WindowMarks& marks) const;
+  /// The first part of a plan: the epoch's shuffled order, in `entries` (N words of any content
+  /// before), cut into windows (marks.ends); true where each window's samples are also marked for
+  /// dealing out all at once (sampling_detail::mark_windows), which needs the order no longer.
+  bool order_windows(std::int64_t epoch, std::uint64_t* entries, sampling_detail::WindowMarks& marks) const;
   /// The next epoch's first part, marked, for whichever copy of this sampler makes that plan: what
   /// a rank does while it waits for the node's plan of this epoch when the next is its to make.
   void prepare_next_plan();
