@@ -91,6 +91,11 @@ BucketedSampler::BucketedSampler(const BucketedSamplerConfig& config, int world_
   const int index_bits = sampling_detail::bit_width(lengths.size() > 1 ? lengths.size() - 1 : 1);
   index_bits_ =
       index_bits + sampling_detail::bit_width(static_cast<std::uint64_t>(config.max_tokens)) <= 64 ? index_bits : 0;
+  // A marked order is shuffled as 32-bit words, ((length - shortest) << index_bits_ | index), where
+  // they hold both (w3's plan of 200,000 samples: 1.31 ms, 1.37 in words of 64).
+  narrow_order_ =
+      index_bits_ > 0 && markable() &&
+      index_bits_ + sampling_detail::bit_width(static_cast<std::uint64_t>(longest_length_ - shortest_length_)) <= 32;
   if (!lengths.empty() && config.batch_size_multiple > config.max_tokens / lengths[longest])
     STRIDER_THROW(UsageError, "bucketed: batch_size_multiple " + std::to_string(config.batch_size_multiple) +
                                   " samples as long as sample " + std::to_string(longest) + " (" +
@@ -336,24 +341,42 @@ bool BucketedSampler::markable() const noexcept {
          sampling_detail::windows_markable(config_.lengths.size(), shortest_length_, longest_length_, most_windows());
 }
 
-bool BucketedSampler::order_windows(std::int64_t epoch, std::uint64_t* entries,
+bool BucketedSampler::order_windows(std::int64_t epoch, sampling_detail::OrderWords& order,
                                     sampling_detail::WindowMarks& marks) const {
   const SharedView<std::int64_t>& lengths = config_.lengths;
   const auto n = static_cast<std::int64_t>(lengths.size());
   const bool packed = index_bits_ > 0;
+  const std::uint64_t order_seed = derive_seed(seed(), epoch, sample_stream);
+  const std::int64_t tokens = window_tokens();
   // The epoch's order of samples, shuffled as words: Fisher-Yates moves them as it would move the
   // bare indices, and each length is then read in index order, not at a random place per sample.
+  if (narrow_order_) {
+    // As 32-bit words, half the memory the shuffle moves them in, in the marks' order, whose words
+    // the marking replaces with their indices.
+    marks.order.resize(static_cast<std::size_t>(n));
+    std::uint32_t* const words = marks.order.data();
+    const auto shortest = static_cast<std::uint64_t>(shortest_length_);
+    for (std::int64_t sample = 0; sample < n; ++sample)
+      words[sample] = static_cast<std::uint32_t>(
+          (static_cast<std::uint64_t>(lengths[static_cast<std::size_t>(sample)]) - shortest) << index_bits_ |
+          static_cast<std::uint64_t>(sample));
+    if (config_.shuffle) sampling_detail::shuffle_seeded(words, static_cast<std::size_t>(n), order_seed);
+    if (sampling_detail::mark_windows(words, static_cast<std::size_t>(n), index_bits_, shortest_length_,
+                                      longest_length_, tokens, most_windows(), marks))
+      return true;
+    // (Never: most_windows bounds the windows.) As words of 64.
+  }
+  order.wide.resize(static_cast<std::size_t>(n));
+  std::uint64_t* const entries = order.wide.data();
   for (std::int64_t sample = 0; sample < n; ++sample)
     entries[static_cast<std::size_t>(sample)] =
         packed ? static_cast<std::uint64_t>(lengths[static_cast<std::size_t>(sample)]) << index_bits_ |
                      static_cast<std::uint64_t>(sample)
                : static_cast<std::uint64_t>(sample);
-  if (config_.shuffle)
-    sampling_detail::shuffle_seeded(entries, static_cast<std::size_t>(n), derive_seed(seed(), epoch, sample_stream));
+  if (config_.shuffle) sampling_detail::shuffle_seeded(entries, static_cast<std::size_t>(n), order_seed);
 
   // Windows of about `megabatch` batches' worth of tokens: each ends once its new samples reach
   // that (the carry of the window before is < one batch), or with the order.
-  const std::int64_t tokens = window_tokens();
   if (markable() && sampling_detail::mark_windows(entries, static_cast<std::size_t>(n), index_bits_, shortest_length_,
                                                   longest_length_, tokens, most_windows(), marks))
     return true;
@@ -375,10 +398,10 @@ void BucketedSampler::prepare_next_plan() {
   if (!markable()) return;
   // An optimisation only: whatever fails here, the plan makes its first part itself.
   try {
-    sampling_detail::ScratchVector<std::uint64_t> entries(config_.lengths.size());
+    sampling_detail::OrderWords order;
     sampling_detail::WindowMarks marks;
     const std::int64_t next = epoch() + 1;
-    if (!order_windows(next, entries.data(), marks)) return;
+    if (!order_windows(next, order, marks)) return;
     std::lock_guard<std::mutex> lock(ahead_->mutex);
     ahead_->key = plan_key(next);
     ahead_->marks = std::move(marks);
@@ -400,7 +423,7 @@ void BucketedSampler::make_plan() {
 
   // The order cut into windows, each window's samples marked for dealing out all at once where that
   // applies: made ahead for this epoch (prepare_next_plan) or here.
-  sampling_detail::ScratchVector<std::uint64_t> entries;
+  sampling_detail::OrderWords order;
   sampling_detail::WindowMarks marks;
   bool marked = false;
   {
@@ -412,13 +435,10 @@ void BucketedSampler::make_plan() {
       marked = true;
     }
   }
-  if (!marked) {
-    entries.resize(static_cast<std::size_t>(n));
-    marked = order_windows(epoch(), entries.data(), marks);
-  }
+  if (!marked) marked = order_windows(epoch(), order, marks);
   if (marked) {
     // The batches packed from each window's length counts, then every sample dealt to its place.
-    sampling_detail::ScratchVector<std::uint64_t>().swap(entries);
+    order = sampling_detail::OrderWords();
     const std::int64_t shortest = static_cast<std::int64_t>(marks.shortest);
     const auto span = static_cast<std::size_t>(marks.lengths);
     bool dealt = false;
@@ -445,13 +465,13 @@ void BucketedSampler::make_plan() {
     window.clear();
     std::size_t window_begin = 0;
     for (const std::size_t end : marks.ends) {
-      window.insert(window.end(), entries.begin() + static_cast<std::ptrdiff_t>(window_begin),
-                    entries.begin() + static_cast<std::ptrdiff_t>(end));
+      window.insert(window.end(), order.wide.begin() + static_cast<std::ptrdiff_t>(window_begin),
+                    order.wide.begin() + static_cast<std::ptrdiff_t>(end));
       sort_window(window);
       pack_window(window, end == static_cast<std::size_t>(n));
       window_begin = end;
     }
-    sampling_detail::ScratchVector<std::uint64_t>().swap(entries);
+    order = sampling_detail::OrderWords();
   }
 
   if (config_.shuffle) {

@@ -102,11 +102,18 @@ bool windows_markable(std::size_t size, std::int64_t shortest, std::int64_t long
   return static_cast<std::uint64_t>(longest - shortest) + 1 <= most / most_windows;
 }
 
-bool mark_windows(const std::uint64_t* keys, std::size_t size, int index_bits, std::int64_t shortest,
-                  std::int64_t longest, std::int64_t window_tokens, std::uint64_t most_windows, WindowMarks& marks) {
-  if (!windows_markable(size, shortest, longest, most_windows) || index_bits <= 0 || index_bits >= 64 ||
+namespace {
+
+// mark_windows over keys of 64 bits, (length << index_bits | index), or of 32, ((length - shortest)
+// << index_bits | index).
+template <typename Key>
+bool mark_windows_of(const Key* keys, std::size_t size, int index_bits, std::int64_t shortest, std::int64_t longest,
+                     std::int64_t window_tokens, std::uint64_t most_windows, WindowMarks& marks) {
+  constexpr int kKeyBits = 8 * sizeof(Key);
+  if (!windows_markable(size, shortest, longest, most_windows) || index_bits <= 0 || index_bits >= kKeyBits ||
       window_tokens < 1)
     return false;
+  const std::uint64_t base = kKeyBits == 64 ? 0 : static_cast<std::uint64_t>(shortest);  // what a key's length lacks
   marks.shortest = static_cast<std::uint64_t>(shortest);
   marks.lengths = static_cast<std::uint64_t>(longest - shortest) + 1;
 
@@ -121,7 +128,7 @@ bool mark_windows(const std::uint64_t* keys, std::size_t size, int index_bits, s
   std::int64_t window_sum = 0;
   for (std::size_t position = 0; position < size; ++position) {
     const std::uint64_t key = keys[position];
-    const std::uint64_t length = key >> index_bits;
+    const std::uint64_t length = (key >> index_bits) + base;
     order[position] = static_cast<std::uint32_t>(key & index_mask);
     ++counts[static_cast<std::size_t>(length - marks.shortest)];
     window_sum += static_cast<std::int64_t>(length);
@@ -135,6 +142,18 @@ bool mark_windows(const std::uint64_t* keys, std::size_t size, int index_bits, s
   marks.ends.push_back(size);
   marks.places.resize(marks.ends.size() * span);
   return true;
+}
+
+}  // namespace
+
+bool mark_windows(const std::uint64_t* keys, std::size_t size, int index_bits, std::int64_t shortest,
+                  std::int64_t longest, std::int64_t window_tokens, std::uint64_t most_windows, WindowMarks& marks) {
+  return mark_windows_of(keys, size, index_bits, shortest, longest, window_tokens, most_windows, marks);
+}
+
+bool mark_windows(const std::uint32_t* keys, std::size_t size, int index_bits, std::int64_t shortest,
+                  std::int64_t longest, std::int64_t window_tokens, std::uint64_t most_windows, WindowMarks& marks) {
+  return mark_windows_of(keys, size, index_bits, shortest, longest, window_tokens, most_windows, marks);
 }
 
 bool place_windows(WindowMarks& marks, const PackWindow& pack) {

@@ -55,6 +55,12 @@ bool sort_dense_keys(std::vector<std::uint64_t>& keys, int index_bits, const std
                      std::vector<std::uint64_t>& spare, std::vector<std::uint64_t>& bitmap,
                      std::vector<std::size_t>& starts);
 
+/// An epoch's shuffled order as a bucketed plan's first part holds it where it is not marked in
+/// 32-bit words (WindowMarks::order): packed 64-bit words (length << index_bits | index).
+struct OrderWords {
+  ScratchVector<std::uint64_t> wide;
+};
+
 /// Every window of an epoch's order sorted and laid out as the plan's batches at once: a counting
 /// sort by (window, length) that cuts the order into windows and keeps its indices (one pass over
 /// the order, in order), then, once the batches are packed from each window's counts alone
@@ -92,6 +98,10 @@ bool windows_markable(std::size_t size, std::int64_t shortest, std::int64_t long
 /// [shortest, longest]. Returns false (the marks then of no use) where windows_markable does, or
 /// where the order makes more than `most_windows` windows.
 bool mark_windows(const std::uint64_t* keys, std::size_t size, int index_bits, std::int64_t shortest,
+                  std::int64_t longest, std::int64_t window_tokens, std::uint64_t most_windows, WindowMarks& marks);
+/// The same over 32-bit keys, ((length - shortest) << index_bits | index), which may be
+/// marks.order's own words: each is read before its index replaces it.
+bool mark_windows(const std::uint32_t* keys, std::size_t size, int index_bits, std::int64_t shortest,
                   std::int64_t longest, std::int64_t window_tokens, std::uint64_t most_windows, WindowMarks& marks);
 
 /// What becomes of a window's samples, sorted by (length, index): `pack(counts, last, first)` packs

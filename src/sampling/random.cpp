@@ -108,6 +108,11 @@ void shuffle_seeded(std::uint64_t* values, std::size_t n, std::uint64_t seed) {
   fisher_yates(values, n, engine);
 }
 
+void shuffle_seeded(std::uint32_t* values, std::size_t n, std::uint64_t seed) {
+  BlockMt19937_64 engine(seed);
+  fisher_yates(values, n, engine);
+}
+
 }  // namespace sampling_detail
 
 }  // namespace strider

@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <numeric>
+#include <tuple>
 #include <utility>
 
 #include "sampler_properties.hpp"
@@ -224,29 +225,33 @@ TEST_CASE("bucketed sampler: a window's samples are formed into batches by ascen
   // samples, one window of every index; the radix sort's cases are in test_key_sort.cpp) and the
   // comparison sort (300), with many ties (lengths 1..40) and with few (1..4,000); and a budget of
   // 2^62 tokens, whose lengths do not fit a word beside an index (the entries are indices, sorted
-  // by comparing lengths: one batch of the whole window).
-  for (const std::int64_t n : {300, 5000, 70000}) {
-    for (const auto& [longest, budget] :
-         {std::pair<std::int64_t, std::int64_t>{40, 8192}, {4000, 8192}, {4000, std::int64_t{1} << 62}}) {
-      CAPTURE(n, longest, budget);
-      const auto lengths = std::make_shared<const std::vector<std::int64_t>>(
-          synthetic_lengths("uniform:min=1,max=" + std::to_string(longest), n, 3));
-      const auto before = [&](std::int64_t a, std::int64_t b) {
-        const std::int64_t la = (*lengths)[static_cast<std::size_t>(a)], lb = (*lengths)[static_cast<std::size_t>(b)];
-        return la != lb ? la < lb : a < b;
-      };
-      BucketedSampler sampler(bucketed_config(lengths, budget, 0), 1, 0);
-      sampler.set_epoch(0);
-      std::vector<std::vector<std::int64_t>> batches = all_batches(sampler);
-      REQUIRE((budget < (std::int64_t{1} << 62) || batches.size() == 1));
-      std::sort(batches.begin(), batches.end(), [&](const auto& a, const auto& b) { return before(a[0], b[0]); });
-      std::vector<std::int64_t> formed;
-      for (const std::vector<std::int64_t>& batch : batches) formed.insert(formed.end(), batch.begin(), batch.end());
-      std::vector<std::int64_t> expected(static_cast<std::size_t>(n));
-      std::iota(expected.begin(), expected.end(), std::int64_t{0});
-      std::sort(expected.begin(), expected.end(), before);
-      REQUIRE(formed == expected);
-    }
+  // by comparing lengths: one batch of the whole window). Where the window is marked at once (every
+  // budget but 2^62), the order is marked in 32-bit words where an index and the lengths' span fit
+  // one, and in 64-bit words where they do not (270,000 samples of lengths 1..40,000).
+  const std::vector<std::tuple<std::int64_t, std::int64_t, std::int64_t>> cases = {
+      {300, 40, 8192},         {300, 4000, 8192},   {300, 4000, std::int64_t{1} << 62},
+      {5000, 40, 8192},        {5000, 4000, 8192},  {5000, 4000, std::int64_t{1} << 62},
+      {70000, 40, 8192},       {70000, 4000, 8192}, {70000, 4000, std::int64_t{1} << 62},
+      {270000, 40000, 1 << 16}};
+  for (const auto& [n, longest, budget] : cases) {
+    CAPTURE(n, longest, budget);
+    const auto lengths = std::make_shared<const std::vector<std::int64_t>>(
+        synthetic_lengths("uniform:min=1,max=" + std::to_string(longest), n, 3));
+    const auto before = [&](std::int64_t a, std::int64_t b) {
+      const std::int64_t la = (*lengths)[static_cast<std::size_t>(a)], lb = (*lengths)[static_cast<std::size_t>(b)];
+      return la != lb ? la < lb : a < b;
+    };
+    BucketedSampler sampler(bucketed_config(lengths, budget, 0), 1, 0);
+    sampler.set_epoch(0);
+    std::vector<std::vector<std::int64_t>> batches = all_batches(sampler);
+    REQUIRE((budget < (std::int64_t{1} << 62) || batches.size() == 1));
+    std::sort(batches.begin(), batches.end(), [&](const auto& a, const auto& b) { return before(a[0], b[0]); });
+    std::vector<std::int64_t> formed;
+    for (const std::vector<std::int64_t>& batch : batches) formed.insert(formed.end(), batch.begin(), batch.end());
+    std::vector<std::int64_t> expected(static_cast<std::size_t>(n));
+    std::iota(expected.begin(), expected.end(), std::int64_t{0});
+    std::sort(expected.begin(), expected.end(), before);
+    REQUIRE(formed == expected);
   }
 }
 

@@ -162,6 +162,22 @@ TEST_CASE("bucketed window sorts: every window at once, as each window's std::so
     REQUIRE(took == c.marks);
     if (!took) continue;
     REQUIRE(marks.ends == ends);
+    // The same marks from 32-bit keys, ((length - shortest) << index_bits | index), marked in
+    // marks.order's own words, where they fit.
+    if (all.index_bits + sampling_detail::bit_width(static_cast<std::uint64_t>(longest - shortest)) <= 32) {
+      sampling_detail::WindowMarks narrow;
+      narrow.order.resize(order.size());
+      const std::uint64_t index_mask = (std::uint64_t{1} << all.index_bits) - 1;
+      for (std::size_t position = 0; position < order.size(); ++position)
+        narrow.order[position] = static_cast<std::uint32_t>(
+            ((order[position] >> all.index_bits) - static_cast<std::uint64_t>(shortest)) << all.index_bits |
+            (order[position] & index_mask));
+      REQUIRE(sampling_detail::mark_windows(narrow.order.data(), order.size(), all.index_bits, shortest, longest,
+                                            c.window_tokens, c.most_windows, narrow));
+      REQUIRE(narrow.ends == marks.ends);
+      REQUIRE(narrow.places == marks.places);
+      REQUIRE(std::equal(narrow.order.begin(), narrow.order.end(), marks.order.begin(), marks.order.end()));
+    }
 
     // Each window but the last carries on some of its last samples: none, a few, or all of them
     // (which then carry on through the next window too).

@@ -15,7 +15,8 @@ namespace strider {
 
 namespace sampling_detail {
 struct WindowMarks;
-}
+struct OrderWords;
+}  // namespace sampling_detail
 
 /// Configuration of the bucketed sampler.
 struct BucketedSamplerConfig {
@@ -99,10 +100,11 @@ class BucketedSampler final : public Sampler {
   bool markable() const noexcept;
   /// The name of epoch `epoch`'s plan under this configuration (never 0).
   std::uint64_t plan_key(std::int64_t epoch) const;
-  /// The first part of a plan: the epoch's shuffled order, in `entries` (N words of any content
-  /// before), cut into windows (marks.ends); true where each window's samples are also marked for
-  /// dealing out all at once (sampling_detail::mark_windows), which needs the order no longer.
-  bool order_windows(std::int64_t epoch, std::uint64_t* entries, sampling_detail::WindowMarks& marks) const;
+  /// The first part of a plan: the epoch's shuffled order, cut into windows (marks.ends); true
+  /// where each window's samples are also marked for dealing out all at once
+  /// (sampling_detail::mark_windows), which needs the order no longer, else the order is in
+  /// order.wide.
+  bool order_windows(std::int64_t epoch, sampling_detail::OrderWords& order, sampling_detail::WindowMarks& marks) const;
   /// The next epoch's first part, marked, for whichever copy of this sampler makes that plan: what
   /// a rank does while it waits for the node's plan of this epoch when the next is its to make.
   void prepare_next_plan();
@@ -150,7 +152,8 @@ class BucketedSampler final : public Sampler {
   // Loader plans each epoch on the copy the epoch before did not.
   struct Ahead;
   std::shared_ptr<Ahead> ahead_;
-  int index_bits_ = 0;  // bits of a window entry's index where its length is packed above it (0: not packed)
+  int index_bits_ = 0;         // bits of a window entry's index where its length is packed above it (0: not packed)
+  bool narrow_order_ = false;  // the marked order shuffled as 32-bit words (sampling_detail::OrderWords)
   std::int64_t largest_batch_ = 0;
   std::int64_t largest_batch_tokens_ = 0;
   std::int64_t plan_header_[3] = {};  // plan_pieces(): the batch count, the largest batch and its most tokens
