@@ -290,23 +290,9 @@ bool BucketedSampler::load_plan(const std::byte* data, std::int64_t bytes) {
   const std::int64_t batches = header[0];
   if (batches < 0 || batches > n || bytes != plan_bytes(n, batches, width)) return false;
   sequence_.resize(static_cast<std::size_t>(batches));
-  // Copied and checked in one pass: every sample index a sample's.
   const std::byte* const samples = data + sizeof(header);
-  std::uint64_t outside = 0;
-  std::size_t samples_bytes = 0;
-  with_samples([&](auto& indices) {
-    using Index = typename std::remove_reference_t<decltype(indices)>::value_type;
-    indices.resize(static_cast<std::size_t>(n));
-    for (std::size_t k = 0; k < indices.size(); ++k) {
-      Index sample;
-      std::memcpy(&sample, samples + k * sizeof(sample), sizeof(sample));
-      outside |= static_cast<std::uint64_t>(static_cast<std::uint64_t>(sample) >= static_cast<std::uint64_t>(n));
-      indices[k] = sample;
-    }
-    samples_bytes = indices.size() * sizeof(Index);
-  });
-  if (outside != 0) return false;
-  std::memcpy(static_cast<void*>(sequence_.data()), samples + samples_bytes, sequence_.size() * sizeof(Span));
+  std::memcpy(static_cast<void*>(sequence_.data()), samples + static_cast<std::size_t>(n) * width,
+              sequence_.size() * sizeof(Span));
   largest_batch_ = header[1];
   largest_batch_tokens_ = header[2];
   // A plan every later step can rely on: spans of at least one sample inside the N, covering N in
@@ -321,7 +307,43 @@ bool BucketedSampler::load_plan(const std::byte* data, std::int64_t bytes) {
     largest = std::max(largest, span.count);
     costliest = std::max(costliest, span.cost());
   }
-  return covered == n && largest == largest_batch_ && largest_batch_tokens_ >= 0 && largest_batch_tokens_ <= costliest;
+  if (covered != n || largest != largest_batch_ || largest_batch_tokens_ < 0 || largest_batch_tokens_ > costliest)
+    return false;
+  // This rank's batches only (batch(): step * R + rank, the padding from the sequence's start):
+  // their samples copied together and checked to be samples, their spans pointed at the copy; the
+  // other ranks' spans keep their sizes and costs and point at none (first -1). A rank of R copies
+  // about 1/R of the plan's samples, which the node's maker has just written.
+  const std::int64_t world = world_size(), steps = num_steps();
+  std::vector<char> mine(static_cast<std::size_t>(batches), 0);
+  std::int64_t held = 0;
+  for (std::int64_t step = 0; step < steps; ++step) {
+    const auto position = static_cast<std::size_t>((step * world + rank()) % batches);
+    if (mine[position] == 0) held += sequence_[position].count;
+    mine[position] = 1;
+  }
+  std::uint64_t outside = 0;
+  with_samples([&](auto& indices) {
+    using Index = typename std::remove_reference_t<decltype(indices)>::value_type;
+    indices.resize(static_cast<std::size_t>(held));
+    Index* out = indices.data();
+    for (std::size_t position = 0; position < sequence_.size(); ++position) {
+      Span& span = sequence_[position];
+      if (mine[position] == 0) {
+        span.first = -1;
+        continue;
+      }
+      const std::byte* const in = samples + static_cast<std::size_t>(span.first) * sizeof(Index);
+      for (std::int64_t k = 0; k < span.count; ++k) {
+        Index sample;
+        std::memcpy(&sample, in + static_cast<std::size_t>(k) * sizeof(sample), sizeof(sample));
+        outside |= static_cast<std::uint64_t>(static_cast<std::uint64_t>(sample) >= static_cast<std::uint64_t>(n));
+        out[k] = sample;
+      }
+      span.first = out - indices.data();
+      out += span.count;
+    }
+  });
+  return outside == 0;
 }
 
 std::int64_t BucketedSampler::window_tokens() const noexcept {
@@ -510,6 +532,9 @@ void BucketedSampler::sequence_batch(std::int64_t position, std::vector<std::int
     STRIDER_THROW(UsageError, "batch " + std::to_string(position) + " is outside the epoch's " +
                                   std::to_string(num_batches()) + " batches");
   const Span& span = sequence_[static_cast<std::size_t>(position)];
+  if (span.first < 0)
+    STRIDER_THROW(UsageError, "batch " + std::to_string(position) +
+                                  " is another rank's: this rank copied only its own batches of its node's plan");
   with_samples([&](const auto& samples) {
     indices.assign(samples.begin() + span.first, samples.begin() + span.first + span.count);
   });

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <map>
@@ -332,8 +333,8 @@ TEST_CASE("bucketed sampler: a shared plan is the plan, and bytes that are not o
         std::fill(bytes.begin() + 16, bytes.begin() + 24, std::byte{0x7f});
       },  // the most tokens of a batch, past max_tokens
       [](std::vector<std::byte>& bytes) {
-        std::fill(bytes.begin() + 24, bytes.begin() + 32, std::byte{0xff});
-      },  // a sample
+        std::fill(bytes.begin() + 24, bytes.begin() + 24 + 4 * 3000, std::byte{0xff});
+      },  // every sample index past N
   };
   for (std::size_t k = 0; k < spoils.size(); ++k) {
     CAPTURE(k);
@@ -344,6 +345,28 @@ TEST_CASE("bucketed sampler: a shared plan is the plan, and bytes that are not o
     REQUIRE(kept->refused == refused + 2);
     REQUIRE(all_batches(again) == expected);
   }
+  // A copier holds its own batches only: another rank's samples are neither copied nor checked
+  // (batch 2 is rank 0's: rank 1 runs the odd ones, and batch 0 where it pads), and asking for
+  // another rank's batch is an error, not another batch.
+  REQUIRE(alone.num_batches() >= 3);
+  kept->spoil = [](std::vector<std::byte>& bytes) {
+    constexpr std::size_t kSamples = 24, kSpans = kSamples + 4 * 3000;
+    std::int64_t span[2];  // batch 2's first sample and count
+    std::memcpy(span, bytes.data() + kSpans + 2 * 24, sizeof(span));
+    std::fill(bytes.begin() + static_cast<std::ptrdiff_t>(kSamples + 4 * span[0]),
+              bytes.begin() + static_cast<std::ptrdiff_t>(kSamples + 4 * (span[0] + span[1])), std::byte{0xff});
+  };
+  const int refused = kept->refused, loaded = kept->loaded;
+  BucketedSampler copied(shared_config, 2, 1);
+  copied.set_epoch(3);
+  REQUIRE(kept->refused == refused);
+  REQUIRE(kept->loaded == loaded + 2);
+  REQUIRE(all_batches(copied) == expected);
+  std::vector<std::int64_t> batch, own;
+  copied.sequence_batch(1, batch);  // rank 1's first
+  alone.sequence_batch(1, own);
+  REQUIRE(batch == own);
+  REQUIRE_THROWS_AS(copied.sequence_batch(2, batch), UsageError);
 }
 
 TEST_CASE("bucketed sampler: a plan begun ahead, by a copy, is the plan", "[bucketed]") {

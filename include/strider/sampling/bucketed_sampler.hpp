@@ -71,6 +71,8 @@ class BucketedSampler final : public Sampler {
   /// The epoch's batches before padding (the same for every world size).
   std::int64_t num_batches() const noexcept { return static_cast<std::int64_t>(sequence_.size()); }
   /// Batch `position` (0 <= position < num_batches()) of the epoch's sequence, as sample indices.
+  /// A plan copied from a shared one (shared_plan, made by another rank) holds this rank's batches
+  /// only: another rank's throws UsageError.
   void sequence_batch(std::int64_t position, std::vector<std::int64_t>& indices) const;
   /// Its cost: count * longest length, in tokens.
   std::int64_t sequence_cost(std::int64_t position) const;
