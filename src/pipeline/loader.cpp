@@ -159,7 +159,7 @@ struct Loader::State {
   int uncaught_at_construction = std::uncaught_exceptions();
   bool layout_agreed = false;  // every rank measured its thread layout, and all use the agreed one
   bool caller_thread = false;  // every rank reads on its consumer's thread (io_thread off, or agreed)
-  bool spare_core = true;      // this rank has a core to spare beside its consumer's (has_spare_core)
+  bool spare_core = true;      // every rank has a core to spare beside its consumer's (has_spare_core)
   bool closed = false;
   PrefetchStats final_stats;
   // The in-memory store, when on: the prefetcher's reader (owned there), and what it holds.
@@ -488,8 +488,14 @@ Loader::Loader(const Communicator& comm, LoaderOptions options) : state_(std::ma
   prefetcher_options.allocator = s.options.allocator;
   prefetcher_options.io_thread = s.options.io_thread;
   prefetcher_options.measure_layout = s.options.measure_thread_layout;
-  prefetcher_options.spare_core = s.spare_core = pipeline_detail::has_spare_core(comm.local_size());
-  s.caller_thread = !s.options.io_thread;
+  prefetcher_options.spare_core = pipeline_detail::has_spare_core(comm.local_size());
+  // The plan-ahead rule's inputs, the same on every rank (a rank that plans ahead while the node's
+  // others plan at the epoch's start would wait for a plan nobody makes yet): a spare core where
+  // every rank has one, the consumer's thread where every rank reads there.
+  std::int64_t rule[2] = {prefetcher_options.spare_core ? 1 : 0, s.options.io_thread ? 0 : 1};
+  comm.all_reduce(rule, 2, ReduceOp::min);
+  s.spare_core = rule[0] == 1;
+  s.caller_thread = rule[1] == 1;
   prefetcher_options.read_rows_one_by_one = s.options.diagnostics.read_rows_one_by_one;
   prefetcher_options.observer = s.options.diagnostics.observer;
   if (s.options.lookahead > 0) {
@@ -559,6 +565,7 @@ LoaderEpoch Loader::epoch(std::int64_t epoch) {
     const pipeline_detail::AgreedLayout agreed = pipeline_detail::agree_thread_layout(s.comm, layout);
     s.prefetcher->use_layout(agreed.caller_thread);
     s.caller_thread = agreed.caller_thread;
+    s.spare_core = agreed.spare_core;
     if (s.comm.is_root())
       log_info("thread layout: ",
                agreed.caller_thread ? "every rank reads on its consumer's thread"

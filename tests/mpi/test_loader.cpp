@@ -196,7 +196,7 @@ TEST_CASE("loader: reading on the consumer's thread without a spare core, epochs
   // epoch 2 is read twice, planned anew, with the same batches.
   const Communicator& comm = world();
   const TestFile sequences(comm, "sequences", 301);
-  const bool spare_core = pipeline_detail::has_spare_core(comm.local_size());
+  const bool spare_core = everywhere(comm, pipeline_detail::has_spare_core(comm.local_size()));
   bool as_expected = true;
   for (const bool io_thread : {true, false}) {
     for (const std::string mode : {"distributed", "bucketed", "weighted"}) {
@@ -240,14 +240,15 @@ TEST_CASE("loader: once the ranks agree on a thread layout, epochs are planned a
   options.diagnostics.observer = threads;
   Loader loader(comm, options);
   std::int64_t epoch = 0;
-  for (; epoch < 6 && !loader.thread_layout().decided; ++epoch) loader_hashes(loader, epoch);
-  const LayoutMeasurement layout = loader.thread_layout();
-  REQUIRE(layout.decided);
+  // Until every rank has decided (ranks may decide in different epochs; epoch() is collective).
+  for (; epoch < 6 && !everywhere(comm, loader.thread_layout().decided); ++epoch) loader_hashes(loader, epoch);
+  REQUIRE(everywhere(comm, loader.thread_layout().decided));
   // The agreement is made at the next epoch's start; the epoch after that is planned by its rule.
   loader_hashes(loader, epoch);
   loader_hashes(loader, epoch + 1);
-  const bool ahead = pipeline_detail::plans_ahead(loader.thread_layout().caller_thread,
-                                                  pipeline_detail::has_spare_core(comm.local_size()), false);
+  const bool ahead =
+      pipeline_detail::plans_ahead(loader.thread_layout().caller_thread,
+                                   everywhere(comm, pipeline_detail::has_spare_core(comm.local_size())), false);
   std::string how;
   const bool as_expected = threads->planned(epoch + 1, ahead, how);
   if (!as_expected)
