@@ -97,10 +97,11 @@ struct LoaderOptions {
   std::int64_t epochs = 0;
   /// Plan epoch e+1 on another thread while epoch e is read (set_epoch can cost O(N): the
   /// distributed sampler's permutation). The batches are the same with it on or off; it holds a
-  /// second plan in memory. Where a rank has no core to spare and reads on its consumer's thread
-  /// (io_thread off, or kept there by the layout measurement), no core idles for that thread: each
-  /// epoch is then planned when it starts, except the distributed sampler's, whose order one rank
-  /// shuffles for its node's others to wait for.
+  /// second plan in memory. Where some rank has no core to spare and every rank reads on its
+  /// consumer's thread (io_thread off, or kept there by the layout measurement), no core idles for
+  /// that thread: each epoch is then planned when it starts, except the distributed sampler's,
+  /// whose order one rank shuffles for its node's others to wait for (the second plan is still
+  /// held, for queries).
   bool plan_ahead = true;
   /// With plan_ahead: that thread runs only where a core would otherwise idle (Linux's SCHED_IDLE),
   /// taking next to no time from the ranks' reads and steps; an epoch whose plan is not done when

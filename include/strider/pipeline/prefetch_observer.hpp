@@ -60,7 +60,7 @@ struct PrefetchPlanEvent {
   std::int64_t epoch = 0;
   /// The planning thread's CPU time for it (with any part of the next epoch's plan made meanwhile).
   double cpu_seconds = 0;
-  /// 1 when this rank copied the epoch's order, or its whole plan (bucketed), from its node's
+  /// 1 when this rank copied the epoch's order, or its plan (bucketed: its own batches), from its node's
   /// (LoaderDiagnostics::plan_per_node).
   std::int64_t orders_copied = 0;
 };

@@ -104,8 +104,8 @@ class BucketedSampler final : public Sampler {
   std::uint64_t plan_key(std::int64_t epoch) const;
   /// The first part of a plan: the epoch's shuffled order, cut into windows (marks.ends); true
   /// where each window's samples are also marked for dealing out all at once
-  /// (sampling_detail::mark_windows), which needs the order no longer, else the order is in
-  /// order.wide.
+  /// (sampling_detail::mark_windows: the marks then hold the order's indices, and the rest of the
+  /// plan needs nothing else of it), else the order is in order.wide.
   bool order_windows(std::int64_t epoch, sampling_detail::OrderWords& order, sampling_detail::WindowMarks& marks) const;
   /// The next epoch's first part, marked, for whichever copy of this sampler makes that plan: what
   /// a rank does while it waits for the node's plan of this epoch when the next is its to make.
