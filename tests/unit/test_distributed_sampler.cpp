@@ -414,8 +414,9 @@ TEST_CASE("every build of the twister's block refill this CPU runs draws the sta
   }
 }
 
-TEST_CASE("the plans' block engine draws std::mt19937_64's stream, and shuffles as shuffle_in_place",
-          "[distributed][random]") {
+TEST_CASE(
+    "the plans' block engine draws std::mt19937_64's stream, and shuffles words of 64 and 32 bits as shuffle_in_place",
+    "[distributed][random]") {
   for (std::uint64_t seed : {std::uint64_t{0}, std::uint64_t{5489}, ~std::uint64_t{0}, derive_seed(3, 7, 11)}) {
     CAPTURE(seed);
     REQUIRE(differing_words<sampling_detail::BlockMt19937_64, std::mt19937_64>(seed, 2500) == 0);  // 8 blocks of 312
@@ -425,13 +426,17 @@ TEST_CASE("the plans' block engine draws std::mt19937_64's stream, and shuffles 
       std::iota(expected.begin(), expected.end(), std::int64_t{0});
       std::vector<std::int64_t> signed_words = expected;
       std::vector<std::uint64_t> words(expected.begin(), expected.end());
+      std::vector<std::uint32_t> narrow_words(expected.begin(), expected.end());  // a bucketed plan's marked order
       std::mt19937_64 standard(seed);
       shuffle_in_place(expected, standard);
       sampling_detail::shuffle_seeded(signed_words.data(), n, seed);
       sampling_detail::shuffle_seeded(words.data(), n, seed);
+      sampling_detail::shuffle_seeded(narrow_words.data(), n, seed);
       REQUIRE(signed_words == expected);
       REQUIRE(std::equal(words.begin(), words.end(), expected.begin(),
                          [](std::uint64_t a, std::int64_t b) { return a == static_cast<std::uint64_t>(b); }));
+      REQUIRE(std::equal(narrow_words.begin(), narrow_words.end(), expected.begin(),
+                         [](std::uint32_t a, std::int64_t b) { return a == static_cast<std::uint64_t>(b); }));
     }
   }
 }
