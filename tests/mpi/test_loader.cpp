@@ -17,6 +17,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -190,37 +191,76 @@ class PlanThreads final : public PrefetchObserver {
 
 }  // namespace
 
+namespace {
+
+/// Holds the calling thread, and the threads it starts, to one of the CPUs it may run on while
+/// alive (the node-local rank's, counted among them): a rank without a core to spare on any machine.
+class OneCpu {
+ public:
+  explicit OneCpu(int local_rank) {
+    CPU_ZERO(&before_);
+    if (sched_getaffinity(0, sizeof(before_), &before_) != 0) return;
+    std::vector<int> cpus;
+    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+      if (CPU_ISSET(cpu, &before_)) cpus.push_back(cpu);
+    if (cpus.empty()) return;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpus[static_cast<std::size_t>(local_rank) % cpus.size()], &one);
+    held_ = sched_setaffinity(0, sizeof(one), &one) == 0;
+  }
+  ~OneCpu() {
+    if (held_) sched_setaffinity(0, sizeof(before_), &before_);
+  }
+  OneCpu(const OneCpu&) = delete;
+  OneCpu& operator=(const OneCpu&) = delete;
+  bool held() const noexcept { return held_; }
+
+ private:
+  cpu_set_t before_;
+  bool held_ = false;
+};
+
+}  // namespace
+
 TEST_CASE("loader: reading on the consumer's thread without a spare core, epochs are planned when they start",
           "[mpi][loader][plan]") {
   // Except the distributed sampler's, whose node order one rank shuffles while the others wait;
-  // epoch 2 is read twice, planned anew, with the same batches.
+  // epoch 2 is read twice, planned anew, with the same batches. Each rank as the machine gives it
+  // (a spare core or not), then held to one CPU (none spare): both sides of the rule on any machine.
   const Communicator& comm = world();
   const TestFile sequences(comm, "sequences", 301);
-  const bool spare_core = everywhere(comm, pipeline_detail::has_spare_core(comm.local_size()));
   bool as_expected = true;
-  for (const bool io_thread : {true, false}) {
-    for (const std::string mode : {"distributed", "bucketed", "weighted"}) {
-      LoaderOptions options = options_for(sequences.path(), mode, 9);
-      options.io_thread = io_thread;
-      options.measure_thread_layout = false;
-      const auto threads = std::make_shared<PlanThreads>();
-      options.diagnostics.observer = threads;
-      Loader loader(comm, options);
-      const std::vector<std::uint64_t> expected = loader_hashes(loader, 2);
-      for (std::int64_t epoch : {0, 1, 2}) loader_hashes(loader, epoch);
-      if (loader_hashes(loader, 2) != expected) {
-        as_expected = false;
-        UNSCOPED_INFO(mode << ": epoch 2 read twice differs");
-      }
-      // The distributed sampler's order is shuffled once per node where a node has several ranks.
-      const bool node_order = mode == "distributed" && comm.local_size() > 1;
-      const bool ahead = pipeline_detail::plans_ahead(!io_thread, spare_core, node_order);
-      for (const std::int64_t epoch : {1, 2}) {  // planned during epoch 0 and 1, or when they started
-        std::string how;
-        if (!threads->planned(epoch, ahead, how)) {
+  for (const bool one_cpu : {false, true}) {
+    std::optional<OneCpu> held;
+    if (one_cpu) held.emplace(comm.local_rank());
+    REQUIRE(everywhere(comm, !one_cpu || held->held()));
+    const bool spare_core = everywhere(comm, pipeline_detail::has_spare_core(comm.local_size()));
+    if (one_cpu) REQUIRE_FALSE(spare_core);
+    for (const bool io_thread : {true, false}) {
+      for (const std::string mode : {"distributed", "bucketed", "weighted"}) {
+        LoaderOptions options = options_for(sequences.path(), mode, 9);
+        options.io_thread = io_thread;
+        options.measure_thread_layout = false;
+        const auto threads = std::make_shared<PlanThreads>();
+        options.diagnostics.observer = threads;
+        Loader loader(comm, options);
+        const std::vector<std::uint64_t> expected = loader_hashes(loader, 2);
+        for (std::int64_t epoch : {0, 1, 2}) loader_hashes(loader, epoch);
+        if (loader_hashes(loader, 2) != expected) {
           as_expected = false;
-          UNSCOPED_INFO(mode << (io_thread ? ", I/O thread" : ", consumer's thread") << ", epoch " << epoch << ": "
-                             << how);
+          UNSCOPED_INFO(mode << ": epoch 2 read twice differs");
+        }
+        // The distributed sampler's order is shuffled once per node where a node has several ranks.
+        const bool node_order = mode == "distributed" && comm.local_size() > 1;
+        const bool ahead = pipeline_detail::plans_ahead(!io_thread, spare_core, node_order);
+        for (const std::int64_t epoch : {1, 2}) {  // planned during epoch 0 and 1, or when they started
+          std::string how;
+          if (!threads->planned(epoch, ahead, how)) {
+            as_expected = false;
+            UNSCOPED_INFO(mode << (io_thread ? ", I/O thread" : ", consumer's thread") << (one_cpu ? ", one CPU" : "")
+                               << ", epoch " << epoch << ": " << how);
+          }
         }
       }
     }
