@@ -143,10 +143,11 @@ namespace {
 /// (never published, or not a plan). True once a copy was done while the version stood still.
 /// False where it was not usable, overwritten while copied, or, where `wait`, did not begin within waits.start_seconds
 /// or end within `finish_seconds` (logged: "the node's `what` did not ... ; `instead`"); at once
-/// where not `wait`.
+/// where not `wait`. A wait calls `work` (where not null) instead of pausing, until it returns false.
 template <typename Holds, typename Copy>
 bool copy_under_lock(const std::atomic<std::uint64_t>& version, Holds holds, Copy copy, bool wait,
-                     const NodeOrderWaits& waits, double finish_seconds, const std::string& what, const char* instead) {
+                     const NodeOrderWaits& waits, double finish_seconds, const std::string& what, const char* instead,
+                     const std::function<bool()>* work = nullptr) {
   const Clock::time_point start = Clock::now();
   // Yielding first where the caller waits in a YieldingWaits scope (Loader::epoch: a plan made when
   // the epoch starts, which the maker has within a millisecond): sleeping at once, a reader of w3's
@@ -178,6 +179,9 @@ bool copy_under_lock(const std::atomic<std::uint64_t>& version, Holds holds, Cop
                 instead);
       return false;
     }
+    // The caller's own work, a slice at a time, rather than idling: a look after each.
+    if (work != nullptr && (*work)()) continue;
+    work = nullptr;  // none left
     backoff.pause();
   }
 }
@@ -340,18 +344,19 @@ NodePlan::Counts NodePlan::counts() const {
 void NodePlan::share(std::uint64_t key, std::uint64_t turn, const std::function<void()>& make,
                      const std::function<std::vector<Piece>()>& pieces,
                      const std::function<bool(const std::byte* data, std::int64_t bytes)>& load,
-                     const std::function<void()>& ahead) {
+                     const std::function<bool()>& ahead) {
   std::lock_guard<std::mutex> lock(mutex_);
   const bool query = on_this_rank_only > 0;  // neither waits for the node's plan nor writes it
   const bool my_turn = writes(turn);
-  // The next plan's maker starts on it while this one is made elsewhere: each rank then carries
-  // part of every epoch's planning, not all of every other epoch's.
+  // The next plan's maker starts on it while this one is made elsewhere, and goes on with it while
+  // it waits: each rank then carries part of every epoch's planning, not all of every other epoch's.
+  bool more_ahead = false;
   if (!my_turn && !query && writes(turn + 1) && ahead) {
-    ahead();
+    more_ahead = ahead();
     ++ahead_;
   }
   // A plan the node holds already is copied by anyone; a rank whose turn it is not waits for it.
-  if (copy_from_node(key, load, !my_turn && !query)) {
+  if (copy_from_node(key, load, !my_turn && !query, more_ahead ? &ahead : nullptr)) {
     ++copied_;
     return;
   }
@@ -399,7 +404,7 @@ NodePlan::Made NodePlan::make_into_node(std::uint64_t key, const std::function<v
 }
 
 bool NodePlan::copy_from_node(std::uint64_t key, const std::function<bool(const std::byte*, std::int64_t)>& load,
-                              bool wait) {
+                              bool wait, const std::function<bool()>* work) {
   return copy_under_lock(
       header_->version, [&] { return header_->key.load(std::memory_order_relaxed) == key; },
       [&] {
@@ -411,7 +416,7 @@ bool NodePlan::copy_from_node(std::uint64_t key, const std::function<bool(const 
       // of this size may take.
       std::max(waits_.finish_seconds,
                1e-9 * waits_.finish_ns_per_entry * static_cast<double>(capacity_) / sizeof(std::uint32_t)),
-      "plan " + std::to_string(key), "making it on this rank");
+      "plan " + std::to_string(key), "making it on this rank", work);
 }
 
 std::shared_ptr<const ClassIndex> node_class_index(const Communicator& comm, const SharedView<std::int32_t>& labels,

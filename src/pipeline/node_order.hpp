@@ -119,7 +119,7 @@ class NodePlan final : public SharedPlan {
   void share(std::uint64_t key, std::uint64_t turn, const std::function<void()>& make,
              const std::function<std::vector<Piece>()>& pieces,
              const std::function<bool(const std::byte* data, std::int64_t bytes)>& load,
-             const std::function<void()>& ahead) override;
+             const std::function<bool()>& ahead) override;
 
   /// What share() did so far on this rank: made a plan and published it (its turn), copied the
   /// node's, or made one that nobody else reads (a missing, late or too large copy; a query); and
@@ -140,8 +140,10 @@ class NodePlan final : public SharedPlan {
   Made make_into_node(std::uint64_t key, const std::function<void()>& make,
                       const std::function<std::vector<Piece>()>& pieces);
   /// The node's plan `key` handed to load; false where it is not there (after the waits, where
-  /// `wait`), was not published, or changed while copied.
-  bool copy_from_node(std::uint64_t key, const std::function<bool(const std::byte*, std::int64_t)>& load, bool wait);
+  /// `wait`), was not published, or changed while copied. A wait calls `work` (where not null)
+  /// instead of pausing, until it returns false.
+  bool copy_from_node(std::uint64_t key, const std::function<bool(const std::byte*, std::int64_t)>& load, bool wait,
+                      const std::function<bool()>* work = nullptr);
 
   const int local_rank_, local_size_;
   void* const mapping_;

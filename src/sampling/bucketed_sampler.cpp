@@ -238,12 +238,17 @@ void BucketedSampler::on_epoch() {
     return;
   }
   // One plan per epoch and configuration (the seed included); the node's ranks make them in turn,
-  // and the next epoch's maker makes its first part while it waits for this one.
+  // and the next epoch's maker makes its first part while it waits for this one, then goes on with
+  // the second's first step while the wait lasts.
   config_.shared_plan->share(
       plan_key(epoch()), static_cast<std::uint64_t>(seed()) + static_cast<std::uint64_t>(epoch()),
       [this] { make_plan(); }, [this] { return plan_pieces(); },
       [this](const std::byte* data, std::int64_t bytes) { return load_plan(data, bytes); },
-      [this] { prepare_next_plan(); });
+      [this, begun = false]() mutable {
+        if (begun) return continue_next_plan();
+        begun = true;
+        return prepare_next_plan();
+      });
 }
 
 std::uint64_t BucketedSampler::plan_key(std::int64_t epoch) const {
@@ -415,20 +420,30 @@ bool BucketedSampler::order_windows(std::int64_t epoch, sampling_detail::OrderWo
   return false;
 }
 
-void BucketedSampler::prepare_next_plan() {
+bool BucketedSampler::prepare_next_plan() {
   // Only the marks outlive the order (4 bytes a sample, not 8): nothing to make ahead without them.
-  if (!markable()) return;
+  if (!markable()) return false;
   // An optimisation only: whatever fails here, the plan makes its first part itself.
   try {
     sampling_detail::OrderWords order;
     sampling_detail::WindowMarks marks;
     const std::int64_t next = epoch() + 1;
-    if (!order_windows(next, order, marks)) return;
+    if (!order_windows(next, order, marks)) return false;
     std::lock_guard<std::mutex> lock(ahead_->mutex);
     ahead_->key = plan_key(next);
     ahead_->marks = std::move(marks);
+    return ahead_->marks.marked < ahead_->marks.order.size();
   } catch (...) {
   }
+  return false;
+}
+
+bool BucketedSampler::continue_next_plan() {
+  // A slice of tens of microseconds (w3: 16,384 positions in about 20 us), so that the plan awaited
+  // is taken soon after it is published.
+  constexpr std::size_t kSlice = 16384;
+  std::lock_guard<std::mutex> lock(ahead_->mutex);
+  return ahead_->key == plan_key(epoch() + 1) && sampling_detail::mark_positions(ahead_->marks, kSlice);
 }
 
 std::int64_t BucketedSampler::plans_begun_ahead() const {

@@ -119,6 +119,7 @@ bool mark_windows_of(const Key* keys, std::size_t size, int index_bits, std::int
 
   const auto span = static_cast<std::size_t>(marks.lengths);
   marks.ends.clear();
+  marks.marked = 0;
   marks.order.resize(size);
   marks.places.assign(static_cast<std::size_t>(most_windows) * span, 0);
   std::uint32_t* const order = marks.order.data();
@@ -190,6 +191,22 @@ bool place_windows(WindowMarks& marks, const PackWindow& pack) {
   return true;
 }
 
+bool mark_positions(WindowMarks& marks, std::size_t count) {
+  const std::size_t size = marks.order.size();
+  marks.window_of.resize(size);  // its content kept: the positions marked before
+  std::uint16_t* const window_of = marks.window_of.data();
+  const std::uint32_t* const order = marks.order.data();
+  const std::size_t stop = marks.marked + std::min(count, size - std::min(marks.marked, size));
+  // The window of the first position to mark: the first that ends past it.
+  auto window = static_cast<std::size_t>(std::upper_bound(marks.ends.begin(), marks.ends.end(), marks.marked) -
+                                         marks.ends.begin());
+  for (std::size_t position = marks.marked; position < stop && window < marks.ends.size(); ++window)
+    for (const std::size_t end = std::min(marks.ends[window], stop); position < end; ++position)
+      window_of[order[position]] = static_cast<std::uint16_t>(window);
+  marks.marked = stop;
+  return stop < size;
+}
+
 namespace {
 
 template <typename Index>
@@ -197,13 +214,9 @@ bool deal_windows_into(Index* out, const std::int64_t* lengths, WindowMarks& mar
   const std::size_t size = marks.order.size(), windows = marks.ends.size();
   const auto span = static_cast<std::size_t>(marks.lengths);
   std::size_t* const places = marks.places.data();
-  // Each index's window, from the order cut into windows.
-  marks.window_of.resize(size);
-  std::uint16_t* const window_of = marks.window_of.data();
-  const std::uint32_t* const order = marks.order.data();
-  for (std::size_t window = 0, position = 0; window < windows; ++window)
-    for (const std::size_t end = std::min(marks.ends[window], size); position < end; ++position)
-      window_of[order[position]] = static_cast<std::uint16_t>(window);
+  // Each index's window, from the order cut into windows: those not marked yet.
+  mark_positions(marks, size);
+  const std::uint16_t* const window_of = marks.window_of.data();
   const std::uint64_t* const carried_from = marks.carried_from.data();
   std::size_t* const staying = marks.staying.data();
   // In index order: ties by length keep index order, and the last of a tie carry on. Each place is

@@ -75,7 +75,8 @@ struct OrderWords {
 struct WindowMarks {
   std::vector<std::size_t> ends;           // each window's end in the order (ascending; the last: N)
   ScratchVector<std::uint32_t> order;      // each position's index (mark_windows)
-  ScratchVector<std::uint16_t> window_of;  // each index's window (deal_windows' scratch)
+  ScratchVector<std::uint16_t> window_of;  // each index's window, for the order's first `marked` positions
+  std::size_t marked = 0;                  // (mark_positions; deal_windows marks the rest)
   // Each (window, length)'s count of samples, window-major (mark_windows); then the place in the
   // plan of its next sample that stays in the window (place_windows).
   std::vector<std::size_t> places;
@@ -104,6 +105,12 @@ bool mark_windows(const std::uint64_t* keys, std::size_t size, int index_bits, s
 bool mark_windows(const std::uint32_t* keys, std::size_t size, int index_bits, std::int64_t shortest,
                   std::int64_t longest, std::int64_t window_tokens, std::uint64_t most_windows, WindowMarks& marks);
 
+/// Marks the indices at up to `count` more positions of the order, in order, with their windows
+/// (marks.window_of): the first step of deal_windows, which a rank can take a slice at a time
+/// while it waits for another's plan (SharedPlan::share's `ahead`). Returns whether positions are
+/// left to mark.
+bool mark_positions(WindowMarks& marks, std::size_t count);
+
 /// What becomes of a window's samples, sorted by (length, index): `pack(counts, last, first)` packs
 /// a window whose samples have counts[l] of length marks.shortest + l (l < marks.lengths), the
 /// first of them at place `first` of the plan, and returns how many of its last samples carry on
@@ -122,7 +129,7 @@ bool place_windows(WindowMarks& marks, const PackWindow& pack);
 /// samples of a (window, length), those carried in included, come in index order, so the last ones
 /// are those that carry on. lengths[index] must be the length each index's key had (a plan's marks
 /// are made from the same lengths): then every place of [0, N) is written once. Uses up
-/// marks.places and marks.staying (marks.window_of is its scratch). Returns false (out then partly
+/// marks.places and marks.staying, and marks the positions mark_positions has not. Returns false (out then partly
 /// written) where a sample would carry on past the last window, which only lengths other than the
 /// marks' do. `out` holds indices of 4 bytes (N <= 2^32) or 8 (wide_plan_indices).
 bool deal_windows(std::uint32_t* out, const std::int64_t* lengths, WindowMarks& marks);

@@ -261,21 +261,22 @@ namespace {
 /// A SharedPlan in one process: the first share() of a key makes the plan and keeps its bytes; a
 /// later one hands them, changed by `spoil` first, to load(), and makes the plan where load()
 /// refuses them. With `run_ahead`, a share() that finds the plan kept first calls `ahead`, as a rank
-/// that waits for another's plan while the next is its own.
+/// that waits for another's plan while the next is its own, and again while it returns true (a
+/// wait that outlasts that work).
 class KeptPlan final : public SharedPlan {
  public:
   std::function<void(std::vector<std::byte>&)> spoil;
   bool run_ahead = false;  // as a rank that waits for the plan while the next is its own
-  int made = 0, loaded = 0, refused = 0, ahead = 0;
+  int made = 0, loaded = 0, refused = 0, ahead = 0, ahead_slices = 0;
   std::int64_t last_kept_bytes = 0;  // of the plan made last
   void share(std::uint64_t key, std::uint64_t /*turn*/, const std::function<void()>& make,
              const std::function<std::vector<Piece>()>& pieces,
              const std::function<bool(const std::byte*, std::int64_t)>& load,
-             const std::function<void()>& next) override {
+             const std::function<bool()>& next) override {
     const auto kept = kept_.find(key);
     if (kept != kept_.end()) {
       if (run_ahead) {
-        next();
+        for (bool more = next(); more; more = next()) ++ahead_slices;
         ++ahead;
       }
       std::vector<std::byte> bytes = kept->second;
@@ -403,6 +404,7 @@ TEST_CASE("bucketed sampler: a plan begun ahead, by a copy, is the plan", "[buck
     }
     REQUIRE(kept->made == 5);
     REQUIRE(kept->ahead == 5);
+    REQUIRE(kept->ahead_slices == (marked ? 5 : 0));  // one slice marks all 3,000 positions
     // An epoch nobody began: made whole, the same.
     BucketedSampler alone(config, 2, 0);
     alone.set_epoch(9);

@@ -222,6 +222,22 @@ TEST_CASE("bucketed window sorts: every window at once, as each window's std::so
     const auto differ = std::mismatch(dealt.begin(), dealt.end(), expected.begin()).first - dealt.begin();
     REQUIRE(differ == static_cast<std::ptrdiff_t>(dealt.size()));
 
+    // The deal's first step taken a slice at a time beforehand, as a rank waiting for another's plan
+    // takes it, in part or whole, slices ending inside windows and at their ends: the same deal.
+    for (const std::size_t slice : {std::size_t{1}, std::size_t{4099}, marks.ends.front(), order.size()}) {
+      for (const std::size_t slices : {std::size_t{1}, std::size_t{3}}) {
+        CAPTURE(slice, slices);
+        sampling_detail::WindowMarks sliced = placed;
+        bool left = true;
+        for (std::size_t k = 0; k < slices && left; ++k) left = sampling_detail::mark_positions(sliced, slice);
+        REQUIRE(sliced.marked == std::min(order.size(), slice * slices));
+        REQUIRE(left == (sliced.marked < order.size()));
+        std::vector<std::int64_t> again(order.size(), -1);
+        REQUIRE(sampling_detail::deal_windows(again.data(), all.lengths.data(), sliced));
+        REQUIRE(std::mismatch(again.begin(), again.end(), expected.begin()).first == again.end());
+      }
+    }
+
     // Lengths that are not the marks': a sample longer than any carries on past the last window.
     std::vector<std::int64_t> other = all.lengths;
     other[other.size() / 2] = longest + 1;

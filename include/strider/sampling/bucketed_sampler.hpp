@@ -109,7 +109,10 @@ class BucketedSampler final : public Sampler {
   bool order_windows(std::int64_t epoch, sampling_detail::OrderWords& order, sampling_detail::WindowMarks& marks) const;
   /// The next epoch's first part, marked, for whichever copy of this sampler makes that plan: what
   /// a rank does while it waits for the node's plan of this epoch when the next is its to make.
-  void prepare_next_plan();
+  /// True where the second part's first step (sampling_detail::mark_positions) is left to begin.
+  bool prepare_next_plan();
+  /// A slice of that step, while the wait lasts: false once none is left (or the marks were taken).
+  bool continue_next_plan();
   void make_plan();
   /// The plan as SharedPlan publishes it, and back: false for bytes that are not a plan of this
   /// sampler's N samples.

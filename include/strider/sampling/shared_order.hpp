@@ -44,12 +44,13 @@ class SharedPlan {
   /// the rank whose turn it is, `pieces()` are published, one after the other, for the node's other
   /// ranks. Elsewhere the node's copy goes to `load`, which returns false for bytes it cannot use
   /// (then `make` runs). A rank that is to wait for the plan while the next (turn + 1) is its own
-  /// first calls `ahead`, to do some of that plan's work meanwhile (null: nothing). Thread-safe;
-  /// what `make` throws propagates.
+  /// first calls `ahead`, to do some of that plan's work meanwhile (null: nothing), and calls it
+  /// again instead of idling while it waits, as long as it returns true (more of that work is left;
+  /// each call a slice of tens of microseconds). Thread-safe; what `make` throws propagates.
   virtual void share(std::uint64_t key, std::uint64_t turn, const std::function<void()>& make,
                      const std::function<std::vector<Piece>()>& pieces,
                      const std::function<bool(const std::byte* data, std::int64_t bytes)>& load,
-                     const std::function<void()>& ahead) = 0;
+                     const std::function<bool()>& ahead) = 0;
 };
 
 /// out[k] = order[(first + k * stride) mod n] for k in [0, count): a rank's positions of an order of n
