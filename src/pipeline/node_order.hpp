@@ -123,7 +123,8 @@ class NodePlan final : public SharedPlan {
 
   /// What share() did so far on this rank: made a plan and published it (its turn), copied the
   /// node's, or made one that nobody else reads (a missing, late or too large copy; a query); and
-  /// called `ahead` before waiting for another rank's (whatever that did).
+  /// the share() calls that called `ahead` before waiting for another rank's (whatever that did,
+  /// and however often the wait called it again).
   struct Counts {
     std::int64_t published = 0, copied = 0, alone = 0, ahead = 0;
   };

@@ -421,7 +421,8 @@ bool BucketedSampler::order_windows(std::int64_t epoch, sampling_detail::OrderWo
 }
 
 bool BucketedSampler::prepare_next_plan() {
-  // Only the marks outlive the order (4 bytes a sample, not 8): nothing to make ahead without them.
+  // Only the marks outlive the order (6 bytes a sample with their windows, not 8): nothing to make
+  // ahead without them.
   if (!markable()) return false;
   // An optimisation only: whatever fails here, the plan makes its first part itself.
   try {
@@ -429,6 +430,7 @@ bool BucketedSampler::prepare_next_plan() {
     sampling_detail::WindowMarks marks;
     const std::int64_t next = epoch() + 1;
     if (!order_windows(next, order, marks)) return false;
+    marks.window_of.resize(marks.order.size());  // here, so that continue_next_plan allocates nothing
     std::lock_guard<std::mutex> lock(ahead_->mutex);
     ahead_->key = plan_key(next);
     ahead_->marks = std::move(marks);
@@ -439,11 +441,15 @@ bool BucketedSampler::prepare_next_plan() {
 }
 
 bool BucketedSampler::continue_next_plan() {
-  // A slice of tens of microseconds (w3: 16,384 positions in about 20 us), so that the plan awaited
-  // is taken soon after it is published.
+  // A short slice (w3: 16,384 positions in about 20 us, its marks within a core's cache), so that
+  // the plan awaited is taken soon after it is published.
   constexpr std::size_t kSlice = 16384;
-  std::lock_guard<std::mutex> lock(ahead_->mutex);
-  return ahead_->key == plan_key(epoch() + 1) && sampling_detail::mark_positions(ahead_->marks, kSlice);
+  try {
+    std::lock_guard<std::mutex> lock(ahead_->mutex);
+    return ahead_->key == plan_key(epoch() + 1) && sampling_detail::mark_positions(ahead_->marks, kSlice);
+  } catch (...) {  // as prepare_next_plan: the plan's maker marks what is left
+  }
+  return false;
 }
 
 std::int64_t BucketedSampler::plans_begun_ahead() const {

@@ -70,8 +70,10 @@ struct OrderWords {
 /// window. The windows' own sorts would instead each look a length up per sample, across all N
 /// lengths, and then be merged and copied. The marks are what the first pass leaves for the rest,
 /// which needs nothing else of the order: it can run later, on another copy of the sampler. The
-/// random writes that mark each index's window are the second part's: the node's ranks make the
-/// two parts of a shared plan at once, and each part then costs about as much as the other.
+/// random writes that mark each index's window begin the second part (mark_positions, which a
+/// rank waiting for another's plan takes a slice at a time; deal_windows marks the rest): the
+/// node's ranks make the two parts of a shared plan at once, and each then costs about as much as
+/// the other.
 struct WindowMarks {
   std::vector<std::size_t> ends;           // each window's end in the order (ascending; the last: N)
   ScratchVector<std::uint32_t> order;      // each position's index (mark_windows)

@@ -263,69 +263,73 @@ TEST_CASE("node plan: one rank of the node makes each plan, in turn, the others 
 
 TEST_CASE("node plan: a rank waiting for the plan goes on with the next one's work, a slice at a time",
           "[mpi][loader][plan][pipeline]") {
-  // The maker publishes only once the next plan's maker (the worker) has called `ahead` a given
-  // number of times: it must call it again while it waits, until it returns false or the plan is
-  // there, and never after false. Point-to-point messages from inside share(), with a bound on the
-  // maker's wait (a worker that never calls again is a failure here, not a hang).
+  // On each node, the maker publishes only once the next plan's maker (the worker) has called
+  // `ahead` a given number of times: it must call it again while it waits, until it returns false
+  // or the plan is there, and never after false. Point-to-point messages on the node's
+  // communicator from inside share(), with a bound on the maker's wait (a worker that never calls
+  // again is a failure here, not a hang).
   const Communicator& comm = world();
-  const std::shared_ptr<NodePlan> node = NodePlan::create(comm, 100 * sizeof(std::int64_t), patient_waits());
-  REQUIRE_ON_ALL_RANKS((node != nullptr) == (comm.size() > 1 && NodeGroups::split(comm).local_size() > 1));
-  if (!node) return;
-  constexpr int kTag = 4242;
-  for (const std::uint64_t turn : {std::uint64_t{4}, std::uint64_t{5}}) {
-    const std::vector<int> makers = comm.all_gather(node->writes(turn) ? 1 : 0);
-    const std::vector<int> workers = comm.all_gather(node->writes(turn + 1) ? 1 : 0);
-    const int maker = static_cast<int>(std::find(makers.begin(), makers.end(), 1) - makers.begin());
-    const int worker = static_cast<int>(std::find(workers.begin(), workers.end(), 1) - workers.begin());
-    REQUIRE(maker != worker);
-    // Calls of `ahead` that return true before one returns false: 2 (its first part and one slice),
-    // or never false (work outlasting the wait): then the maker publishes after the third call.
-    for (const int until_false : {2, 0}) {
-      CAPTURE(turn, until_false);
-      const int heard_at = until_false == 0 ? 3 : until_false;
-      int calls = 0, heard = 0;
-      FakePlan plan;
-      const std::uint64_t key = 300 + turn * 10 + static_cast<std::uint64_t>(until_false);
-      node->share(
-          key, turn,
-          [&] {
-            MPI_Request request;
-            MPI_Irecv(&heard, 1, MPI_INT, worker, kTag, comm.native(), &request);
-            int done = 0;
-            const auto start = std::chrono::steady_clock::now();
-            while (done == 0 && std::chrono::steady_clock::now() - start < std::chrono::seconds(20)) {
-              MPI_Test(&request, &done, MPI_STATUS_IGNORE);
-              if (done == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-            }
-            if (done == 0) {
-              MPI_Cancel(&request);
-              MPI_Wait(&request, MPI_STATUS_IGNORE);
-            }
-            plan.values.assign(100, 0);
-            for (std::int64_t k = 0; k < 100; ++k)
-              plan.values[static_cast<std::size_t>(k)] = static_cast<std::int64_t>(key) * 7 + k;
-          },
-          [&] {
-            return std::vector<SharedPlan::Piece>{
-                {plan.values.data(), static_cast<std::int64_t>(plan.values.size() * sizeof(std::int64_t))}};
-          },
-          [&](const std::byte* data, std::int64_t bytes) {
-            plan.values.resize(static_cast<std::size_t>(bytes) / sizeof(std::int64_t));
-            std::memcpy(plan.values.data(), data, plan.values.size() * sizeof(std::int64_t));
-            return true;
-          },
-          [&] {
-            ++calls;
-            if (calls == heard_at) MPI_Send(&calls, 1, MPI_INT, maker, kTag, comm.native());
-            return until_false == 0 || calls < until_false;
-          });
-      CAPTURE(calls, heard);
-      const bool is_maker = comm.rank() == maker, is_worker = comm.rank() == worker;
-      const bool as_expected = plan.is(key, 100) && (!is_maker || heard == heard_at) &&
-                               (!is_worker || (until_false == 0 ? calls >= heard_at : calls == until_false)) &&
-                               (is_worker || calls == 0);
-      REQUIRE_ON_ALL_RANKS(as_expected);
-      comm.barrier();  // every reader copied before the next plan is made
+  for (int size : node_sizes(comm.size())) {
+    CAPTURE(size);
+    const NodeSize node_size(size);
+    const NodeGroups groups = NodeGroups::split(comm);
+    const std::shared_ptr<NodePlan> node = NodePlan::create(comm, 100 * sizeof(std::int64_t), patient_waits());
+    REQUIRE_ON_ALL_RANKS((node != nullptr) == (groups.local_size() > 1));
+    if (!node) continue;
+    int tag = 4200;
+    for (const std::uint64_t turn : {std::uint64_t{4}, std::uint64_t{5}}) {
+      const auto local_size = static_cast<std::uint64_t>(groups.local_size());
+      const int maker = static_cast<int>(turn % local_size), worker = static_cast<int>((turn + 1) % local_size);
+      // Calls of `ahead` that return true before one returns false: 2 (its first part and one
+      // slice), or never false (work outlasting the wait): then the maker publishes after the third.
+      for (const int until_false : {2, 0}) {
+        CAPTURE(turn, until_false);
+        ++tag;  // a message sent after a maker gave up is never taken for a later case's
+        const int heard_at = until_false == 0 ? 3 : until_false;
+        int calls = 0, heard = 0;
+        FakePlan plan;
+        const std::uint64_t key = 300 + turn * 10 + static_cast<std::uint64_t>(until_false);
+        node->share(
+            key, turn,
+            [&] {
+              MPI_Request request;
+              MPI_Irecv(&heard, 1, MPI_INT, worker, tag, groups.node_comm(), &request);
+              int done = 0;
+              const auto start = std::chrono::steady_clock::now();
+              while (done == 0 && std::chrono::steady_clock::now() - start < std::chrono::seconds(5)) {
+                MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+                if (done == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+              }
+              if (done == 0) {
+                MPI_Cancel(&request);
+                MPI_Wait(&request, MPI_STATUS_IGNORE);
+              }
+              plan.values.assign(100, 0);
+              for (std::int64_t k = 0; k < 100; ++k)
+                plan.values[static_cast<std::size_t>(k)] = static_cast<std::int64_t>(key) * 7 + k;
+            },
+            [&] {
+              return std::vector<SharedPlan::Piece>{
+                  {plan.values.data(), static_cast<std::int64_t>(plan.values.size() * sizeof(std::int64_t))}};
+            },
+            [&](const std::byte* data, std::int64_t bytes) {
+              plan.values.resize(static_cast<std::size_t>(bytes) / sizeof(std::int64_t));
+              std::memcpy(plan.values.data(), data, plan.values.size() * sizeof(std::int64_t));
+              return true;
+            },
+            [&] {
+              ++calls;
+              if (calls == heard_at) MPI_Send(&calls, 1, MPI_INT, maker, tag, groups.node_comm());
+              return until_false == 0 || calls < until_false;
+            });
+        CAPTURE(calls, heard);
+        const bool is_maker = groups.local_rank() == maker, is_worker = groups.local_rank() == worker;
+        const bool as_expected = plan.is(key, 100) && (!is_maker || heard == heard_at) &&
+                                 (!is_worker || (until_false == 0 ? calls >= heard_at : calls == until_false)) &&
+                                 (is_worker || calls == 0);
+        REQUIRE_ON_ALL_RANKS(as_expected);
+        comm.barrier();  // every reader copied before the next plan is made
+      }
     }
   }
 }

@@ -266,7 +266,8 @@ namespace {
 class KeptPlan final : public SharedPlan {
  public:
   std::function<void(std::vector<std::byte>&)> spoil;
-  bool run_ahead = false;  // as a rank that waits for the plan while the next is its own
+  bool run_ahead = false;    // as a rank that waits for the plan while the next is its own
+  int most_ahead_calls = 0;  // calls of `ahead` per wait at most (0: until it returns false)
   int made = 0, loaded = 0, refused = 0, ahead = 0, ahead_slices = 0;
   std::int64_t last_kept_bytes = 0;  // of the plan made last
   void share(std::uint64_t key, std::uint64_t /*turn*/, const std::function<void()>& make,
@@ -276,7 +277,9 @@ class KeptPlan final : public SharedPlan {
     const auto kept = kept_.find(key);
     if (kept != kept_.end()) {
       if (run_ahead) {
-        for (bool more = next(); more; more = next()) ++ahead_slices;
+        int calls = 1;
+        for (bool more = next(); more && (most_ahead_calls == 0 || calls < most_ahead_calls); more = next(), ++calls)
+          ++ahead_slices;
         ++ahead;
       }
       std::vector<std::byte> bytes = kept->second;
@@ -370,6 +373,25 @@ TEST_CASE("bucketed sampler: a shared plan is the plan, and bytes that are not o
   REQUIRE_THROWS_AS(copied.sequence_batch(2, batch), UsageError);
 }
 
+namespace {
+
+/// Two ranks of a node plan epoch `epoch` as the Loader does: the epoch's maker, then the rank that
+/// copies its plan (and begins the next meanwhile). Each then holds the batches a sampler of
+/// `config` alone makes for its rank.
+void plan_as_a_node(const BucketedSamplerConfig& config, Sampler& on0, Sampler& on1, std::int64_t epoch) {
+  Sampler& maker = epoch % 2 == 0 ? on0 : on1;
+  Sampler& copier = epoch % 2 == 0 ? on1 : on0;
+  maker.set_epoch(epoch);
+  copier.set_epoch(epoch);
+  for (int rank : {0, 1}) {
+    BucketedSampler alone(config, 2, rank);
+    alone.set_epoch(epoch);
+    REQUIRE(all_batches(rank == 0 ? on0 : on1) == all_batches(alone));
+  }
+}
+
+}  // namespace
+
 TEST_CASE("bucketed sampler: a plan begun ahead, by a copy, is the plan", "[bucketed]") {
   // Two ranks of a node, each planning as the Loader does, on a sampler and its copy in turn; the
   // ranks make the node's plans in turn, and the one that copies this epoch's plan makes the next
@@ -389,17 +411,8 @@ TEST_CASE("bucketed sampler: a plan begun ahead, by a copy, is the plan", "[buck
     const bool marked = megabatch == 64;
     for (std::int64_t epoch = 1; epoch <= 4; ++epoch) {
       CAPTURE(epoch);
-      Sampler& on0 = epoch % 2 == 0 ? static_cast<Sampler&>(rank0) : *rank0_copy;
-      Sampler& on1 = epoch % 2 == 0 ? static_cast<Sampler&>(rank1) : *rank1_copy;
-      Sampler& maker = epoch % 2 == 0 ? on0 : on1;
-      Sampler& copier = epoch % 2 == 0 ? on1 : on0;
-      maker.set_epoch(epoch);
-      copier.set_epoch(epoch);
-      for (int rank : {0, 1}) {
-        BucketedSampler alone(config, 2, rank);
-        alone.set_epoch(epoch);
-        REQUIRE(all_batches(rank == 0 ? on0 : on1) == all_batches(alone));
-      }
+      plan_as_a_node(config, epoch % 2 == 0 ? static_cast<Sampler&>(rank0) : *rank0_copy,
+                     epoch % 2 == 0 ? static_cast<Sampler&>(rank1) : *rank1_copy, epoch);
       REQUIRE(rank0.plans_begun_ahead() + rank1.plans_begun_ahead() == (marked ? epoch : 0));
     }
     REQUIRE(kept->made == 5);
@@ -411,6 +424,30 @@ TEST_CASE("bucketed sampler: a plan begun ahead, by a copy, is the plan", "[buck
     rank0.set_epoch(9);
     REQUIRE(all_batches(rank0) == all_batches(alone));
     REQUIRE(rank0.plans_begun_ahead() + rank1.plans_begun_ahead() == (marked ? 4 : 0));
+  }
+}
+
+TEST_CASE("bucketed sampler: a plan begun ahead and cut off partway through its marking pass is the plan",
+          "[bucketed]") {
+  // More samples than one slice of the marking pass (16,384): a wait that ends after the first
+  // part alone, or after one slice, leaves the maker marks partly marked.
+  const auto lengths = std::make_shared<const std::vector<std::int64_t>>(
+      synthetic_lengths("lognormal:median=40,min=1,max=300", 40000, 5));
+  const BucketedSamplerConfig config = bucketed_config(lengths, 1024, 256);  // about 8 windows: marked
+  for (const int most_calls : {1, 2, 3}) {
+    CAPTURE(most_calls);
+    auto kept = std::make_shared<KeptPlan>();
+    kept->run_ahead = true;
+    kept->most_ahead_calls = most_calls;
+    BucketedSamplerConfig shared_config = config;
+    shared_config.shared_plan = kept;
+    BucketedSampler rank0(shared_config, 2, 0), rank1(shared_config, 2, 1);
+    for (std::int64_t epoch = 1; epoch <= 3; ++epoch) {
+      CAPTURE(epoch);
+      plan_as_a_node(config, rank0, rank1, epoch);
+    }
+    REQUIRE(rank0.plans_begun_ahead() + rank1.plans_begun_ahead() == 3);
+    REQUIRE(kept->ahead_slices == 4 * (most_calls - 1));  // 4 waits, each cut off before 40,000 are marked
   }
 }
 

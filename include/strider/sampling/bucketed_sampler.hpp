@@ -153,8 +153,9 @@ class BucketedSampler final : public Sampler {
   // The window and its sort's scratch, reused across windows and epochs.
   std::vector<std::uint64_t> keys_, spare_keys_, window_bitmap_;
   std::vector<std::size_t> length_starts_;
-  // The first part of a plan made ahead (prepare_next_plan), shared by this sampler's copies: the
-  // Loader plans each epoch on the copy the epoch before did not.
+  // The first part of a plan made ahead (prepare_next_plan), with as much of its marking pass as a
+  // wait left time for (continue_next_plan), shared by this sampler's copies: the Loader plans each
+  // epoch on the copy the epoch before did not.
   struct Ahead;
   std::shared_ptr<Ahead> ahead_;
   int index_bits_ = 0;         // bits of a window entry's index where its length is packed above it (0: not packed)

@@ -46,7 +46,7 @@ class SharedPlan {
   /// (then `make` runs). A rank that is to wait for the plan while the next (turn + 1) is its own
   /// first calls `ahead`, to do some of that plan's work meanwhile (null: nothing), and calls it
   /// again instead of idling while it waits, as long as it returns true (more of that work is left;
-  /// each call a slice of tens of microseconds). Thread-safe; what `make` throws propagates.
+  /// each call a short slice of it). Thread-safe; what `make` throws propagates.
   virtual void share(std::uint64_t key, std::uint64_t turn, const std::function<void()>& make,
                      const std::function<std::vector<Piece>()>& pieces,
                      const std::function<bool(const std::byte* data, std::int64_t bytes)>& load,
