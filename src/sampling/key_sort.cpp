@@ -196,7 +196,7 @@ bool mark_positions(WindowMarks& marks, std::size_t count) {
   marks.window_of.resize(size);  // its content kept: the positions marked before
   std::uint16_t* const window_of = marks.window_of.data();
   const std::uint32_t* const order = marks.order.data();
-  const std::size_t stop = marks.marked + std::min(count, size - std::min(marks.marked, size));
+  const std::size_t stop = marks.marked + std::min(count, size - marks.marked);  // marked <= size
   // The window of the first position to mark: the first that ends past it.
   auto window = static_cast<std::size_t>(std::upper_bound(marks.ends.begin(), marks.ends.end(), marks.marked) -
                                          marks.ends.begin());
