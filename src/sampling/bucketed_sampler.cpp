@@ -382,11 +382,15 @@ bool BucketedSampler::order_windows(std::int64_t epoch, sampling_detail::OrderWo
     // the marking replaces with their indices.
     marks.order.resize(static_cast<std::size_t>(n));
     std::uint32_t* const words = marks.order.data();
-    const auto shortest = static_cast<std::uint64_t>(shortest_length_);
-    for (std::int64_t sample = 0; sample < n; ++sample)
-      words[sample] = static_cast<std::uint32_t>(
-          (static_cast<std::uint64_t>(lengths[static_cast<std::size_t>(sample)]) - shortest) << index_bits_ |
-          static_cast<std::uint64_t>(sample));
+    // In 32-bit arithmetic (length - shortest fits above the index: narrow_order_) and from locals,
+    // so that the compiler vectorizes the loop rather than read index_bits_ again after each store
+    // (w3: 0.10 -> 0.06 ms a plan).
+    const std::int64_t* const length_of = lengths.data();
+    const auto shortest = static_cast<std::uint32_t>(shortest_length_);
+    const int index_bits = index_bits_;
+    for (std::size_t sample = 0; sample < static_cast<std::size_t>(n); ++sample)
+      words[sample] =
+          (static_cast<std::uint32_t>(length_of[sample]) - shortest) << index_bits | static_cast<std::uint32_t>(sample);
     if (config_.shuffle) sampling_detail::shuffle_seeded(words, static_cast<std::size_t>(n), order_seed);
     if (sampling_detail::mark_windows(words, static_cast<std::size_t>(n), index_bits_, shortest_length_,
                                       longest_length_, tokens, most_windows(), marks))
