@@ -339,6 +339,13 @@ TEST_CASE("bucketed sampler: a shared plan is the plan, and bytes that are not o
       [](std::vector<std::byte>& bytes) {
         std::fill(bytes.begin() + 24, bytes.begin() + 24 + 4 * 3000, std::byte{0xff});
       },  // every sample index past N
+      [](std::vector<std::byte>& bytes) {
+        constexpr std::size_t kSamples = 24, kSpans = kSamples + 4 * 3000;
+        std::int64_t first;  // batch 1's first sample (rank 1's)
+        std::memcpy(&first, bytes.data() + kSpans + 24, sizeof(first));
+        const std::uint32_t past = 3000;
+        std::memcpy(bytes.data() + kSamples + 4 * first, &past, sizeof(past));
+      },  // one sample of this rank's at N, the first index past the samples
   };
   for (std::size_t k = 0; k < spoils.size(); ++k) {
     CAPTURE(k);
