@@ -63,6 +63,29 @@ class BlockMersenneTwister {
     return output_[next_++];
   }
 
+  /// The engine's draws with its place in the block held in the drawer, a local of the loop that
+  /// draws, and handed back when the drawer ends. A member is read back after every store the loop
+  /// makes through a pointer the compiler cannot tell from it: the plans' Fisher-Yates over 32-bit
+  /// words waited on the engine's place after each swap.
+  class Drawer {
+   public:
+    explicit Drawer(BlockMersenneTwister& engine) noexcept : engine_(engine), next_(engine.next_) {}
+    Drawer(const Drawer&) = delete;
+    Drawer& operator=(const Drawer&) = delete;
+    ~Drawer() { engine_.next_ = next_; }
+    Word operator()() noexcept {
+      if (next_ == P::kWords) {
+        engine_.refill_(engine_.state_, engine_.output_);
+        next_ = 0;
+      }
+      return engine_.output_[next_++];
+    }
+
+   private:
+    BlockMersenneTwister& engine_;
+    unsigned next_;
+  };
+
  private:
   static Refill fastest() noexcept {
     const RefillBuild& build = refill_builds().front();

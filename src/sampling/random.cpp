@@ -100,17 +100,20 @@ namespace sampling_detail {
 
 void shuffle_seeded(std::int64_t* values, std::size_t n, std::uint64_t seed) {
   BlockMt19937_64 engine(seed);
-  fisher_yates(values, n, engine);
+  BlockMt19937_64::Drawer draw(engine);
+  fisher_yates(values, n, draw);
 }
 
 void shuffle_seeded(std::uint64_t* values, std::size_t n, std::uint64_t seed) {
   BlockMt19937_64 engine(seed);
-  fisher_yates(values, n, engine);
+  BlockMt19937_64::Drawer draw(engine);
+  fisher_yates(values, n, draw);
 }
 
 void shuffle_seeded(std::uint32_t* values, std::size_t n, std::uint64_t seed) {
   BlockMt19937_64 engine(seed);
-  fisher_yates(values, n, engine);
+  BlockMt19937_64::Drawer draw(engine);
+  fisher_yates(values, n, draw);
 }
 
 }  // namespace sampling_detail

@@ -420,6 +420,20 @@ TEST_CASE(
   for (std::uint64_t seed : {std::uint64_t{0}, std::uint64_t{5489}, ~std::uint64_t{0}, derive_seed(3, 7, 11)}) {
     CAPTURE(seed);
     REQUIRE(differing_words<sampling_detail::BlockMt19937_64, std::mt19937_64>(seed, 2500) == 0);  // 8 blocks of 312
+    {  // drawers (the shuffle's) and the engine in turn draw one stream: each drawer hands its place back
+      std::mt19937_64 standard(seed);
+      sampling_detail::BlockMt19937_64 engine(seed);
+      int differing = 0;
+      for (int turn = 0; turn < 4; ++turn) {
+        if (turn % 2 == 0) {
+          sampling_detail::BlockMt19937_64::Drawer draw(engine);
+          for (int k = 0; k < 400; ++k) differing += draw() != standard() ? 1 : 0;
+        } else {
+          for (int k = 0; k < 250; ++k) differing += engine() != standard() ? 1 : 0;
+        }
+      }
+      REQUIRE(differing == 0);
+    }
     for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{2}, std::size_t{313}, std::size_t{5000}}) {
       CAPTURE(n);
       std::vector<std::int64_t> expected(n);
