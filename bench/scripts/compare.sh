@@ -281,9 +281,11 @@ limits w1 /samples 256
 # The warm-up epochs count in no figure but the time to first batch; --cold runs have none.
 w1_epochs="--epochs 10 --warmup-epochs 3"
 w1_step_epochs="--epochs 2 --warmup-epochs 2"
-# w3 and w4 likewise (w3's epoch is about a tenth of w1's, w4's about w1's), each repeat with its
-# gathers beside it: their ratios to the gather are the goals' too.
-w3_epochs="--epochs 10 --warmup-epochs 2"
+# w3 and w4 likewise, each repeat with its gathers beside it: their ratios to the gather are the
+# goals' too. w3's epoch takes about a fifth of w1's (4-8 ms), so it runs 50 to be timed over about
+# as long as w1 is: over 10 (40-80 ms) one pause of the machine moved a run's figure by a tenth.
+# w4's epoch takes about w1's.
+w3_epochs="--epochs 50 --warmup-epochs 2"
 w4_epochs="--epochs 4 --warmup-epochs 2"
 if [[ $only == python ]]; then
   for ranks in $ranks_list; do
