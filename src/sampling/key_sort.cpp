@@ -209,8 +209,17 @@ bool mark_positions(WindowMarks& marks, std::size_t count) {
 
 namespace {
 
-template <typename Index>
-bool deal_windows_into(Index* out, const std::int64_t* lengths, WindowMarks& marks) {
+// Each index's bucket, its length less the marks' shortest.
+struct LengthBuckets {
+  const std::int64_t* lengths;
+  std::uint64_t shortest;
+  std::uint64_t operator[](std::size_t index) const noexcept {
+    return static_cast<std::uint64_t>(lengths[index]) - shortest;
+  }
+};
+
+template <typename Index, typename Buckets>
+bool deal_windows_into(Index* out, const Buckets bucket_of, WindowMarks& marks) {
   const std::size_t size = marks.order.size(), windows = marks.ends.size();
   const auto span = static_cast<std::size_t>(marks.lengths);
   std::size_t* const places = marks.places.data();
@@ -226,10 +235,10 @@ bool deal_windows_into(Index* out, const std::int64_t* lengths, WindowMarks& mar
   constexpr std::size_t kAhead = 16;
   for (std::size_t index = 0; index < size; ++index) {
     if (index + kAhead < size) {
-      const std::uint64_t ahead = static_cast<std::uint64_t>(lengths[index + kAhead]) - marks.shortest;
+      const std::uint64_t ahead = bucket_of[index + kAhead];
       if (ahead < span) __builtin_prefetch(out + places[window_of[index + kAhead] * span + ahead], 1);
     }
-    const std::uint64_t length = static_cast<std::uint64_t>(lengths[index]) - marks.shortest;
+    const std::uint64_t length = bucket_of[index];
     std::size_t window = window_of[index];
     while (length >= carried_from[window]) {
       if (length == carried_from[window] && staying[window] > 0) {
@@ -246,11 +255,19 @@ bool deal_windows_into(Index* out, const std::int64_t* lengths, WindowMarks& mar
 }  // namespace
 
 bool deal_windows(std::uint32_t* out, const std::int64_t* lengths, WindowMarks& marks) {
-  return deal_windows_into(out, lengths, marks);
+  return deal_windows_into(out, LengthBuckets{lengths, marks.shortest}, marks);
 }
 
 bool deal_windows(std::int64_t* out, const std::int64_t* lengths, WindowMarks& marks) {
-  return deal_windows_into(out, lengths, marks);
+  return deal_windows_into(out, LengthBuckets{lengths, marks.shortest}, marks);
+}
+
+bool deal_windows(std::uint32_t* out, const std::uint16_t* buckets, WindowMarks& marks) {
+  return deal_windows_into(out, buckets, marks);
+}
+
+bool deal_windows(std::int64_t* out, const std::uint16_t* buckets, WindowMarks& marks) {
+  return deal_windows_into(out, buckets, marks);
 }
 
 namespace {

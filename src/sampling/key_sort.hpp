@@ -136,6 +136,9 @@ bool place_windows(WindowMarks& marks, const PackWindow& pack);
 /// marks' do. `out` holds indices of 4 bytes (N <= 2^32) or 8 (wide_plan_indices).
 bool deal_windows(std::uint32_t* out, const std::int64_t* lengths, WindowMarks& marks);
 bool deal_windows(std::int64_t* out, const std::int64_t* lengths, WindowMarks& marks);
+/// The same from each index's bucket, its length less marks.shortest, in 2 bytes.
+bool deal_windows(std::uint32_t* out, const std::uint16_t* buckets, WindowMarks& marks);
+bool deal_windows(std::int64_t* out, const std::uint16_t* buckets, WindowMarks& marks);
 
 /// Whether a bucketed plan of `samples` samples holds their indices in 8 bytes each: past 2^32
 /// samples, or everywhere while a test says so (wide_plan_indices_for_tests), so that the wide path

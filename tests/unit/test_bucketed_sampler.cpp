@@ -519,11 +519,10 @@ TEST_CASE("bucketed sampler: batches are packed as a step-by-step greedy packer 
   // from the front a sample at a time while the batch stays within the budget and the count limit;
   // the count cut to a multiple unless the window ends there. The marked sort (megabatch 64 and 0)
   // and the windows' own sorts (megabatch 2: too many windows to mark), packed keys and, with a
-  // budget of 2^62, bare indices.
-  const auto lengths = std::make_shared<const std::vector<std::int64_t>>(
-      synthetic_lengths("lognormal:median=40,min=1,max=300", 3000, 5));
-  const auto reference = [&](const BucketedSamplerConfig& config) {
-    const std::vector<std::int64_t>& length = *lengths;
+  // budget of 2^62, bare indices. Then a marked sort whose order is shuffled as words of 64 bits and
+  // dealt from the lengths themselves: 131,073 samples (indices of 18 bits) of 1 to 20,000 tokens
+  // (15 bits above the shortest) do not fit words of 32.
+  const auto reference = [](const BucketedSamplerConfig& config, const std::vector<std::int64_t>& length) {
     const std::int64_t window_tokens = config.megabatch == 0 || config.max_tokens > (std::int64_t{1} << 40)
                                            ? std::numeric_limits<std::int64_t>::max()
                                            : config.megabatch * config.max_tokens;
@@ -560,23 +559,34 @@ TEST_CASE("bucketed sampler: batches are packed as a step-by-step greedy packer 
     }
     return batches;
   };
-  for (const std::int64_t budget : {std::int64_t{1024}, std::int64_t{1} << 62}) {
-    for (const std::int64_t megabatch : {64, 2, 0}) {
-      for (const std::int64_t most : {0, 24}) {
-        for (const std::int64_t multiple : {1, 3}) {
-          CAPTURE(budget, megabatch, most, multiple);
-          BucketedSamplerConfig config = bucketed_config(lengths, budget, megabatch);
-          config.shuffle = false;
-          config.step_group = 1;
-          config.max_batch_size = most;
-          config.batch_size_multiple = multiple;
-          BucketedSampler sampler(config, 1, 0);
-          const std::vector<std::vector<std::int64_t>> expected = reference(config);
-          REQUIRE(sampler.num_batches() == static_cast<std::int64_t>(expected.size()));
-          std::vector<std::int64_t> batch;
-          for (std::int64_t position = 0; position < sampler.num_batches(); ++position) {
-            sampler.sequence_batch(position, batch);
-            REQUIRE(batch == expected[static_cast<std::size_t>(position)]);
+  const auto short_lengths = std::make_shared<const std::vector<std::int64_t>>(
+      synthetic_lengths("lognormal:median=40,min=1,max=300", 3000, 5));
+  const auto long_lengths =
+      std::make_shared<const std::vector<std::int64_t>>(synthetic_lengths("uniform:min=1,max=20000", 131073, 5));
+  struct Case {
+    std::shared_ptr<const std::vector<std::int64_t>> lengths;
+    std::vector<std::int64_t> budgets, megabatches;
+  };
+  for (const Case& group :
+       {Case{short_lengths, {1024, std::int64_t{1} << 62}, {64, 2, 0}}, Case{long_lengths, {1 << 16}, {0}}}) {
+    for (const std::int64_t budget : group.budgets) {
+      for (const std::int64_t megabatch : group.megabatches) {
+        for (const std::int64_t most : {0, 24}) {
+          for (const std::int64_t multiple : {1, 3}) {
+            CAPTURE(group.lengths->size(), budget, megabatch, most, multiple);
+            BucketedSamplerConfig config = bucketed_config(group.lengths, budget, megabatch);
+            config.shuffle = false;
+            config.step_group = 1;
+            config.max_batch_size = most;
+            config.batch_size_multiple = multiple;
+            BucketedSampler sampler(config, 1, 0);
+            const std::vector<std::vector<std::int64_t>> expected = reference(config, *group.lengths);
+            REQUIRE(sampler.num_batches() == static_cast<std::int64_t>(expected.size()));
+            std::vector<std::int64_t> batch;
+            for (std::int64_t position = 0; position < sampler.num_batches(); ++position) {
+              sampler.sequence_batch(position, batch);
+              REQUIRE(batch == expected[static_cast<std::size_t>(position)]);
+            }
           }
         }
       }

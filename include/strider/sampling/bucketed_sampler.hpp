@@ -160,6 +160,10 @@ class BucketedSampler final : public Sampler {
   std::shared_ptr<Ahead> ahead_;
   int index_bits_ = 0;         // bits of a window entry's index where its length is packed above it (0: not packed)
   bool narrow_order_ = false;  // the marked order shuffled as 32-bit words (sampling_detail::OrderWords)
+  // Each sample's length less the shortest, in 2 bytes (shared by this sampler's copies), where the
+  // order is narrow and N at most kMostBucketSamples: what each plan reads of the lengths twice, in a
+  // quarter of their 8 bytes (none: the plans read the lengths).
+  std::shared_ptr<const std::vector<std::uint16_t>> buckets_;
   std::int64_t largest_batch_ = 0;
   std::int64_t largest_batch_tokens_ = 0;
   std::int64_t plan_header_[3] = {};  // plan_pieces(): the batch count, the largest batch and its most tokens
