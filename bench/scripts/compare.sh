@@ -283,7 +283,7 @@ w1_epochs="--epochs 10 --warmup-epochs 3"
 w1_step_epochs="--epochs 2 --warmup-epochs 2"
 # w3 and w4 likewise, each repeat with its gathers beside it: their ratios to the gather are the
 # goals' too. w3's epoch takes about a fifth of w1's (4-8 ms), so it runs 50 to be timed over about
-# as long as w1 is: over 10 (40-80 ms) one pause of the machine moved a run's figure by a tenth.
+# as long as w1 is: over 10 (40-80 ms) one pause of the machine moves a run's figure by a tenth.
 # w4's epoch takes about w1's.
 w3_epochs="--epochs 50 --warmup-epochs 2"
 w4_epochs="--epochs 4 --warmup-epochs 2"

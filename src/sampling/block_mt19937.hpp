@@ -64,9 +64,9 @@ class BlockMersenneTwister {
   }
 
   /// The engine's draws with its place in the block held in the drawer, a local of the loop that
-  /// draws, and handed back when the drawer ends. A member is read back after every store the loop
-  /// makes through a pointer the compiler cannot tell from it: the plans' Fisher-Yates over 32-bit
-  /// words waited on the engine's place after each swap.
+  /// draws, and handed back when the drawer ends. As the engine's member, the place is read back
+  /// after every store the loop makes through a pointer the compiler cannot tell from it: the
+  /// plans' Fisher-Yates over 32-bit words would wait on it after each swap.
   class Drawer {
    public:
     explicit Drawer(BlockMersenneTwister& engine) noexcept : engine_(engine), next_(engine.next_) {}

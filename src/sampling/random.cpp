@@ -86,6 +86,13 @@ void fisher_yates(T* values, std::size_t n, Engine& engine) {
   }
 }
 
+template <typename T>
+void shuffle_with_block_engine(T* values, std::size_t n, std::uint64_t seed) {
+  sampling_detail::BlockMt19937_64 engine(seed);
+  sampling_detail::BlockMt19937_64::Drawer draw(engine);
+  fisher_yates(values, n, draw);
+}
+
 }  // namespace
 
 std::uint64_t uniform_below(std::mt19937_64& engine, std::uint64_t bound) {
@@ -99,21 +106,15 @@ void shuffle_in_place(std::vector<std::int64_t>& values, std::mt19937_64& engine
 namespace sampling_detail {
 
 void shuffle_seeded(std::int64_t* values, std::size_t n, std::uint64_t seed) {
-  BlockMt19937_64 engine(seed);
-  BlockMt19937_64::Drawer draw(engine);
-  fisher_yates(values, n, draw);
+  shuffle_with_block_engine(values, n, seed);
 }
 
 void shuffle_seeded(std::uint64_t* values, std::size_t n, std::uint64_t seed) {
-  BlockMt19937_64 engine(seed);
-  BlockMt19937_64::Drawer draw(engine);
-  fisher_yates(values, n, draw);
+  shuffle_with_block_engine(values, n, seed);
 }
 
 void shuffle_seeded(std::uint32_t* values, std::size_t n, std::uint64_t seed) {
-  BlockMt19937_64 engine(seed);
-  BlockMt19937_64::Drawer draw(engine);
-  fisher_yates(values, n, draw);
+  shuffle_with_block_engine(values, n, seed);
 }
 
 }  // namespace sampling_detail
