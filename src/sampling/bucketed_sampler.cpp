@@ -393,22 +393,19 @@ bool BucketedSampler::order_windows(std::int64_t epoch, sampling_detail::OrderWo
     // the marking replaces with their indices.
     marks.order.resize(static_cast<std::size_t>(n));
     std::uint32_t* const words = marks.order.data();
-    // From the 2-byte buckets where the sampler holds them, else from the lengths; in 32-bit
-    // arithmetic (length - shortest fits above the index: narrow_order_) and from locals, so that
-    // the compiler vectorizes the loop rather than read index_bits_ again after each store.
+    // From the 2-byte buckets where the sampler holds them, else from the lengths (the same loop);
+    // length - shortest fits above the index (narrow_order_). From locals, so that the compiler
+    // vectorizes the loop rather than read index_bits_ again after each store.
     const int index_bits = index_bits_;
-    if (buckets_) {
-      const std::uint16_t* const bucket_of = buckets_->data();
+    const auto fill = [&](const auto bucket_of) {
       for (std::size_t sample = 0; sample < static_cast<std::size_t>(n); ++sample)
         words[sample] =
             static_cast<std::uint32_t>(bucket_of[sample]) << index_bits | static_cast<std::uint32_t>(sample);
-    } else {
-      const std::int64_t* const length_of = lengths.data();
-      const auto shortest = static_cast<std::uint32_t>(shortest_length_);
-      for (std::size_t sample = 0; sample < static_cast<std::size_t>(n); ++sample)
-        words[sample] = (static_cast<std::uint32_t>(length_of[sample]) - shortest) << index_bits |
-                        static_cast<std::uint32_t>(sample);
-    }
+    };
+    if (buckets_)
+      fill(buckets_->data());
+    else
+      fill(sampling_detail::LengthBuckets{lengths.data(), static_cast<std::uint64_t>(shortest_length_)});
     if (config_.shuffle) sampling_detail::shuffle_seeded(words, static_cast<std::size_t>(n), order_seed);
     if (sampling_detail::mark_windows(words, static_cast<std::size_t>(n), index_bits_, shortest_length_,
                                       longest_length_, tokens, most_windows(), marks))

@@ -209,15 +209,6 @@ bool mark_positions(WindowMarks& marks, std::size_t count) {
 
 namespace {
 
-// Each index's bucket, its length less the marks' shortest.
-struct LengthBuckets {
-  const std::int64_t* lengths;
-  std::uint64_t shortest;
-  std::uint64_t operator[](std::size_t index) const noexcept {
-    return static_cast<std::uint64_t>(lengths[index]) - shortest;
-  }
-};
-
 template <typename Index, typename Buckets>
 bool deal_windows_into(Index* out, const Buckets bucket_of, WindowMarks& marks) {
   const std::size_t size = marks.order.size(), windows = marks.ends.size();

@@ -89,6 +89,16 @@ struct WindowMarks {
   std::vector<std::size_t> staying;
 };
 
+/// Each index's bucket, its length less `shortest`, read from the lengths themselves (the plans'
+/// other source of buckets is an array of them in 2 bytes).
+struct LengthBuckets {
+  const std::int64_t* lengths;
+  std::uint64_t shortest;
+  std::uint64_t operator[](std::size_t index) const noexcept {
+    return static_cast<std::uint64_t>(lengths[index]) - shortest;
+  }
+};
+
 /// Whether mark_windows takes an order of `size` keys with lengths in [shortest, longest] cut into
 /// at most `most_windows` windows: at most max(N / 4, 4096) and 65,536 (window, length) buckets,
 /// whose counts stay within a core's cache, 65,535 windows, and indices of 4 bytes (N <= 2^32).

@@ -505,6 +505,19 @@ TEST_CASE("bucketed sampler: a plan held in 8-byte indices (past 2^32 samples) i
     REQUIRE(wide_kept->loaded == 2);  // the copier's epochs 0 and 3
     REQUIRE(wide_kept->refused == 0);
     REQUIRE(all_batches(copier) == all_batches(narrow));
+    // A wide plan with a negative sample in this rank's batch 1 is refused (read as unsigned: past
+    // N), and made instead.
+    wide_kept->spoil = [](std::vector<std::byte>& bytes) {
+      constexpr std::size_t kSamples = 24, kSpans = kSamples + 8 * 3000;
+      std::int64_t first;  // batch 1's first sample (rank 1's)
+      std::memcpy(&first, bytes.data() + kSpans + 24, sizeof(first));
+      const std::int64_t negative = -1;
+      std::memcpy(bytes.data() + kSamples + 8 * first, &negative, sizeof(negative));
+    };
+    BucketedSampler spoiled(wide_shared_config, 2, 1);
+    spoiled.set_epoch(3);
+    REQUIRE(wide_kept->refused == 2);  // epochs 0 and 3
+    REQUIRE(all_batches(spoiled) == all_batches(narrow));
     // A plan of the other width is not this sampler's plan: refused, and made instead.
     BucketedSampler wide_on_narrow_bytes(shared_config, 2, 1);  // kept holds 4-byte plans
     wide_on_narrow_bytes.set_epoch(3);
@@ -519,7 +532,7 @@ TEST_CASE("bucketed sampler: batches are packed as a step-by-step greedy packer 
   // from the front a sample at a time while the batch stays within the budget and the count limit;
   // the count cut to a multiple unless the window ends there. The marked sort (megabatch 64 and 0)
   // and the windows' own sorts (megabatch 2: too many windows to mark), packed keys and, with a
-  // budget of 2^62, bare indices. Then a marked sort whose order is shuffled as words of 64 bits and
+  // budget of 2^62, bare indices. Then a marked sort whose order is held as words of 64 bits and
   // dealt from the lengths themselves: 131,073 samples (indices of 18 bits) of 1 to 20,000 tokens
   // (15 bits above the shortest) do not fit words of 32.
   const auto reference = [](const BucketedSamplerConfig& config, const std::vector<std::int64_t>& length) {
