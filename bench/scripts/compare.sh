@@ -12,8 +12,9 @@
 #   w2  8,192 x 64 KiB (16384 float32) rows, shuffled, batches of 32
 #   w3  200,000 sequences (median 64, max 512 int32 tokens), bucketed under 16384 tokens per batch
 #   w4  1,000,000 x 64 float32, 10 classes, imbalance 100, class-balanced (weighted sampler, 1/count)
-# each 2-rank repeat of w3 and w4 followed by 1 rank held to one core (taskset): the scaling of 2
-# ranks per core, beside the 1-rank figure whose next-epoch plan has the second core to itself;
+# each 2-rank repeat of w3 and w4 followed by 1 rank (the pair the scaling goal reads) and by 1 rank
+# held to one core (taskset): the scaling of 2 ranks per core, beside the 1-rank figure whose
+# next-epoch plan has the second core to itself;
 # plus, on w1: strider from Python (bench/scripts/python_loop.py: strider.Loader, each batch wrapped with
 # torch.from_numpy) beside strider-bench's C++ loop and the peer; the same rows split over 8 shards (read as one
 # dataset; strider-bench within 10% of the one file is the target); runs with --compute-us at 1x, 2x (and 4x) the
@@ -238,6 +239,10 @@ strider() {  # TAG RANKS strider-bench options...: the median of $repeats runs (
     if [[ -n ${PAIRED:-} ]]; then paired_gather "$PAIRED" "$ranks" "$tag" "$k"; fi
     "${launch[@]}" -np "$ranks" "$bin/strider-bench" --seed "$seed" --json "$out/runs/strider-$tag.$k.json" "$@" \
       >"$out/logs/strider-$tag.$k.log" 2>&1 || { log "strider $tag FAILED (see $out/logs/strider-$tag.$k.log)"; return 0; }
+    if [[ -n ${WITH_ONE_RANK:-} ]]; then  # 1 rank, the same options, just after: the scaling's pair
+      "${launch[@]}" -np 1 "$bin/strider-bench" --seed "$seed" --json "$out/runs/onerank-$tag.$k.json" "$@" \
+        >"$out/logs/onerank-$tag.$k.log" 2>&1 || log "onerank $tag FAILED (see $out/logs/onerank-$tag.$k.log)"
+    fi
     if [[ -n ${WITH_ONE_CORE:-} ]]; then  # 1 rank held to one core, the same options, just after
       taskset -c "$first_cpu" "${launch[@]}" -np 1 "$bin/strider-bench" --seed "$seed" \
         --json "$out/runs/onecore-$tag.$k.json" "$@" >"$out/logs/onecore-$tag.$k.log" 2>&1 ||
@@ -305,15 +310,17 @@ limits w4 /samples 256
 for ranks in $ranks_list; do
   PAIRED=w1 WITH_PYTHON=1 repeats=$w1_repeats strider "w1-r$ranks" "$ranks" --data "$data/w1.h5" --batch-size 256 $w1_epochs
   strider "w2-r$ranks" "$ranks" --data "$data/w2.h5" --batch-size 32 --epochs 4
-  # At 2 ranks each repeat of w3 and w4 is followed by 1 rank held to one core (WITH_ONE_CORE): the
-  # 1-rank runs plan the next epoch on the second core while the first reads, which 2 ranks on 2
-  # cores cannot, so 2 ranks are also set against the same cores per rank.
+  # At 2 ranks each repeat of w3 and w4 is followed by 1 rank (WITH_ONE_RANK), whose ratios give the
+  # scaling goal (a pair minutes apart at most, not two series in different phases of the
+  # machine), then by 1 rank held to one core (WITH_ONE_CORE): the 1-rank runs plan the next epoch
+  # on the second core while the first reads, which 2 ranks on 2 cores cannot, so 2 ranks are also
+  # set against the same cores per rank.
   one_core=""
   [[ $ranks == 2 ]] && one_core=1
-  PAIRED=w3 WITH_ONE_CORE=$one_core repeats=$w1_repeats strider "w3-r$ranks" "$ranks" --data "$data/w3.h5" \
-    --sampler bucketed --max-tokens 16384 $w3_epochs
-  PAIRED=w4 WITH_ONE_CORE=$one_core repeats=$w1_repeats strider "w4-r$ranks" "$ranks" --data "$data/w4.h5" \
-    --sampler weighted --batch-size 256 $w4_epochs
+  PAIRED=w3 WITH_ONE_RANK=$one_core WITH_ONE_CORE=$one_core repeats=$w1_repeats strider "w3-r$ranks" "$ranks" \
+    --data "$data/w3.h5" --sampler bucketed --max-tokens 16384 $w3_epochs
+  PAIRED=w4 WITH_ONE_RANK=$one_core WITH_ONE_CORE=$one_core repeats=$w1_repeats strider "w4-r$ranks" "$ranks" \
+    --data "$data/w4.h5" --sampler weighted --batch-size 256 $w4_epochs
 done
 for ranks in $ranks_list; do
   peer "w1-r$ranks" "$ranks" --data "$data/w1.h5" --batch-size 256 --sampler distributed

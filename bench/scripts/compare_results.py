@@ -106,6 +106,7 @@ def main():
         if row["ranks"] == 2 and row.get("strider_over_one_rank"):
             scaling[row["workload"]] = {
                 "two_ranks_over_one": rounded(row["strider_over_one_rank"]),
+                "two_ranks_over_one_paired": rounded(row.get("strider_over_one_rank_paired")),
                 "two_ranks_over_one_on_one_core": rounded(row.get("strider_over_one_rank_one_core")),
                 "one_rank_one_core_million_samples_per_s": rounded(
                     row.get("strider_one_rank_one_core_samples_per_s", 0) / 1e6, 1) or None,

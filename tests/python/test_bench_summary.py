@@ -25,6 +25,13 @@ def write_runs(out, kind, tag, values, key):
         (runs / f"{kind}-{tag}.{k}.json").write_text(json.dumps({key: value}))
 
 
+def bench(rate, ranks):
+    """A strider-bench --json result of `rate` samples/s at `ranks` ranks."""
+    return {"samples_per_s": rate, "bytes_per_s": rate * 300, "stall_fraction": 0.5,
+            "time_to_first_batch_s": 0.01, "peak_rss_bytes": 1 << 20, "read_amplification": 1.0,
+            "ranks": [{"rank": r, "samples_per_s": rate / ranks} for r in range(ranks)]}
+
+
 def test_ratios_pair_repeats_by_number(tmp_path):
     summarize = load_summarize()
     # Repeat 1 in a fast phase, 2 and 3 in slow ones: every pair reads 0.9, 0.5 or 0.8 of its
@@ -126,15 +133,16 @@ def test_compare_results_maps_one_run_for_the_performance_page(tmp_path):
 
 
 def test_compare_results_keeps_the_scaling_against_one_rank_and_one_core(tmp_path):
-    # w3 at 2 ranks against its 1-rank run, and against 1 rank held to one core (compare.sh's
-    # ONE_CORE run, set on the 2-rank row by summarize.py); a workload without the one-core run
-    # keeps its 1-rank ratio alone.
+    # w3 at 2 ranks against its 1-rank run (the series' medians, and the pairs' median), and against
+    # 1 rank held to one core (compare.sh's ONE_CORE run, set on the 2-rank row by summarize.py); a
+    # workload without the paired runs keeps its 1-rank ratio alone.
     def row(workload, ranks, rate, **extra):
         return dict({"workload": workload, "title": workload, "ranks": ranks, "sequential_read_bytes_per_s": 8e9,
                      "gather_rows_per_s_one_core": 3e7, "strider_samples_per_s": rate,
                      "strider_bytes_per_s": rate * 300}, **extra)
 
     table = [row("w3", 1, 1.9e7), row("w3", 2, 2.2e7, strider_over_one_rank=2.2 / 1.9,
+                                      strider_over_one_rank_paired=1.234,
                                       strider_over_one_rank_one_core=2.2 / 1.25,
                                       strider_one_rank_one_core_samples_per_s=1.25e7,
                                       strider_samples_per_cpu_s=1.3e7, strider_cpu_ceiling_over_one_rank=2.6 / 1.9,
@@ -145,10 +153,12 @@ def test_compare_results_keeps_the_scaling_against_one_rank_and_one_core(tmp_pat
     printed = subprocess.run([sys.executable, script, str(tmp_path), "--seconds", "300"],
                              check=True, stdout=subprocess.PIPE, text=True).stdout
     scaling = json.loads(printed)["scaling"]
-    assert scaling["w3"] == {"two_ranks_over_one": 1.16, "two_ranks_over_one_on_one_core": 1.76,
+    assert scaling["w3"] == {"two_ranks_over_one": 1.16, "two_ranks_over_one_paired": 1.23,
+                             "two_ranks_over_one_on_one_core": 1.76,
                              "one_rank_one_core_million_samples_per_s": 12.5, "cpu_ceiling_over_one": 1.37,
                              "two_ranks_million_samples_per_cpu_s": 13.0, "one_rank_cpu_bound_over_one": 1.79}
-    assert scaling["w4"] == {"two_ranks_over_one": 2.27, "two_ranks_over_one_on_one_core": None,
+    assert scaling["w4"] == {"two_ranks_over_one": 2.27, "two_ranks_over_one_paired": None,
+                             "two_ranks_over_one_on_one_core": None,
                              "one_rank_one_core_million_samples_per_s": None, "cpu_ceiling_over_one": None,
                              "two_ranks_million_samples_per_cpu_s": None, "one_rank_cpu_bound_over_one": None}
 
@@ -193,12 +203,6 @@ def test_two_ranks_are_set_against_one_rank_on_one_core_pair_by_pair(tmp_path):
     # (compare.sh's WITH_ONE_CORE, runs/onecore-w3-r2.K.json); the ratio is the median of the
     # pairs', the one-core figure the median of its runs, and the one-core runs make no table row.
     summarize = load_summarize()
-
-    def bench(rate, ranks):
-        return {"samples_per_s": rate, "bytes_per_s": rate * 300, "stall_fraction": 0.5,
-                "time_to_first_batch_s": 0.01, "peak_rss_bytes": 1 << 20, "read_amplification": 1.0,
-                "ranks": [{"rank": r, "samples_per_s": rate / ranks} for r in range(ranks)]}
-
     (tmp_path / "strider-w3-r1.json").write_text(json.dumps(dict(bench(20.0e6, 1), samples_per_cpu_s=17.0e6)))
     (tmp_path / "strider-w3-r2.json").write_text(json.dumps(dict(bench(26.0e6, 2), samples_per_cpu_s=14.0e6)))
     write_runs(tmp_path, "strider", "w3-r2", {1: 30.0e6, 2: 26.0e6, 3: 22.0e6}, "samples_per_s")
@@ -223,3 +227,32 @@ def test_two_ranks_are_set_against_one_rank_on_one_core_pair_by_pair(tmp_path):
     # And at the CPU the 1-rank run spent per sample: 2 ranks that split its work at no cost.
     assert two["strider_one_rank_cpu_bound_over_one_rank"] == cores * 17.0e6 / 20.0e6
     assert f"({cores * 17.0e6 / 20.0e6:.2f}x at the 1-rank run's CPU per sample)" in scaling[0]["detail"]
+
+
+def test_the_scaling_goal_sets_each_2_rank_repeat_against_1_rank_run_just_after_it(tmp_path):
+    # compare.sh's WITH_ONE_RANK: runs/onerank-w3-r2.K.json just after each 2-rank repeat. The
+    # series' medians (26 against the 1-rank pass's 20: 1.3x) compare runs minutes apart; the
+    # pairs read 30/17, 26/15 and 22/14, whose median, 26/15, is the goal's figure.
+    summarize = load_summarize()
+    (tmp_path / "strider-w3-r1.json").write_text(json.dumps(bench(20.0e6, 1)))
+    (tmp_path / "strider-w3-r2.json").write_text(json.dumps(bench(26.0e6, 2)))
+    write_runs(tmp_path, "strider", "w3-r2", {1: 30.0e6, 2: 26.0e6, 3: 22.0e6}, "samples_per_s")
+    write_runs(tmp_path, "onerank", "w3-r2", {1: 17.0e6, 2: 15.0e6, 3: 14.0e6}, "samples_per_s")
+    summarize.main(str(tmp_path))
+    results = json.loads((tmp_path / "results.json").read_text())
+    two = {(row["workload"], row["ranks"]): row for row in results["table"]}[("w3", 2)]
+    assert two["strider_over_one_rank"] == 26.0e6 / 20.0e6
+    assert two["strider_over_one_rank_paired_pairs"] == [22.0 / 14.0, 26.0 / 15.0, 30.0 / 17.0]
+    assert two["strider_over_one_rank_paired"] == 26.0 / 15.0
+    scaling = [goal for goal in results["goals"] if goal["goal"].startswith("w3 at 2 ranks: >= 1.6x")]
+    assert len(scaling) == 1 and scaling[0]["met"]
+    assert scaling[0]["detail"].startswith(
+        "1.73x against 1 rank run just after each 2-rank repeat (median of 3 pairs, 157%-176%; the pairs fall on both"
+        " sides of the goal); 1.30x the 1-rank series' median")
+    # Without those runs the goal reads the series' medians, as before them.
+    for path in (tmp_path / "runs").glob("onerank-*.json"):
+        path.unlink()
+    summarize.main(str(tmp_path))
+    results = json.loads((tmp_path / "results.json").read_text())
+    scaling = [goal for goal in results["goals"] if goal["goal"].startswith("w3 at 2 ranks: >= 1.6x")]
+    assert not scaling[0]["met"] and scaling[0]["detail"].startswith("1.30x")
