@@ -306,6 +306,17 @@ class KeptPlan final : public SharedPlan {
   std::map<std::uint64_t, std::vector<std::byte>> kept_;
 };
 
+/// Where a kept plan of 3,000 samples, each `width` bytes, holds batch `batch` (plan_pieces: a
+/// header of 24 bytes, the samples, then the spans of 24 bytes, each its first sample and count):
+/// the offset of the batch's first sample in the bytes, and its count.
+std::pair<std::size_t, std::int64_t> batch_in_plan(const std::vector<std::byte>& bytes, std::size_t width,
+                                                   std::size_t batch) {
+  constexpr std::size_t kHeader = 24, kSamples = 3000, kSpan = 24;
+  std::int64_t span[2];  // first, count
+  std::memcpy(span, bytes.data() + kHeader + width * kSamples + kSpan * batch, sizeof(span));
+  return {kHeader + width * static_cast<std::size_t>(span[0]), span[1]};
+}
+
 }  // namespace
 
 TEST_CASE("bucketed sampler: a shared plan is the plan, and bytes that are not one are refused", "[bucketed]") {
@@ -340,12 +351,9 @@ TEST_CASE("bucketed sampler: a shared plan is the plan, and bytes that are not o
         std::fill(bytes.begin() + 24, bytes.begin() + 24 + 4 * 3000, std::byte{0xff});
       },  // every sample index past N
       [](std::vector<std::byte>& bytes) {
-        constexpr std::size_t kSamples = 24, kSpans = kSamples + 4 * 3000;
-        std::int64_t first;  // batch 1's first sample (rank 1's)
-        std::memcpy(&first, bytes.data() + kSpans + 24, sizeof(first));
         const std::uint32_t past = 3000;
-        std::memcpy(bytes.data() + kSamples + 4 * first, &past, sizeof(past));
-      },  // one sample of this rank's at N, the first index past the samples
+        std::memcpy(bytes.data() + batch_in_plan(bytes, 4, 1).first, &past, sizeof(past));
+      },  // batch 1's (rank 1's) first sample at N, the first index past the samples
   };
   for (std::size_t k = 0; k < spoils.size(); ++k) {
     CAPTURE(k);
@@ -361,11 +369,10 @@ TEST_CASE("bucketed sampler: a shared plan is the plan, and bytes that are not o
   // another rank's batch is an error, not another batch.
   REQUIRE(alone.num_batches() >= 3);
   kept->spoil = [](std::vector<std::byte>& bytes) {
-    constexpr std::size_t kSamples = 24, kSpans = kSamples + 4 * 3000;
-    std::int64_t span[2];  // batch 2's first sample and count
-    std::memcpy(span, bytes.data() + kSpans + 2 * 24, sizeof(span));
-    std::fill(bytes.begin() + static_cast<std::ptrdiff_t>(kSamples + 4 * span[0]),
-              bytes.begin() + static_cast<std::ptrdiff_t>(kSamples + 4 * (span[0] + span[1])), std::byte{0xff});
+    const auto [first, count] = batch_in_plan(bytes, 4, 2);
+    std::fill(bytes.begin() + static_cast<std::ptrdiff_t>(first),
+              bytes.begin() + static_cast<std::ptrdiff_t>(first + 4 * static_cast<std::size_t>(count)),
+              std::byte{0xff});
   };
   const int refused = kept->refused, loaded = kept->loaded;
   BucketedSampler copied(shared_config, 2, 1);
@@ -508,11 +515,8 @@ TEST_CASE("bucketed sampler: a plan held in 8-byte indices (past 2^32 samples) i
     // A wide plan with a negative sample in this rank's batch 1 is refused (read as unsigned: past
     // N), and made instead.
     wide_kept->spoil = [](std::vector<std::byte>& bytes) {
-      constexpr std::size_t kSamples = 24, kSpans = kSamples + 8 * 3000;
-      std::int64_t first;  // batch 1's first sample (rank 1's)
-      std::memcpy(&first, bytes.data() + kSpans + 24, sizeof(first));
       const std::int64_t negative = -1;
-      std::memcpy(bytes.data() + kSamples + 8 * first, &negative, sizeof(negative));
+      std::memcpy(bytes.data() + batch_in_plan(bytes, 8, 1).first, &negative, sizeof(negative));
     };
     BucketedSampler spoiled(wide_shared_config, 2, 1);
     spoiled.set_epoch(3);
