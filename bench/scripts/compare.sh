@@ -224,6 +224,17 @@ limit["paired"] = True
 json.dump(limit, open(path, "w"))
 EOF
 }
+one_rank() {  # KIND TAG K [PREFIX...] -- strider-bench options...: 1 rank into runs/KIND-TAG.K.json
+  local kind=$1 tag=$2 k=$3 prefix=()
+  shift 3
+  while [[ $1 != -- ]]; do
+    prefix+=("$1")
+    shift
+  done
+  shift
+  "${prefix[@]}" "${launch[@]}" -np 1 "$bin/strider-bench" --seed "$seed" --json "$out/runs/$kind-$tag.$k.json" "$@" \
+    >"$out/logs/$kind-$tag.$k.log" 2>&1 || log "$kind $tag FAILED (see $out/logs/$kind-$tag.$k.log)"
+}
 strider() {  # TAG RANKS strider-bench options...: the median of $repeats runs (by samples/s)
   local tag=$1 ranks=$2 k
   shift 2
@@ -239,15 +250,9 @@ strider() {  # TAG RANKS strider-bench options...: the median of $repeats runs (
     if [[ -n ${PAIRED:-} ]]; then paired_gather "$PAIRED" "$ranks" "$tag" "$k"; fi
     "${launch[@]}" -np "$ranks" "$bin/strider-bench" --seed "$seed" --json "$out/runs/strider-$tag.$k.json" "$@" \
       >"$out/logs/strider-$tag.$k.log" 2>&1 || { log "strider $tag FAILED (see $out/logs/strider-$tag.$k.log)"; return 0; }
-    if [[ -n ${WITH_ONE_RANK:-} ]]; then  # 1 rank, the same options, just after: the scaling's pair
-      "${launch[@]}" -np 1 "$bin/strider-bench" --seed "$seed" --json "$out/runs/onerank-$tag.$k.json" "$@" \
-        >"$out/logs/onerank-$tag.$k.log" 2>&1 || log "onerank $tag FAILED (see $out/logs/onerank-$tag.$k.log)"
-    fi
-    if [[ -n ${WITH_ONE_CORE:-} ]]; then  # 1 rank held to one core, the same options, just after
-      taskset -c "$first_cpu" "${launch[@]}" -np 1 "$bin/strider-bench" --seed "$seed" \
-        --json "$out/runs/onecore-$tag.$k.json" "$@" >"$out/logs/onecore-$tag.$k.log" 2>&1 ||
-        log "onecore $tag FAILED (see $out/logs/onecore-$tag.$k.log)"
-    fi
+    # 1 rank with the same options just after: the scaling's pair, then held to one core.
+    if [[ -n ${WITH_ONE_RANK:-} ]]; then one_rank onerank "$tag" "$k" -- "$@"; fi
+    if [[ -n ${WITH_ONE_CORE:-} ]]; then one_rank onecore "$tag" "$k" taskset -c "$first_cpu" -- "$@"; fi
     if [[ -n $python_ok ]] && ! python_run "$tag" "$ranks" "$k" "$@"; then
       log "python $tag FAILED (see $out/logs/python-$tag.$k.log)"
       python_ok=""
