@@ -20,12 +20,30 @@ inline std::uint64_t mul_div(std::uint64_t a, std::uint64_t b, std::uint64_t c) 
 
 /// A counter-based stream of 64-bit words: word i of the stream keyed by (key, counter) is a pure
 /// function of the three, so that any position of an epoch can be drawn without the ones before.
-/// Inline: the weighted sampler draws two or three words per sample.
+/// Inline: the weighted sampler draws two or three words per sample (many positions at a time
+/// through counter_lanes.hpp, whose every build gives these streams' words).
 class CounterStream {
  public:
   CounterStream() noexcept = default;  // a placeholder, to be assigned a stream
-  CounterStream(std::uint64_t key, std::uint64_t counter) noexcept : state_(mix64(key ^ mix64(counter))) {}
-  std::uint64_t next() noexcept { return mix64(state_ + kGoldenGamma * ++drawn_); }
+  CounterStream(std::uint64_t key, std::uint64_t counter) noexcept : state_(state_of(key, counter)) {}
+  /// The stream of state `state` (state_of) with `drawn` words drawn: where a draw left off.
+  static CounterStream resumed(std::uint64_t state, std::uint64_t drawn) noexcept {
+    CounterStream stream;
+    stream.state_ = state;
+    stream.drawn_ = drawn;
+    return stream;
+  }
+  /// The state of the stream keyed by (key, counter).
+  static constexpr std::uint64_t state_of(std::uint64_t key, std::uint64_t counter) noexcept {
+    return mix64(key ^ mix64(counter));
+  }
+  /// Word i (from 1) of the stream of state `state`.
+  static constexpr std::uint64_t word_of(std::uint64_t state, std::uint64_t i) noexcept {
+    return mix64(state + kGoldenGamma * i);
+  }
+  std::uint64_t next() noexcept { return word_of(state_, ++drawn_); }
+  /// Words drawn so far.
+  std::uint64_t drawn() const noexcept { return drawn_; }
   /// An unbiased integer in [0, bound) (masked rejection: fewer than two words on average).
   std::uint64_t below(std::uint64_t bound) noexcept { return below(bound, mask_of(bound)); }
   /// below(bound) with mask_of(bound) computed once for many draws.

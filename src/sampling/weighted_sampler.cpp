@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "sampling/class_plan.hpp"
+#include "sampling/counter_lanes.hpp"
 #include "sampling/key_sort.hpp"
 #include "strider/core/error.hpp"
 #include "strider/core/hash.hpp"
@@ -166,45 +167,66 @@ std::int64_t WeightedSampler::sample_at(std::int64_t position) const {
 
 void WeightedSampler::draw_samples(std::uint64_t key, std::int64_t* positions, std::size_t count) const {
   // Position p's stream (key, p) draws a ticket that picks the class (or the sample) by weight,
-  // then with class weights the member of that class. The members are random accesses into the
-  // class index (8 bytes a sample): drawn for a group of positions first, their entries fetched
-  // while the rest of the group is drawn, then read.
+  // then with class weights the member of that class. A group of positions at a time, each step
+  // over the whole group: the streams and their words in vectorized lanes (counter_lanes.hpp),
+  // then the classes, then the members, random accesses into the class index (8 bytes a sample)
+  // fetched while the rest of the group is drawn, then read.
   constexpr std::size_t kGroup = 32;
+  const sampling_detail::CounterLaneBuild& lanes = sampling_detail::counter_lane_builds().front();
   const std::uint64_t total = cumulative_.back();
-  const std::uint64_t total_mask = detail::CounterStream::mask_of(total);
-  // The first cumulative weight above the ticket: counted without branches over a few classes,
-  // by binary search over many (sample weights).
+  std::uint64_t totals[kGroup], total_masks[kGroup];
+  std::fill_n(totals, kGroup, total);
+  std::fill_n(total_masks, kGroup, detail::CounterStream::mask_of(total));
+  // The first cumulative weight above the ticket: over a few classes, the table's count for the
+  // ticket's bucket, then a step past a bound inside the bucket taken without a branch (a bucket
+  // rarely holds two); by binary search over many (sample weights).
+  const std::uint64_t* const cumulative = cumulative_.data();
+  const std::size_t bounds = cumulative_.size();
+  const std::uint32_t* const table = ticket_classes_.data();
+  const int shift = ticket_shift_;
   const auto chosen_by = [&](std::uint64_t ticket) {
-    if (cumulative_.size() <= kTableClasses) {
-      std::size_t at_or_below = ticket_classes_[static_cast<std::size_t>(ticket >> ticket_shift_)];
-      while (at_or_below < cumulative_.size() && cumulative_[at_or_below] <= ticket) ++at_or_below;
+    if (bounds <= kTableClasses) {
+      // ticket < total = cumulative[bounds - 1]: no step passes the last bound.
+      std::size_t at_or_below = table[static_cast<std::size_t>(ticket >> shift)];
+      at_or_below += cumulative[at_or_below] <= ticket ? 1 : 0;
+      while (cumulative[at_or_below] <= ticket) ++at_or_below;
       return at_or_below;
     }
-    return static_cast<std::size_t>(std::upper_bound(cumulative_.begin(), cumulative_.end(), ticket) -
-                                    cumulative_.begin());
+    return static_cast<std::size_t>(std::upper_bound(cumulative, cumulative + bounds, ticket) - cumulative);
   };
-  if (config_.sample_weights) {
-    for (std::size_t k = 0; k < count; ++k) {
-      detail::CounterStream stream(key, static_cast<std::uint64_t>(positions[k]));
-      positions[k] = static_cast<std::int64_t>(chosen_by(stream.below(total, total_mask)));
-    }
-    return;
-  }
-  // Each step over a whole group at a time (the streams, then the classes, then the members): the
-  // positions' draws are independent, and a core overlaps them where one position's would wait
-  // on each other.
-  detail::CounterStream streams[kGroup];
-  int labels[kGroup];
+  std::uint64_t states[kGroup], drawn[kGroup], values[kGroup], counts[kGroup], masks[kGroup];
   const std::int64_t* members[kGroup];
+  // Lanes whose every word the lanes drew was rejected draw on one word at a time (rarely).
+  const auto draw_on = [&](std::size_t group, const std::uint64_t* group_bounds, const std::uint64_t* group_masks) {
+    for (std::size_t k = 0; k < group; ++k) {
+      if (values[k] < group_bounds[k]) continue;
+      detail::CounterStream stream = detail::CounterStream::resumed(states[k], drawn[k]);
+      values[k] = stream.below(group_bounds[k], group_masks[k]);
+      drawn[k] = stream.drawn();
+    }
+  };
+  const ClassDraw* const draws = class_draws_.data();
   for (std::size_t first = 0; first < count; first += kGroup) {
     const std::size_t group = std::min(kGroup, count - first);
-    for (std::size_t k = 0; k < group; ++k)
-      streams[k] = detail::CounterStream(key, static_cast<std::uint64_t>(positions[first + k]));
-    for (std::size_t k = 0; k < group; ++k)
-      labels[k] = static_cast<int>(chosen_by(streams[k].below(total, total_mask)));
+    lanes.streams(key, positions + first, states, group);
+    std::fill_n(drawn, group, 0);
+    lanes.below3(states, drawn, totals, total_masks, values,
+                 group);  // a ticket: 3 words, as total ~ 2^62 may reject half
+    draw_on(group, totals, total_masks);
+    if (config_.sample_weights) {
+      for (std::size_t k = 0; k < group; ++k) positions[first + k] = static_cast<std::int64_t>(chosen_by(values[k]));
+      continue;
+    }
     for (std::size_t k = 0; k < group; ++k) {
-      const ClassDraw& draw = class_draws_[static_cast<std::size_t>(labels[k])];
-      members[k] = draw.members + streams[k].below(draw.count, draw.mask);
+      const ClassDraw& draw = draws[chosen_by(values[k])];
+      counts[k] = draw.count;
+      masks[k] = draw.mask;
+      members[k] = draw.members;
+    }
+    lanes.below2(states, drawn, counts, masks, values, group);
+    draw_on(group, counts, masks);
+    for (std::size_t k = 0; k < group; ++k) {
+      members[k] += values[k];
       __builtin_prefetch(members[k]);
     }
     for (std::size_t k = 0; k < group; ++k) positions[first + k] = *members[k];

@@ -1,12 +1,19 @@
-// The weighted sampler: the shared invariants, chi-square agreement with the weights, zero weights,
-// invalid weights, weight updates, elastic resume; the class weight rule.
+// The weighted sampler: the shared invariants, its draws against the streams' own (written out
+// here) and every build of the lanes that draw them, chi-square agreement with the weights, zero
+// weights, invalid weights, weight updates, elastic resume; the class weight rule.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <limits>
 #include <map>
+#include <random>
+#include <string>
 
 #include "class_test_support.hpp"
+#include "sampling/class_plan.hpp"
+#include "sampling/counter_lanes.hpp"
 #include "strider/core/error.hpp"
+#include "strider/core/hash.hpp"
 #include "strider/sampling/class_weights.hpp"
 #include "strider/sampling/weighted_sampler.hpp"
 
@@ -143,6 +150,183 @@ TEST_CASE("weighted: zero-weight classes never appear; per-sample weights", "[we
   REQUIRE(seen.size() == 2);
   REQUIRE(seen[7] + seen[250] == 4000);
   REQUIRE(chi_square({seen[7], seen[250]}, {0.25, 0.75}) < 10.83);
+}
+
+namespace {
+
+// The weighted sampler's draws at `positions`, written out from its definition with one
+// detail::CounterStream per position: the stream (epoch key, position) draws a ticket below the
+// quantised weights' total (each mass's share of 2^62, rounded, at least 1 where positive), which
+// picks the first class (or sample) whose running sum is above it; then, with class weights, a
+// member of that class below its count. `longest` gets the most words a ticket and a member took.
+struct ReferenceDraws {
+  std::vector<std::int64_t> samples;
+  std::uint64_t longest_ticket = 0, longest_member = 0;
+};
+ReferenceDraws reference_draws(const ClassIndex* classes, const std::vector<double>& masses, std::int64_t seed,
+                               std::int64_t epoch, const std::vector<std::int64_t>& positions) {
+  double total = 0;
+  for (double mass : masses) total += mass;
+  std::vector<std::uint64_t> cumulative;
+  std::uint64_t running = 0;
+  for (double mass : masses) {
+    if (mass > 0)
+      running +=
+          std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::llround(mass / total * 4611686018427387904.0)));
+    cumulative.push_back(running);
+  }
+  const std::uint64_t key = derive_seed(seed, epoch, 0x3e1947ed00000000ULL);
+  ReferenceDraws draws;
+  for (std::int64_t position : positions) {
+    detail::CounterStream stream(key, static_cast<std::uint64_t>(position));
+    const std::uint64_t ticket = stream.below(running);
+    draws.longest_ticket = std::max(draws.longest_ticket, stream.drawn());
+    const auto chosen = std::upper_bound(cumulative.begin(), cumulative.end(), ticket) - cumulative.begin();
+    if (classes == nullptr) {
+      draws.samples.push_back(chosen);
+      continue;
+    }
+    const int label = static_cast<int>(chosen);
+    const std::uint64_t before = stream.drawn();
+    draws.samples.push_back(classes->members(label)[stream.below(static_cast<std::uint64_t>(classes->count(label)))]);
+    draws.longest_member = std::max(draws.longest_member, stream.drawn() - before);
+  }
+  return draws;
+}
+
+// Rank `rank`'s positions of step `step`: s*R*B + r + j*R for its j-th sample (no padding: the
+// draws are a multiple of the world size).
+std::vector<std::int64_t> step_positions(std::int64_t step, int world, int rank, std::int64_t batch, std::size_t size) {
+  std::vector<std::int64_t> positions;
+  for (std::size_t j = 0; j < size; ++j)
+    positions.push_back(step * world * batch + rank + static_cast<std::int64_t>(j) * world);
+  return positions;
+}
+
+}  // namespace
+
+TEST_CASE("weighted: every draw is the one its position's stream gives, written out in the test", "[weighted]") {
+  struct Case {
+    const char* what;
+    std::vector<std::int64_t> counts;  // empty: per-sample weights
+    std::vector<double> weights;       // class weights (empty: 1/count), or per-sample weights
+    std::int64_t draws, batch;
+    int world;
+  };
+  std::vector<double> sample_weights(3000);
+  std::mt19937_64 generator(5);
+  for (double& weight : sample_weights) weight = static_cast<double>(generator() % 1000) / 7.0;
+  std::vector<std::int64_t> many_counts(70, 30);
+  many_counts[3] = 1;
+  const std::vector<Case> cases = {
+      // w4's shape, scaled down: the default weights' masses sum to just past 2^62, so that about
+      // half of the tickets' words are rejected and some tickets take more than the 3 words the
+      // lanes draw at once; the members' bounds reject from 2% to 45%.
+      {"imbalanced, 1/count", {40293, 24155, 14481, 8681, 5204, 3120, 1870, 1121, 672, 403}, {}, 0, 256, 2},
+      {"a class of one sample (its member draws no word), a batch not a multiple of the lanes",
+       {1, 5000, 3, 2},
+       {900, 1, 50, 30},
+       6000,
+       37,
+       3},
+      {"70 classes (a binary search for the class)", many_counts, {}, 8400, 64, 4},
+      {"per-sample weights", {}, sample_weights, 9000, 100, 1}};
+  for (const Case& c : cases) {
+    CAPTURE(c.what);
+    WeightedSamplerConfig config;
+    std::vector<double> masses;
+    std::shared_ptr<const ClassIndex> classes;
+    if (c.counts.empty()) {
+      config.sample_weights = std::make_shared<std::vector<double>>(c.weights);
+      masses = c.weights;
+    } else {
+      classes = blocks(c.counts);
+      config.classes = classes;
+      config.class_weights = c.weights;
+      for (std::size_t label = 0; label < c.counts.size(); ++label)
+        masses.push_back((c.weights.empty() ? 1.0 / static_cast<double>(c.counts[label]) : c.weights[label]) *
+                         static_cast<double>(c.counts[label]));
+    }
+    config.num_samples = c.draws;
+    config.batch_size = c.batch;
+    config.seed = 17;
+    std::uint64_t longest_ticket = 0, longest_member = 0;
+    for (int rank = 0; rank < c.world; ++rank) {
+      WeightedSampler sampler(config, c.world, rank);
+      for (const std::int64_t epoch : {0, 6}) {
+        CAPTURE(rank, epoch);
+        sampler.set_epoch(epoch);
+        std::vector<std::int64_t> batch;
+        std::int64_t differing = 0;
+        for (std::int64_t step = 0; step < sampler.num_steps(); ++step) {
+          sampler.batch(step, batch);
+          const ReferenceDraws expected = reference_draws(classes.get(), masses, config.seed, epoch,
+                                                          step_positions(step, c.world, rank, c.batch, batch.size()));
+          differing += batch == expected.samples ? 0 : 1;
+          longest_ticket = std::max(longest_ticket, expected.longest_ticket);
+          longest_member = std::max(longest_member, expected.longest_member);
+        }
+        REQUIRE(differing == 0);
+      }
+    }
+    // The draws went past the words the lanes take at once (3 for a ticket, 2 for a member).
+    if (std::string(c.what).rfind("imbalanced", 0) == 0) {
+      REQUIRE(longest_ticket > 3);
+      REQUIRE(longest_member > 2);
+    }
+  }
+}
+
+TEST_CASE("every build of the counter-stream lanes this CPU runs draws CounterStream's words and places",
+          "[weighted][random]") {
+  const std::vector<sampling_detail::CounterLaneBuild>& builds = sampling_detail::counter_lane_builds();
+  REQUIRE(!builds.empty());
+  REQUIRE(std::string(builds.back().name) == "baseline");  // the fallback is always there
+  // Bounds of every kind: none to draw (0, 1), powers of two and just past them (half rejected),
+  // 2^62 + 256 (the quantised weights' total of w4), the largest.
+  const std::vector<std::uint64_t> kinds = {
+      0, 1, 2, 3, 1000, 1024, 1025, (std::uint64_t{1} << 62) + 256, (std::uint64_t{1} << 63) + 1, ~std::uint64_t{0}};
+  constexpr std::size_t kLanes = 61;  // not a multiple of any vector's lanes
+  std::mt19937_64 generator(3);
+  std::vector<std::int64_t> counters(kLanes);
+  std::vector<std::uint64_t> states(kLanes), start(kLanes), bounds(kLanes), masks(kLanes);
+  for (const sampling_detail::CounterLaneBuild& build : builds) {
+    CAPTURE(build.name);
+    for (int round = 0; round < 200; ++round) {
+      for (std::size_t k = 0; k < kLanes; ++k) {
+        counters[k] = static_cast<std::int64_t>(generator());
+        start[k] = generator() % 5;
+        bounds[k] = round % 2 == 0 ? kinds[(k + static_cast<std::size_t>(round)) % kinds.size()]
+                                   : generator() >> (generator() % 64);
+        masks[k] = detail::CounterStream::mask_of(bounds[k]);
+      }
+      const std::uint64_t key = generator();
+      for (std::size_t n : {kLanes, std::size_t{9}, std::size_t{1}, std::size_t{0}}) {
+        CAPTURE(round, n);
+        std::fill(states.begin(), states.end(), 0);
+        build.streams(key, counters.data(), states.data(), n);
+        for (const int words : {2, 3}) {
+          std::vector<std::uint64_t> drawn(start), values(kLanes, 7);
+          (words == 2 ? build.below2 : build.below3)(states.data(), drawn.data(), bounds.data(), masks.data(),
+                                                     values.data(), n);
+          std::size_t differing = 0;
+          for (std::size_t k = 0; k < n; ++k) {
+            differing +=
+                states[k] == detail::CounterStream::state_of(key, static_cast<std::uint64_t>(counters[k])) ? 0 : 1;
+            detail::CounterStream stream = detail::CounterStream::resumed(states[k], start[k]);
+            const std::uint64_t value = stream.below(bounds[k], masks[k]);
+            if (stream.drawn() - start[k] <= static_cast<std::uint64_t>(words)) {  // taken among the lanes' words
+              differing += values[k] == value && drawn[k] == stream.drawn() ? 0 : 1;
+            } else {  // all rejected: every word counted, for the stream to draw on
+              differing += values[k] >= bounds[k] && drawn[k] == start[k] + static_cast<std::uint64_t>(words) ? 0 : 1;
+            }
+          }
+          for (std::size_t k = n; k < kLanes; ++k) differing += values[k] == 7 && drawn[k] == start[k] ? 0 : 1;
+          REQUIRE(differing == 0);
+        }
+      }
+    }
+  }
 }
 
 TEST_CASE("weighted: a few classes are drawn as many are (the ticket table against the binary search)", "[weighted]") {
