@@ -15,12 +15,12 @@ using StreamLanes = void (*)(std::uint64_t key, const std::int64_t* counters, st
                              std::size_t n) noexcept;
 
 /// For k < n: lane k's stream (state states[k], drawn[k] words drawn) draws below bounds[k] as
-/// CounterStream::below(bounds[k], masks[k]) does, from its next `Words` words only (2 or 3, by
-/// build): drawn side by side, the first below the bound is chosen with masks, not a branch, so a
+/// CounterStream::below(bounds[k], masks[k]) does, from its next 2 words only (below2) or 3
+/// (below3): drawn side by side, the first below the bound is chosen with masks, not a branch, so a
 /// rejection (nearly half the draws for a bound just past a power of two) mispredicts nothing.
-/// Then values[k] < bounds[k] and drawn[k] counts the words up to the one taken; where all were
-/// rejected, values[k] >= bounds[k] and drawn[k] counts them all, for CounterStream::resumed to
-/// draw on. A bound of 0 or 1 gives 0 and draws no word, as below does.
+/// For a bound above 1, values[k] < bounds[k] and drawn[k] counts the words up to the one taken;
+/// where all were rejected, values[k] >= bounds[k] and drawn[k] counts them all, for
+/// CounterStream::resumed to draw on. A bound of 0 or 1 gives 0 and draws no word, as below does.
 using BelowLanes = void (*)(const std::uint64_t* states, std::uint64_t* drawn, const std::uint64_t* bounds,
                             const std::uint64_t* masks, std::uint64_t* values, std::size_t n) noexcept;
 

@@ -196,7 +196,8 @@ void WeightedSampler::draw_samples(std::uint64_t key, std::int64_t* positions, s
   };
   std::uint64_t states[kGroup], drawn[kGroup], values[kGroup], counts[kGroup], masks[kGroup];
   const std::int64_t* members[kGroup];
-  // Lanes whose every word the lanes drew was rejected draw on one word at a time (rarely).
+  // Lanes whose every word the lanes drew was rejected draw on one word at a time (a ticket in 8
+  // where the total is just past a power of two, as 1/count weights' often is).
   const auto draw_on = [&](std::size_t group, const std::uint64_t* group_bounds, const std::uint64_t* group_masks) {
     for (std::size_t k = 0; k < group; ++k) {
       if (values[k] < group_bounds[k]) continue;
