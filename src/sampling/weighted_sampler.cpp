@@ -211,8 +211,8 @@ void WeightedSampler::draw_samples(std::uint64_t key, std::int64_t* positions, s
     const std::size_t group = std::min(kGroup, count - first);
     lanes.streams(key, positions + first, states, group);
     std::fill_n(drawn, group, 0);
-    lanes.below3(states, drawn, totals, total_masks, values,
-                 group);  // a ticket: 3 words, as total ~ 2^62 may reject half
+    // A ticket from 3 words: a total just past 2^62 rejects nearly half of them.
+    lanes.below3(states, drawn, totals, total_masks, values, group);
     draw_on(group, totals, total_masks);
     if (config_.sample_weights) {
       for (std::size_t k = 0; k < group; ++k) positions[first + k] = static_cast<std::int64_t>(chosen_by(values[k]));
